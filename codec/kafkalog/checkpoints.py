@@ -1,0 +1,132 @@
+"""The small text files of a log dir: checkpoints, ``partition.metadata``, ``meta.properties``.
+
+* ``leader-epoch-checkpoint``: ``0`` (version), entry count, then ``epoch startOffset`` lines.
+* ``recovery-point-offset-checkpoint``, ``replication-offset-checkpoint``,
+  ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``: ``0``, count, then
+  ``topic partition offset`` lines.
+* ``partition.metadata``: ``version: 0`` and ``topic_id: <base64 UUID>``.
+* ``meta.properties``: Java properties (``key=value``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import CorruptIndexError
+
+__all__ = [
+    "EpochEntry",
+    "PartitionMetadata",
+    "read_leader_epoch_checkpoint",
+    "read_offset_checkpoint",
+    "read_partition_metadata",
+    "read_properties",
+]
+
+
+@dataclass(frozen=True)
+class EpochEntry:
+    """Leader epoch ``epoch`` started at offset ``start_offset``."""
+
+    epoch: int
+    start_offset: int
+
+
+@dataclass(frozen=True)
+class PartitionMetadata:
+    """The topic id a partition directory belongs to."""
+
+    version: int
+    topic_id: str
+
+
+def _text(path: str | os.PathLike[str] | None, data: bytes | None) -> tuple[str, str | None]:
+    name = None if path is None else os.fspath(path)
+    if data is None:
+        assert path is not None
+        with open(path, "rb") as f:
+            data = f.read()
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as e:
+        raise CorruptIndexError("not UTF-8 text", file=name, position=e.start) from None
+
+
+def _checkpoint_lines(text: str, name: str | None, fields: int) -> list[list[str]]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) < 2:
+        raise CorruptIndexError("checkpoint needs a version line and a count line", file=name, position=len(text))
+    if lines[0].strip() != "0":
+        raise CorruptIndexError(f"unrecognised checkpoint version {lines[0]!r}", file=name, position=0)
+    try:
+        count = int(lines[1])
+    except ValueError:
+        raise CorruptIndexError(f"malformed entry count {lines[1]!r}", file=name, position=len(lines[0]) + 1) from None
+    body = lines[2:]
+    if count != len(body):
+        raise CorruptIndexError(f"checkpoint declares {count} entries but holds {len(body)}", file=name, position=len(lines[0]) + 1)
+    out = []
+    pos = len(lines[0]) + len(lines[1]) + 2
+    for line in body:
+        parts = line.split()
+        if len(parts) != fields:
+            raise CorruptIndexError(f"malformed checkpoint line {line!r}", file=name, position=pos)
+        out.append(parts)
+        pos += len(line) + 1
+    return out
+
+
+def read_leader_epoch_checkpoint(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> list[EpochEntry]:
+    """Entries of a ``leader-epoch-checkpoint`` file."""
+    text, name = _text(path, data)
+    try:
+        return [EpochEntry(int(e), int(o)) for e, o in _checkpoint_lines(text, name, 2)]
+    except ValueError as e:
+        raise CorruptIndexError(f"malformed leader epoch entry: {e}", file=name) from None
+
+
+def read_offset_checkpoint(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> offset of a recovery-point/replication/log-start/cleaner checkpoint."""
+    text, name = _text(path, data)
+    try:
+        return {(t, int(p)): int(o) for t, p, o in _checkpoint_lines(text, name, 3)}
+    except ValueError as e:
+        raise CorruptIndexError(f"malformed offset checkpoint entry: {e}", file=name) from None
+
+
+def read_partition_metadata(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> PartitionMetadata:
+    """Parse ``partition.metadata``."""
+    text, name = _text(path, data)
+    fields = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            fields[k.strip()] = v.strip()
+    if "version" not in fields or "topic_id" not in fields:
+        raise CorruptIndexError("partition.metadata needs 'version' and 'topic_id' lines", file=name, position=0)
+    try:
+        version = int(fields["version"])
+    except ValueError:
+        raise CorruptIndexError(f"malformed version {fields['version']!r}", file=name, position=0) from None
+    if version != 0:
+        raise CorruptIndexError(f"unknown partition.metadata version {version}", file=name, position=0)
+    return PartitionMetadata(version, fields["topic_id"])
+
+
+def read_properties(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> dict[str, str]:
+    """A Java properties file such as ``meta.properties`` (comments and blank lines skipped)."""
+    text, _name = _text(path, data)
+    out = {}
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s[0] in "#!":
+            continue
+        sep = min((i for i in (s.find("="), s.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            out[s] = ""
+        else:
+            out[s[:sep].strip()] = s[sep + 1 :].strip()
+    return out

@@ -1,0 +1,158 @@
+"""The ``kafkalog`` command line: dump and build Kafka log files without a broker.
+
+Exit codes: 0 success; 1 the input holds bad data (corrupt batches, bad files); 2 usage error
+(bad arguments, unreadable JSON given to ``build``); 3 a path could not be read or written.
+Messages go to stderr, data to stdout; no tracebacks for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from . import __version__
+from .canonical import build_log
+from .dump import DumpOptions, dump
+from .errors import BuildError, KafkaLogError
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_BAD_DATA = 1
+EXIT_USAGE = 2
+EXIT_IO = 3
+
+
+class _Progress:
+    """A one-line progress indicator on stderr, shown only when stderr is a terminal."""
+
+    def __init__(self, stream: TextIO, label: str) -> None:
+        self.stream = stream
+        self.label = label
+        self.enabled = stream.isatty()
+        self.count = 0
+        self.last = 0.0
+
+    def __call__(self, item: str) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if self.enabled and now - self.last > 0.1:
+            self.last = now
+            short = item if len(item) < 60 else "..." + item[-57:]
+            self.stream.write(f"\r\x1b[K{self.label} {self.count} files: {short}")
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.count:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _cmd_dump(args: argparse.Namespace) -> int:
+    opts = DumpOptions(
+        fmt="json" if args.json else "text",
+        deep_iteration=args.deep_iteration,
+        print_data_log=args.print_data_log,
+        skip_record_metadata=args.skip_record_metadata,
+        lossless=args.lossless,
+    )
+    progress = _Progress(sys.stderr, "dumping")
+    try:
+        result = dump(args.paths, opts, sys.stdout, sys.stderr, progress)
+    except FileNotFoundError as e:
+        progress.done()
+        print(f"kafkalog dump: no such file or directory: {e.args[0]}", file=sys.stderr)
+        return EXIT_IO
+    progress.done()
+    return EXIT_BAD_DATA if result.errors else EXIT_OK
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    src = args.input
+    try:
+        stream = sys.stdin if src == "-" else open(src, encoding="utf-8")  # noqa: SIM115
+    except OSError as e:
+        print(f"kafkalog build: cannot read {src}: {e.strerror}", file=sys.stderr)
+        return EXIT_IO
+    tmp = args.output + ".tmp"
+    try:
+        with stream, open(tmp, "wb") as out:
+            n = 0
+            for batch in build_log(stream):
+                out.write(batch)
+                n += 1
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, args.output)
+    except BuildError as e:
+        _unlink(tmp)
+        print(f"kafkalog build: {src}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        _unlink(tmp)
+        print(f"kafkalog build: {e.filename or args.output}: {e.strerror}", file=sys.stderr)
+        return EXIT_IO
+    print(f"wrote {n} batches to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kafkalog", description="Read, verify and write Apache Kafka log files without a broker.")
+    p.add_argument("--version", action="version", version=f"kafkalog {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    d = sub.add_parser("dump", help="print the contents of log files and directories", description=(
+        "Print .log, .index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint and partition.metadata files. "
+        "Directories are walked recursively in sorted order. Text output follows kafka-dump-log; --json prints "
+        "kafkalog's canonical JSON, one object per line."))
+    d.add_argument("paths", nargs="+", metavar="PATH")
+    d.add_argument("--json", action="store_true", help="canonical JSON, one object per line")
+    d.add_argument("--lossless", action="store_true", help="with --json: add timestampDelta to v2 records so that build gives back identical bytes")
+    d.add_argument("--deep-iteration", "-d", action="store_true", help="text: print every record, not only batches")
+    d.add_argument("--print-data-log", action="store_true", help="text: print keys and values (implies --deep-iteration)")
+    d.add_argument("--skip-record-metadata", action="store_true", help="text: with --print-data-log, print only keys and values")
+    d.set_defaults(func=_cmd_dump)
+
+    b = sub.add_parser("build", help="write a .log from canonical JSON", description=(
+        "Read canonical JSON lines (as 'kafkalog dump --json' prints them) and write the batches to a .log file. "
+        "CRCs, sizes and positions are recomputed; the file is written to OUT.tmp, synced, then renamed."))
+    b.add_argument("input", nargs="?", default="-", metavar="FILE", help="JSON lines to read ('-' or nothing: stdin)")
+    b.add_argument("-o", "--output", required=True, metavar="OUT.log")
+    b.set_defaults(func=_cmd_build)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kafkalog`` console script; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except KafkaLogError as e:
+        print(f"kafkalog {args.command}: {e}", file=sys.stderr)
+        return EXIT_BAD_DATA
+    except BrokenPipeError:
+        # the reader of our stdout went away (e.g. `| head`): not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

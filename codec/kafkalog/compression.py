@@ -1,0 +1,300 @@
+"""Kafka's five codecs with the framings Kafka uses on disk (SPEC appendix A).
+
+* gzip: one or more gzip members; written as Java's GZIPOutputStream does (10-byte header with
+  OS=0, deflate level 6).
+* snappy: snappy-java's stream framing (magic ``82 'SNAPPY' 00``, version, compatible version,
+  then big-endian length-prefixed raw blocks of at most 32 KiB input); raw snappy is read too.
+* lz4: an LZ4 frame with independent 64 KiB blocks, no content size and no checksums; for magic
+  0 the header checksum is computed the old, wrong way (over the magic number too) and is not
+  checked on read. Linked blocks are refused, as Kafka refuses them.
+* zstd: a zstd frame without content size (read by streaming).
+
+Every decompressor stops at ``max_size`` output bytes and raises :class:`DecompressionError`
+past it, so a small corrupt or hostile payload cannot allocate without bound.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable
+from enum import IntEnum
+
+import cramjam
+import lz4.block
+import xxhash
+import zstandard
+
+from .errors import DecompressionError, UnsupportedCompressionError
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "Codec",
+    "compress",
+    "decompress",
+]
+
+#: Default bound on one batch's decompressed size (Kafka's own bound is the fetch/message size).
+DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
+
+
+class Codec(IntEnum):
+    """Compression codec ids, as stored in the low 3 bits of a batch's attributes."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @property
+    def label(self) -> str:
+        """The lowercase name Kafka prints (``none``, ``gzip``, ...)."""
+        return self.name.lower()
+
+    @classmethod
+    def from_name(cls, name: str) -> Codec:
+        """Look a codec up by its Kafka name (``none``, ``gzip``, ``snappy``, ``lz4``, ``zstd``)."""
+        try:
+            return cls[name.upper()]
+        except KeyError:
+            raise UnsupportedCompressionError(f"unknown compression codec {name!r}") from None
+
+
+def codec_of(codec_id: int) -> Codec:
+    """Map a 3-bit codec id to :class:`Codec`, raising for the unassigned ids 5-7."""
+    try:
+        return Codec(codec_id)
+    except ValueError:
+        raise UnsupportedCompressionError(f"unknown compression codec id {codec_id}") from None
+
+
+# --------------------------------------------------------------------------------------- gzip
+_JAVA_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
+
+
+def _gzip_decompress(data: bytes, max_size: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    rest = bytes(data)
+    while True:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            chunk = d.decompress(rest, max_size - total + 1)
+            total += len(chunk)
+            out.append(chunk)
+            if total > max_size:
+                raise DecompressionError(f"gzip payload decompresses to more than {max_size} bytes")
+            if not d.eof:
+                if d.unconsumed_tail:
+                    raise DecompressionError(f"gzip payload decompresses to more than {max_size} bytes")
+                raise DecompressionError("gzip payload ends inside a member")
+        except zlib.error as e:
+            raise DecompressionError(f"bad gzip payload: {e}") from None
+        rest = d.unused_data
+        if not rest:
+            return b"".join(out)
+
+
+def _gzip_compress(data: bytes, level: int | None) -> bytes:
+    c = zlib.compressobj(6 if level is None else level, zlib.DEFLATED, -15)
+    body = c.compress(data) + c.flush()
+    return _JAVA_GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+# ------------------------------------------------------------------------------------- snappy
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_BLOCK = 32 * 1024
+
+
+def _snappy_raw(block: bytes | memoryview, budget: int) -> bytes:
+    try:
+        n = cramjam.snappy.decompress_raw_len(block)
+    except Exception as e:  # cramjam raises its own error type
+        raise DecompressionError(f"bad snappy block: {e}") from None
+    if n > budget:
+        raise DecompressionError(f"snappy payload decompresses to more than the {budget} bytes allowed")
+    try:
+        return bytes(cramjam.snappy.decompress_raw(block))
+    except Exception as e:
+        raise DecompressionError(f"bad snappy block: {e}") from None
+
+
+def _snappy_decompress(data: bytes, max_size: int) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC):
+        return _snappy_raw(data, max_size)
+    if len(data) < 16:
+        raise DecompressionError("snappy stream header is truncated")
+    pos = 16
+    out: list[bytes] = []
+    total = 0
+    mv = memoryview(data)
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise DecompressionError(f"snappy chunk length truncated at payload byte {pos}")
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if n < 0 or pos + n > len(data):
+            raise DecompressionError(f"snappy chunk of {n} bytes at payload byte {pos - 4} runs past the payload")
+        chunk = _snappy_raw(mv[pos : pos + n], max_size - total)
+        total += len(chunk)
+        out.append(chunk)
+        pos += n
+    return b"".join(out)
+
+
+def _snappy_compress(data: bytes, level: int | None) -> bytes:
+    parts = [_XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
+    for i in range(0, len(data), _XERIAL_BLOCK):
+        raw = bytes(cramjam.snappy.compress_raw(data[i : i + _XERIAL_BLOCK]))
+        parts.append(struct.pack(">i", len(raw)))
+        parts.append(raw)
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------------------- lz4
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_LZ4_BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
+
+
+def lz4_header_checksum(header: bytes, magic: int) -> int:
+    """The HC byte Kafka writes: over FLG..BD, or (magic 0, Kafka's old bug) over magic..BD too."""
+    return (xxhash.xxh32_intdigest(header if magic == 0 else header[4:]) >> 8) & 0xFF
+
+
+def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
+    if len(data) < 7:
+        raise DecompressionError("lz4 frame header is truncated")
+    if data[:4] != _LZ4_MAGIC:
+        raise DecompressionError("not an lz4 frame (bad magic number)")
+    flg, bd = data[4], data[5]
+    if flg & 0x03:
+        raise DecompressionError("lz4 frame: reserved FLG bits are set")
+    if (flg >> 6) != 1:
+        raise DecompressionError(f"lz4 frame: version {flg >> 6} is unsupported")
+    if not (flg >> 5) & 1:
+        raise DecompressionError("lz4 frame: dependent (linked) blocks are unsupported, as in Kafka")
+    if bd & 0x8F:
+        raise DecompressionError("lz4 frame: reserved BD bits are set")
+    block_max = _LZ4_BLOCK_SIZES.get((bd >> 4) & 7)
+    if block_max is None:
+        raise DecompressionError("lz4 frame: block size id must be 4 to 7")
+    pos = 6
+    if (flg >> 3) & 1:
+        pos += 8
+    if pos >= len(data):
+        raise DecompressionError("lz4 frame header is truncated")
+    if magic != 0 and data[pos] != lz4_header_checksum(data[:pos], magic):
+        raise DecompressionError("lz4 frame: header checksum mismatch")
+    pos += 1
+    block_checksum = (flg >> 4) & 1
+    out: list[bytes] = []
+    total = 0
+    mv = memoryview(data)
+    while True:
+        if pos + 4 > len(data):
+            raise DecompressionError("lz4 frame ends before its end mark")
+        (size,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        if size == 0:
+            return b"".join(out)
+        stored = size & 0x80000000
+        size &= 0x7FFFFFFF
+        if size > block_max:
+            raise DecompressionError(f"lz4 block of {size} bytes exceeds the frame's maximum {block_max}")
+        if pos + size > len(data):
+            raise DecompressionError("lz4 block runs past the payload")
+        if stored:
+            block = bytes(mv[pos : pos + size])
+        else:
+            try:
+                block = lz4.block.decompress(mv[pos : pos + size], uncompressed_size=block_max)
+            except lz4.block.LZ4BlockError as e:
+                raise DecompressionError(f"bad lz4 block: {e}") from None
+        pos += size + 4 * block_checksum
+        total += len(block)
+        if total > max_size:
+            raise DecompressionError(f"lz4 payload decompresses to more than {max_size} bytes")
+        out.append(block)
+
+
+def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
+    header = bytearray(_LZ4_MAGIC + b"\x60\x40")
+    header.append(lz4_header_checksum(bytes(header), magic))
+    parts = [bytes(header)]
+    block = 64 * 1024
+    for i in range(0, len(data), block):
+        raw = data[i : i + block]
+        if level is None or level <= 9:
+            c = lz4.block.compress(raw, mode="default", store_size=False)
+        else:
+            c = lz4.block.compress(raw, mode="high_compression", compression=level, store_size=False)
+        if len(c) >= len(raw):
+            parts.append(struct.pack("<I", len(raw) | 0x80000000))
+            parts.append(raw)
+        else:
+            parts.append(struct.pack("<I", len(c)))
+            parts.append(c)
+    parts.append(b"\x00\x00\x00\x00")
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------------------- zstd
+_ZSTD_D = zstandard.ZstdDecompressor()
+_ZSTD_CHUNK = 1 << 20
+
+
+def _zstd_decompress(data: bytes, max_size: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    try:
+        with _ZSTD_D.stream_reader(data, read_across_frames=True) as reader:
+            while True:
+                chunk = reader.read(min(_ZSTD_CHUNK, max_size - total + 1))
+                if not chunk:
+                    return b"".join(out)
+                total += len(chunk)
+                if total > max_size:
+                    raise DecompressionError(f"zstd payload decompresses to more than {max_size} bytes")
+                out.append(chunk)
+    except zstandard.ZstdError as e:
+        raise DecompressionError(f"bad zstd payload: {e}") from None
+
+
+def _zstd_compress(data: bytes, level: int | None) -> bytes:
+    c = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False)
+    return c.compress(data)
+
+
+# ----------------------------------------------------------------------------------- registry
+_DECOMPRESSORS: dict[Codec, Callable[[bytes, int, int], bytes]] = {
+    Codec.GZIP: lambda d, m, _magic: _gzip_decompress(d, m),
+    Codec.SNAPPY: lambda d, m, _magic: _snappy_decompress(d, m),
+    Codec.LZ4: _lz4_decompress,
+    Codec.ZSTD: lambda d, m, _magic: _zstd_decompress(d, m),
+}
+
+_COMPRESSORS: dict[Codec, Callable[[bytes, int | None, int], bytes]] = {
+    Codec.GZIP: lambda d, lv, _magic: _gzip_compress(d, lv),
+    Codec.SNAPPY: lambda d, lv, _magic: _snappy_compress(d, lv),
+    Codec.LZ4: _lz4_compress,
+    Codec.ZSTD: lambda d, lv, _magic: _zstd_compress(d, lv),
+}
+
+
+def decompress(codec: Codec, data: bytes, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+    """Decompress one batch payload written with ``codec`` inside a batch of ``magic``."""
+    if codec is Codec.NONE:
+        return bytes(data)
+    if codec is Codec.ZSTD and magic < 2:
+        raise UnsupportedCompressionError(f"zstd cannot be used with magic {magic} (Kafka requires magic 2)")
+    return _DECOMPRESSORS[codec](bytes(data), max_size, magic)
+
+
+def compress(codec: Codec, data: bytes, *, magic: int = 2, level: int | None = None) -> bytes:
+    """Compress one batch payload as Kafka's producer does for ``codec`` and ``magic``."""
+    if codec is Codec.NONE:
+        return bytes(data)
+    if codec is Codec.ZSTD and magic < 2:
+        raise UnsupportedCompressionError(f"zstd cannot be used with magic {magic} (Kafka requires magic 2)")
+    return _COMPRESSORS[codec](bytes(data), level, magic)

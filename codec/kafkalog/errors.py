@@ -1,0 +1,88 @@
+"""Exceptions raised for bad input: every one names the file, byte position and offset.
+
+The hierarchy mirrors the names Kafka gives these conditions (``CorruptRecordException``,
+``InvalidRecordException``, ...) so that a message can be traced back to Kafka's behaviour.
+"""
+
+from __future__ import annotations
+
+
+class KafkaLogError(ValueError):
+    """Base class of every error kafkalog raises for bad input.
+
+    ``file`` is the path (or ``None`` for an in-memory buffer), ``position`` the byte position in
+    that file where the problem starts, ``offset`` the Kafka offset concerned when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        position: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.position = position
+        self.offset = offset
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(str(self.file))
+        if self.position is not None:
+            where.append(f"position {self.position}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+    def located(
+        self, *, file: str | None = None, position: int | None = None, offset: int | None = None
+    ) -> KafkaLogError:
+        """Fill in location fields that are still unknown (used as errors travel up the stack)."""
+        if self.file is None and file is not None:
+            self.file = file
+        if self.position is None and position is not None:
+            self.position = position
+        if self.offset is None and offset is not None:
+            self.offset = offset
+        self.args = (self._render(),)
+        return self
+
+
+class CorruptRecordError(KafkaLogError):
+    """The bytes do not form a valid batch or record (Kafka: CorruptRecordException)."""
+
+
+class InvalidRecordError(CorruptRecordError):
+    """A structurally readable batch whose contents break a format rule (Kafka: InvalidRecordException)."""
+
+
+class CrcMismatchError(CorruptRecordError):
+    """The stored CRC does not match the bytes it covers."""
+
+
+class TruncatedError(CorruptRecordError):
+    """The input ends inside a batch, record or field."""
+
+
+class UnsupportedMagicError(CorruptRecordError):
+    """A batch declares a magic (format version) other than 0, 1 or 2."""
+
+
+class UnsupportedCompressionError(CorruptRecordError):
+    """A batch declares a compression codec Kafka does not define, or one its magic cannot carry."""
+
+
+class DecompressionError(CorruptRecordError):
+    """A compressed payload could not be decompressed (bad framing or data, or over the size limit)."""
+
+
+class BuildError(KafkaLogError):
+    """Input to a builder (canonical JSON or API call) cannot be written as Kafka would write it."""
+
+
+class CorruptIndexError(KafkaLogError):
+    """An index, time index, transaction index, snapshot or checkpoint file is malformed."""

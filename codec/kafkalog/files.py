@@ -1,0 +1,71 @@
+"""What each file of a Kafka log dir is, by its name (SPEC §2, "Naming")."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from enum import Enum
+
+__all__ = ["FileKind", "kind_of", "walk"]
+
+
+class FileKind(Enum):
+    """The file types kafkalog reads, with the suffix or name Kafka gives them."""
+
+    LOG = ".log"
+    INDEX = ".index"
+    TIME_INDEX = ".timeindex"
+    TXN_INDEX = ".txnindex"
+    PRODUCER_SNAPSHOT = ".snapshot"
+    LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+    PARTITION_METADATA = "partition.metadata"
+    KRAFT_SNAPSHOT = ".checkpoint"
+
+
+#: Kinds that a directory dump includes (the files Kafka's dump of a data dir covers).
+DUMPED_KINDS = frozenset(
+    {
+        FileKind.LOG,
+        FileKind.INDEX,
+        FileKind.TIME_INDEX,
+        FileKind.TXN_INDEX,
+        FileKind.PRODUCER_SNAPSHOT,
+        FileKind.LEADER_EPOCH_CHECKPOINT,
+        FileKind.PARTITION_METADATA,
+    }
+)
+
+_SEGMENT = re.compile(r"^\d{20}(?:-[A-Za-z0-9_-]{22})?\.(log|index|timeindex|txnindex|snapshot)$")
+_KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")
+
+
+def kind_of(path: str | os.PathLike[str]) -> FileKind | None:
+    """The kind of a file by its name, or None for files kafkalog does not read.
+
+    Segment files are ``<20-digit base offset>.<suffix>`` (tiered-storage copies add
+    ``-<segment uuid>`` before the suffix); ``.deleted``/``.cleaned``/``.swap`` names are not matched.
+    """
+    name = os.path.basename(os.fspath(path))
+    m = _SEGMENT.match(name)
+    if m:
+        return FileKind("." + m.group(1))
+    if name == "leader-epoch-checkpoint":
+        return FileKind.LEADER_EPOCH_CHECKPOINT
+    if name == "partition.metadata":
+        return FileKind.PARTITION_METADATA
+    if _KRAFT_SNAPSHOT.match(name):
+        return FileKind.KRAFT_SNAPSHOT
+    return None
+
+
+def walk(root: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
+    """Yield (path, path relative to ``root``) for every file under ``root``, sorted by relative path."""
+    root = os.fspath(root)
+    found = []
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            found.append((os.path.relpath(p, root).replace(os.sep, "/"), p))
+    for rel, p in sorted(found):
+        yield p, rel

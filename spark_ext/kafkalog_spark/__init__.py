@@ -1,0 +1,1 @@
+"""PySpark data source for Kafka log files (see the Spark issue)."""
