@@ -1,7 +1,7 @@
 """Kafka's five codecs with the framings Kafka uses on disk (SPEC appendix A).
 
 * gzip: one or more gzip members; written as Java's GZIPOutputStream does (10-byte header with
-  OS=0, deflate level 6).
+  OS=255, deflate level 6): byte-identical to Kafka's output.
 * snappy: snappy-java's stream framing (magic ``82 'SNAPPY' 00``, version, compatible version,
   then big-endian length-prefixed raw blocks of at most 32 KiB input); raw snappy is read too.
 * lz4: an LZ4 frame with independent 64 KiB blocks, no content size and no checksums; for magic
@@ -70,7 +70,8 @@ def codec_of(codec_id: int) -> Codec:
 
 
 # --------------------------------------------------------------------------------------- gzip
-_JAVA_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
+#: What java.util.zip.GZIPOutputStream writes (JDK 16+: OS byte 255, "unknown").
+_JAVA_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
 
 def _gzip_decompress(data: bytes, max_size: int) -> bytes:
@@ -262,8 +263,9 @@ def _zstd_decompress(data: bytes, max_size: int) -> bytes:
 
 
 def _zstd_compress(data: bytes, level: int | None) -> bytes:
-    c = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False)
-    return c.compress(data)
+    # streaming, as Kafka's ZstdOutputStream: the frame header then matches Kafka's (no content size)
+    c = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False).compressobj()
+    return c.compress(data) + c.flush()
 
 
 # ----------------------------------------------------------------------------------- registry

@@ -13,7 +13,7 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 from ..compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from ..errors import CorruptRecordError, UnsupportedMagicError
@@ -23,8 +23,8 @@ from .v2 import RecordBatch
 
 __all__ = ["Batch", "LogReader", "TornTail", "read_batches"]
 
-Batch = Union[RecordBatch, LegacyBatch]
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
+Batch = RecordBatch | LegacyBatch
+Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
 
 #: offset(8) + size(4) + partitionLeaderEpoch/crc(4) + magic(1)
 HEADER_SIZE_UP_TO_MAGIC = 17

@@ -1,0 +1,55 @@
+"""Where the golden data lives, for every test module.
+
+``golden/`` (bundled) always exists; ``../shared`` exists in CI and on developer machines, and
+tests over it skip with a message naming the missing path when it is absent.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = REPO / "golden"
+SHARED = Path(os.environ.get("KAFKALOG_SHARED", REPO.parent / "shared"))
+
+
+def need_shared(sub: str = "") -> Path:
+    """The path ``../shared/<sub>``, skipping the calling test when it is not there."""
+    p = SHARED / sub
+    if not p.exists():
+        pytest.skip(f"{p} is absent: tests over ../shared run only where it is checked out beside the repo")
+    return p
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """All objects of a (possibly gzipped) JSON-lines file."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def real_set_root(set_dir: Path, expected: list[dict]) -> Path:
+    """The log dir inside a golden-real set: the folder Kafka's dump paths are relative to."""
+    first = expected[0]["file"]
+    for dirpath, _dirs, files in os.walk(set_dir):
+        cand = Path(dirpath)
+        if (cand / first).is_file():
+            return cand
+        del files
+    raise AssertionError(f"no folder under {set_dir} holds {first}")
+
+
+def real_sets(base: Path) -> Iterator[tuple[str, Path, Path]]:
+    """(name, set folder, expected dump) for every set with an expected dump under ``base``."""
+    exp = base / "expected"
+    if not exp.is_dir():
+        return
+    for f in sorted(exp.glob("*.jsonl.gz")):
+        name = f.name[: -len(".jsonl.gz")]
+        yield name, base / name, f
