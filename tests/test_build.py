@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import GOLDEN, read_jsonl
 
+from helpers import GOLDEN, read_jsonl
 from kafkalog import BuildError, LogReader
 from kafkalog.canonical import build_log
 

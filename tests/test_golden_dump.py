@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import GOLDEN, SHARED, need_shared, read_jsonl, real_set_root, real_sets
 
+from helpers import GOLDEN, SHARED, need_shared, read_jsonl, real_set_root, real_sets
 from kafkalog.dump import DumpOptions, dump
 
 BUNDLED_REAL = [pytest.param(n, s, e, id=f"bundled-{n}") for n, s, e in real_sets(GOLDEN / "real")]
