@@ -69,15 +69,21 @@ def decode_records(
         raise _bad(f"invalid record count {count}", position)
     out: list[Record] = []
     append = out.append
+    lat = log_append_time
     pos = 0
     end_buf = len(buf)
     for _ in range(count):
         start = pos
         try:
+            # Varints of one or two bytes (lengths below 8 KiB) are decoded inline: the hot path.
             b = buf[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (buf[pos + 1] << 7)
+                length = (raw >> 1) ^ -(raw & 1)
+                pos += 2
             else:
                 length, pos = read_varint(buf, pos)
             body = pos
@@ -90,18 +96,30 @@ def decode_records(
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (buf[pos + 1] << 7)
+                ts_delta = (raw >> 1) ^ -(raw & 1)
+                pos += 2
             else:
                 ts_delta, pos = read_varlong(buf, pos)
             b = buf[pos]
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (buf[pos + 1] << 7)
+                off_delta = (raw >> 1) ^ -(raw & 1)
+                pos += 2
             else:
                 off_delta, pos = read_varint(buf, pos)
             b = buf[pos]
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (buf[pos + 1] << 7)
+                klen = (raw >> 1) ^ -(raw & 1)
+                pos += 2
             else:
                 klen, pos = read_varint(buf, pos)
             if klen < 0:
@@ -115,6 +133,10 @@ def decode_records(
             if b < 0x80:
                 vlen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (buf[pos + 1] << 7)
+                vlen = (raw >> 1) ^ -(raw & 1)
+                pos += 2
             else:
                 vlen, pos = read_varint(buf, pos)
             if vlen < 0:
@@ -162,7 +184,7 @@ def decode_records(
         append(
             Record(
                 base_offset + off_delta,
-                ts if log_append_time is None else log_append_time,
+                ts if lat is None else lat,
                 key,
                 value,
                 headers,
