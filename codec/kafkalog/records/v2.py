@@ -362,36 +362,51 @@ class RecordBatch:
         )
 
 
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    write_varint(value, out)
+    return bytes(out)
+
+
+#: Encodings of the varints -8192..8191 (one or two bytes), the values lengths and deltas take.
+_SMALL = 8192
+_VARINTS = [_varint_bytes(v) for v in range(-_SMALL, _SMALL)]
+
+
+def _varint(value: int) -> bytes:
+    if -_SMALL <= value < _SMALL:
+        return _VARINTS[value + _SMALL]
+    return _varint_bytes(value)
+
+
 def _encode_record(
     out: bytearray, offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
     headers: Iterable[Header], attributes: int = 0,
 ) -> None:
-    body = bytearray()
-    body.append(attributes & 0xFF)
-    write_varint(timestamp_delta, body)
-    write_varint(offset_delta, body)
+    parts = [bytes((attributes & 0xFF,)), _varint(timestamp_delta), _varint(offset_delta)]
     if key is None:
-        body.append(1)
+        parts.append(b"\x01")
     else:
-        write_varint(len(key), body)
-        body += key
+        parts.append(_varint(len(key)))
+        parts.append(key)
     if value is None:
-        body.append(1)
+        parts.append(b"\x01")
     else:
-        write_varint(len(value), body)
-        body += value
-    headers = list(headers)
-    write_varint(len(headers), body)
-    for hk, hv in headers:
+        parts.append(_varint(len(value)))
+        parts.append(value)
+    hlist = headers if isinstance(headers, list | tuple) else list(headers)
+    parts.append(_varint(len(hlist)))
+    for hk, hv in hlist:
         kb = hk.encode("utf-8")
-        write_varint(len(kb), body)
-        body += kb
+        parts.append(_varint(len(kb)))
+        parts.append(kb)
         if hv is None:
-            body.append(1)
+            parts.append(b"\x01")
         else:
-            write_varint(len(hv), body)
-            body += hv
-    write_varint(len(body), out)
+            parts.append(_varint(len(hv)))
+            parts.append(hv)
+    body = b"".join(parts)
+    out += _varint(len(body))
     out += body
 
 
