@@ -101,6 +101,17 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from .explain import explain_file
+
+    if not os.path.exists(args.file):
+        print(f"kafkalog explain: no such file: {args.file}", file=sys.stderr)
+        return EXIT_IO
+    for line in explain_file(args.file, offset=args.offset, limit=args.count):
+        print(line)
+    return EXIT_OK
+
+
 def _unlink(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -129,6 +140,14 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("input", nargs="?", default="-", metavar="FILE", help="JSON lines to read ('-' or nothing: stdin)")
     b.add_argument("-o", "--output", required=True, metavar="OUT.log")
     b.set_defaults(func=_cmd_build)
+
+    e = sub.add_parser("explain", help="annotated hex dump of a file, field by field", description=(
+        "Print every field of a batch (or of each entry of an index, time index, transaction index or producer "
+        "snapshot) with its byte position, bytes, name as SPEC.md names it, type and value."))
+    e.add_argument("file", metavar="FILE")
+    e.add_argument("--offset", type=int, help=".log: start at the batch holding this offset (default: the first)")
+    e.add_argument("--count", type=int, default=1, help=".log: how many batches to show (default 1)")
+    e.set_defaults(func=_cmd_explain)
     return p
 
 
