@@ -69,7 +69,8 @@ def record_json(batch: Batch, record: Record, file: str, *, base_offset: int | N
     """The ``record`` object of one record of ``batch``.
 
     With ``lossless``, v2 records also carry ``timestampDelta`` (the stored delta, which Kafka's
-    view hides under LogAppendTime) so that ``build`` can give back identical bytes.
+    view hides under LogAppendTime), and v0/v1 inner messages whose stored timestamp differs from
+    the reported one ``createTimestamp``, so that ``build`` can give back identical bytes.
     """
     d: dict[str, Any] = {
         "file": file,
@@ -88,6 +89,8 @@ def record_json(batch: Batch, record: Record, file: str, *, base_offset: int | N
         d["checksum"] = record.checksum
         d["isValid"] = record.is_valid
         d["recordAttributes"] = record.attributes
+        if lossless and record.create_timestamp != record.timestamp:
+            d["createTimestamp"] = record.create_timestamp
     d["headers"] = [{"key": k, "value": _hex(v)} for k, v in record.headers]
     if isinstance(batch, RecordBatch):
         if lossless:
@@ -190,7 +193,10 @@ def _build_batch(b: dict[str, Any], recs: list[tuple[int, dict[str, Any]]], wher
             _need(r, _REQUIRED_RECORD, rw)
             attrs = r.get("recordAttributes", b["attributes"] if codec is Codec.NONE else 0)
             try:
-                builder_l.append(r["timestamp"], _unhex(r["key"], rw), _unhex(r["value"], rw), offset=r["offset"], attributes=attrs)
+                builder_l.append(
+                    r.get("createTimestamp", r["timestamp"]), _unhex(r["key"], rw), _unhex(r["value"], rw),
+                    offset=r["offset"], attributes=attrs, keep_timestamp="createTimestamp" in r,
+                )
             except ValueError as e:
                 raise BuildError(f"{rw}: {e}") from None
         return builder_l.build(wrapper_timestamp=b["maxTimestamp"], wrapper_attributes=b["attributes"])

@@ -100,7 +100,8 @@ class LegacyBatch:
         try:
             self.msg, _ = parse_message(data, 0)
         except KafkaLogError as e:
-            raise e.located(file=file, position=position + (e.position or 0)) from None
+            e.position = position + (e.position or 0)  # message-relative -> file position
+            raise e.located(file=file, offset=None) from None
         self.data = data
         self.position = position
         self.file = file
@@ -129,7 +130,10 @@ class LegacyBatch:
 
     @property
     def compression(self) -> Codec:
-        return codec_of(self.msg.attributes & ATTR_COMPRESSION_MASK)
+        try:
+            return codec_of(self.msg.attributes & ATTR_COMPRESSION_MASK)
+        except KafkaLogError as e:
+            raise e.located(file=self.file, position=self.position, offset=self.msg.offset) from None
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -287,15 +291,22 @@ class LegacyBatchBuilder:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Iterable[object] = (), *, offset: int | None = None, attributes: int | None = None) -> int:
-        """Add a message and return its offset. Legacy messages carry no headers."""
+    def append(
+        self, timestamp: int, key: bytes | None, value: bytes | None, headers: Iterable[object] = (), *,
+        offset: int | None = None, attributes: int | None = None, keep_timestamp: bool = False,
+    ) -> int:
+        """Add a message and return its offset. Legacy messages carry no headers.
+
+        Under LogAppendTime the producer writes the log-append time into every message, as Kafka's
+        builder does; ``keep_timestamp`` stores ``timestamp`` as given instead (a copy of a wrapper
+        that a broker stamped in place, whose inner messages kept their create times)."""
         if list(headers):
             raise ValueError("magic 0 and 1 messages cannot carry headers")
         if offset is None:
             offset = self._entries[-1][0] + 1 if self._entries else self.base_offset
         elif self._entries and offset <= self._entries[-1][0]:
             raise ValueError(f"offset {offset} is not after the previous message's")
-        if self.magic == 1 and self.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        if self.magic == 1 and self.timestamp_type is TimestampType.LOG_APPEND_TIME and not keep_timestamp:
             timestamp = self.log_append_time  # type: ignore[assignment]
         if attributes is None:
             attributes = ATTR_TIMESTAMP_TYPE if self.magic == 1 and self.timestamp_type is TimestampType.LOG_APPEND_TIME else 0

@@ -37,6 +37,14 @@ NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 _INT32_MAX = 2**31 - 1
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_MASK64 = 2**64 - 1
+
+
+def _wrap64(value: int) -> int:
+    """``value`` as a Java long would hold it (two's complement wrap-around)."""
+    return ((value - _INT64_MIN) & _MASK64) + _INT64_MIN
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -177,10 +185,12 @@ def decode_records(
         except IndexError:
             raise _bad("record runs past the end of its batch", position + start) from None
         except KafkaLogError as e:
-            if e.position is not None and e.position < position:
-                e.position += position
-            raise e.located(position=start) from None
+            # positions raised in this loop are relative to buf: make them relative to the caller's origin
+            e.position = position + (start if e.position is None else e.position)
+            raise e.located() from None
         ts = base_timestamp + ts_delta
+        if not _INT64_MIN <= ts <= _INT64_MAX:  # Java's long arithmetic wraps
+            ts = _wrap64(ts)
         append(
             Record(
                 base_offset + off_delta,
@@ -271,7 +281,10 @@ class RecordBatch:
 
     @property
     def compression(self) -> Codec:
-        return codec_of(self.attributes & ATTR_COMPRESSION_MASK)
+        try:
+            return codec_of(self.attributes & ATTR_COMPRESSION_MASK)
+        except KafkaLogError as e:
+            raise e.located(file=self.file, position=self.position, offset=self.base_offset) from None
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -475,7 +488,7 @@ class RecordBatchBuilder:
             raise ValueError(f"offset {self.base_offset + offset_delta} is not after the previous record's")
         if self.base_timestamp is None:
             self.base_timestamp = timestamp
-        _encode_record(self._records, offset_delta, timestamp - self.base_timestamp, key, value, headers, attributes)
+        _encode_record(self._records, offset_delta, _wrap64(timestamp - self.base_timestamp), key, value, headers, attributes)
         self._count += 1
         self._last_offset_delta = offset_delta
         if timestamp > self.max_timestamp:
