@@ -41,26 +41,21 @@ def _find_root(set_dir: Path, rel: str) -> Path:
 
 
 def _check_text_against_kafka(set_dir: Path, decoded: Path) -> int:
-    """Our text dump (deep iteration) against kafka-dump-log's: batch lines equal, record lines a prefix.
+    """Our text dump with --decode against kafka-dump-log's with its decoders: every line equal.
 
-    Kafka's file was made with --offsets-decoder/--cluster-metadata-decoder, so its record lines go
-    on with decoded ' key: ...'/' payload: ...' parts; everything before them must match exactly.
+    Kafka's files were made with --offsets-decoder/--cluster-metadata-decoder over the internal
+    topics' .log files and KRaft snapshots (.checkpoint) of each set.
     """
     checked = 0
     for rel, kafka_lines in _kafka_text_blocks(decoded).items():
-        if not rel.endswith(".log"):
-            continue
         path = _find_root(set_dir, rel) / rel
         out = io.StringIO()
-        dump([str(path)], DumpOptions(deep_iteration=True), out, io.StringIO())
+        result = dump([str(path)], DumpOptions(decode=True), out, io.StringIO())
+        assert not result.errors, result.errors
         ours = out.getvalue().splitlines()[1:]  # drop our "Dumping <path>" line
         assert len(ours) == len(kafka_lines), f"{rel}: {len(ours)} lines, kafka-dump-log printed {len(kafka_lines)}"
-        for mine, theirs in zip(ours, kafka_lines, strict=True):
-            if mine.startswith("| "):
-                rest = theirs[len(mine) :]
-                assert theirs.startswith(mine) and (rest == "" or rest.startswith((" key: ", " payload: "))), (rel, mine, theirs)
-            else:
-                assert mine == theirs, rel
+        for i, (mine, theirs) in enumerate(zip(ours, kafka_lines, strict=True)):
+            assert mine == theirs, f"{rel} line {i + 2}:\n ours:  {mine[:300]}\n kafka: {theirs[:300]}"
             checked += 1
     return checked
 
@@ -124,3 +119,33 @@ def test_usage_error_exit_2() -> None:
     assert _cli("dump").returncode == 2
 
 
+
+
+def test_dump_json_decode_adds_decoded_fields_only(tmp_path: Path) -> None:
+    import json
+
+    from helpers import read_jsonl
+
+    part = GOLDEN / "real" / "kafka310-bheem" / "kafka-logs" / "__consumer_offsets-0"
+    proc = _cli("dump", "--json", "--decode", str(part))
+    assert proc.returncode == 0, proc.stderr
+    got = [json.loads(line) for line in proc.stdout.splitlines()]
+    kafka = [d for d in read_jsonl(GOLDEN / "real" / "expected" / "kafka310-bheem.jsonl.gz") if d["file"].startswith("__consumer_offsets-0/")]
+    assert len(got) == len(kafka)
+    for g, k in zip(got, kafka, strict=True):
+        extra = {key: g.pop(key) for key in ("decodedKey", "decodedValue") if key in g}
+        g["file"] = "__consumer_offsets-0/" + g["file"]
+        assert g == k
+        if k["type"] == "record":
+            assert extra["decodedKey"]["data"]["group"].startswith("console-consumer-")
+
+
+def test_groups_command() -> None:
+    import json
+
+    proc = _cli("groups", "--json", str(GOLDEN / "real" / "zk-danielmorales9-kafkafun" / "data" / "kafka"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["groups"], doc
+    missing = _cli("groups", "/nonexistent/dir")
+    assert missing.returncode == 3 and "Traceback" not in missing.stderr

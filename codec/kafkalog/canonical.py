@@ -8,7 +8,7 @@ Bytes are lowercase hex, ``null`` stands for null.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .compression import Codec
@@ -106,14 +106,26 @@ def record_json(batch: Batch, record: Record, file: str, *, base_offset: int | N
     return d
 
 
-def log_lines(batches: Iterable[Batch], file: str, *, lossless: bool = False) -> Iterator[dict[str, Any]]:
-    """Canonical objects for every batch and record of a ``.log`` (records decoded per batch)."""
+def log_lines(
+    batches: Iterable[Batch],
+    file: str,
+    *,
+    lossless: bool = False,
+    extra: Callable[[Batch, Record], dict[str, Any]] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Canonical objects for every batch and record of a ``.log`` (records decoded per batch).
+
+    ``extra(batch, record)`` may add fields to each record object (``--decode`` adds
+    ``decodedKey``/``decodedValue``)."""
     for batch in batches:
         recs = batch.records()
         base = recs[0].offset if isinstance(batch, LegacyBatch) and recs else None
         yield batch_json(batch, file)
         for r in recs:
-            yield record_json(batch, r, file, base_offset=base, lossless=lossless)
+            d = record_json(batch, r, file, base_offset=base, lossless=lossless)
+            if extra is not None:
+                d.update(extra(batch, r))
+            yield d
 
 
 # ----------------------------------------------------------------------------------- build

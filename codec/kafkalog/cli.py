@@ -60,6 +60,8 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         print_data_log=args.print_data_log,
         skip_record_metadata=args.skip_record_metadata,
         lossless=args.lossless,
+        decode=args.decode,
+        decoder=args.decoder,
     )
     progress = _Progress(sys.stderr, "dumping")
     try:
@@ -112,6 +114,25 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_groups(args: argparse.Namespace) -> int:
+    import json
+
+    from .groups import describe_groups, read_groups
+
+    for d in args.dirs:
+        if not os.path.isdir(d):
+            print(f"kafkalog groups: no such directory: {d}", file=sys.stderr)
+            return EXIT_IO
+    res = read_groups(*args.dirs)
+    if args.json:
+        print(json.dumps(res.to_json(), separators=(",", ":")))
+    else:
+        print(describe_groups(res))
+    for err in res.errors:
+        print(f"error: {err}", file=sys.stderr)
+    return EXIT_BAD_DATA if res.errors else EXIT_OK
+
+
 def _unlink(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -132,6 +153,14 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--deep-iteration", "-d", action="store_true", help="text: print every record, not only batches")
     d.add_argument("--print-data-log", action="store_true", help="text: print keys and values (implies --deep-iteration)")
     d.add_argument("--skip-record-metadata", action="store_true", help="text: with --print-data-log, print only keys and values")
+    d.add_argument("--decode", action="store_true", help=(
+        "decode keys and values of internal topics (__consumer_offsets, __transaction_state, __cluster_metadata), "
+        "chosen by the partition directory's topic; JSON adds decodedKey/decodedValue"))
+    d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state"],
+                   help="force one internal-topic decoder for every file")
+    d.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets", help="as kafka-dump-log: --decoder offsets")
+    d.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log", help="as kafka-dump-log: --decoder transaction-log")
+    d.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const", const="cluster-metadata", help="as kafka-dump-log: --decoder cluster-metadata")
     d.set_defaults(func=_cmd_dump)
 
     b = sub.add_parser("build", help="write a .log from canonical JSON", description=(
@@ -148,6 +177,14 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--offset", type=int, help=".log: start at the batch holding this offset (default: the first)")
     e.add_argument("--count", type=int, default=1, help=".log: how many batches to show (default 1)")
     e.set_defaults(func=_cmd_explain)
+
+    g = sub.add_parser("groups", help="consumer groups' committed offsets and lag, from a data dir at rest", description=(
+        "Read __consumer_offsets partitions under the given log dirs and print each consumer group's latest committed "
+        "offset per topic-partition, its state and members, and its lag against the partition's log end offset when "
+        "that partition's directory is there too."))
+    g.add_argument("dirs", nargs="+", metavar="DIR")
+    g.add_argument("--json", action="store_true", help="one JSON object")
+    g.set_defaults(func=_cmd_groups)
     return p
 
 

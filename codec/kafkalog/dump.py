@@ -17,7 +17,7 @@ from .checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from .errors import KafkaLogError
 from .files import DUMPED_KINDS, FileKind, kind_of, walk
 from .index import OffsetIndex, TimeIndex
-from .records.control import ControlType, control_type_of, parse_end_txn_marker
+from .internal import control_text, decoded_fields, decoder_for_path, record_text
 from .records.record import LegacyRecord
 from .records.stream import LogReader
 from .records.v2 import RecordBatch
@@ -36,6 +36,14 @@ class DumpOptions:
     print_data_log: bool = False
     skip_record_metadata: bool = False
     lossless: bool = False
+    decode: bool = False
+    decoder: str | None = None
+
+    def decoder_for(self, path: str) -> str | None:
+        """The internal-topic decoder to apply to ``path``: forced, by topic, or none."""
+        if self.decoder is not None:
+            return self.decoder
+        return decoder_for_path(path) if self.decode else None
 
 
 @dataclass
@@ -117,11 +125,23 @@ _JSON: dict[FileKind, Callable[[str, str], Iterator[dict[str, Any]]]] = {
 }
 
 
-def json_lines(path: str, rel: str, kind: FileKind, result: DumpResult | None = None, lossless: bool = False) -> Iterator[dict[str, Any]]:
-    """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch)."""
+def json_lines(
+    path: str, rel: str, kind: FileKind, result: DumpResult | None = None, lossless: bool = False, decoder: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch).
+
+    With ``decoder`` (an internal-topic decoder name), record objects gain ``decodedKey`` and
+    ``decodedValue`` (or ``decodeError``)."""
     if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
+        extra = None
+        if decoder is not None:
+
+            def extra(batch: Any, r: Any) -> dict[str, Any]:
+                control = isinstance(batch, RecordBatch) and batch.is_control
+                return decoded_fields(None, r, decoder=decoder, control=control, file=path, position=batch.position)
+
         with LogReader(path) as reader:
-            yield from log_lines(reader.batches(), rel, lossless=lossless)
+            yield from log_lines(reader.batches(), rel, lossless=lossless, extra=extra)
             if reader.tail is not None and result is not None:
                 result.torn_tails.append(reader.tail.message())
         return
@@ -154,19 +174,19 @@ def _text_batch(batch: Any, position: int) -> str:
     )
 
 
-def _utf8(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
-
-
 def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult) -> None:
     name = os.path.basename(path)
     stem = name.split(".", 1)[0]
-    if name.endswith(".checkpoint"):
+    decoder = opts.decoder_for(path)
+    if name == "bootstrap.checkpoint":
+        out.write("KRaft bootstrap snapshot\n")
+    elif name.endswith(".checkpoint"):
         off, _, epoch = stem.partition("-")
         out.write(f"Snapshot end offset: {int(off)}, epoch: {int(epoch)}\n")
     else:
         out.write(f"Log starting offset: {int(stem.split('-')[0])}\n")
-    deep = opts.deep_iteration or opts.print_data_log
+    print_data = opts.print_data_log or decoder is not None
+    deep = opts.deep_iteration or print_data
     with LogReader(path) as reader:
         valid = 0
         for batch in reader.batches():
@@ -183,19 +203,10 @@ def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult) -> 
                         if isinstance(r, LegacyRecord):
                             line += f" isValid: {_b(r.is_valid)} crc: {r.checksum}}}"  # sic: kafka-dump-log prints a stray '}'
                         if isinstance(batch, RecordBatch) and batch.is_control:
-                            ctype, type_id = control_type_of(r.key)
-                            if ctype in (ControlType.ABORT, ControlType.COMMIT):
-                                m = parse_end_txn_marker(ctype, r.value)
-                                line += f" endTxnMarker: {ctype.name} coordinatorEpoch: {m.coordinator_epoch}"
-                            else:
-                                line += f" controlType: {ctype.name}({type_id})"
+                            line += control_text(r, file=path, position=batch.position)
                         parts.append(line)
-                    if opts.print_data_log and not (isinstance(batch, RecordBatch) and batch.is_control):
-                        if r.key is not None:
-                            parts.append(f"{prefix}key: {_utf8(r.key)}")
-                            prefix = " "
-                        if r.value is not None:
-                            parts.append(f" payload: {_utf8(r.value)}")
+                    if print_data and not (isinstance(batch, RecordBatch) and batch.is_control):
+                        parts.append(record_text(None, r, decoder=decoder, prefix=prefix, file=path, position=batch.position))
                     out.write("".join(parts) + "\n")
             valid += batch.size_in_bytes
         if reader.tail is not None:
@@ -283,7 +294,7 @@ def dump(
             progress(full)
         try:
             if opts.fmt == "json":
-                for obj in json_lines(full, rel, kind, result, opts.lossless):
+                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full)):
                     out.write(dumps(obj))
                     out.write("\n")
             else:

@@ -1,0 +1,71 @@
+"""Control records: KRaft's LeaderChange, SnapshotHeader, SnapshotFooter, KRaftVersion and
+KRaftVoters (in ``__cluster_metadata`` and KRaft snapshots), and transaction markers.
+
+The key is int16 version + int16 type. Kafka reads a KRaft control value at version 0 and writes
+its JSON at the version stored in the message's own ``Version`` field. kafka-dump-log prints
+``SnapshotHeader {...}``, ``SnapshotFooter {...}``, ``KRaftVersion {...}`` and ``KRaftVoters {...}``
+after a control record's metadata (with or without a decoder), ``endTxnMarker: COMMIT
+coordinatorEpoch: N`` for markers, and ``controlType: LEADER_CHANGE(2)`` for the others.
+"""
+
+from __future__ import annotations
+
+from ..errors import KafkaLogError
+from ..records.control import ControlType, control_type_of, parse_end_txn_marker
+from ..schemas_internal import CONTROL_RECORDS
+from .errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
+from .result import Decoded
+from .wire import MessageReadError, Reader, kafka_json, message_json, read_message
+
+__all__ = ["control_record_text", "decode_control_record"]
+
+#: The control types kafka-dump-log prints as JSON after this label.
+_PRINTED = {3, 4, 5, 6}
+
+
+def decode_control_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
+    """Decode a control record; ``key`` is ``{"version":v,"type":id}``, ``value`` the message's JSON
+    (for markers ``{"version":v,"coordinatorEpoch":e}``). Unknown control types raise
+    :class:`UnknownRecordTypeError`."""
+    try:
+        ctype, type_id = control_type_of(key)
+        assert key is not None
+        key_obj = {"version": int.from_bytes(key[0:2], "big", signed=True), "type": type_id}
+        if ctype in (ControlType.ABORT, ControlType.COMMIT):
+            m = parse_end_txn_marker(ctype, value)
+            return Decoded(
+                key_obj, {"version": m.version, "coordinatorEpoch": m.coordinator_epoch},
+                ctype.name, "EndTxnMarker", type_id, m.version,
+            )
+    except KafkaLogError as e:
+        raise MalformedInternalRecordError(f"bad control record: {e.message}", offset=offset) from None
+    entry = CONTROL_RECORDS.get(type_id)
+    if entry is None:
+        raise UnknownRecordTypeError(
+            f"unknown control record type {type_id}", kafka_text=f"controlType: {ctype.name}({type_id})", offset=offset
+        )
+    label, message = entry
+    if value is None:
+        raise MalformedInternalRecordError(f"{label} control record without a value", offset=offset)
+    try:
+        raw = read_message(message, 0, Reader(value))
+    except MessageReadError as e:
+        raise MalformedInternalRecordError(f"could not read {message.name}: {e.kafka_message}", offset=offset) from None
+    version = raw["version"]
+    if version not in message.valid:
+        raise UnknownRecordVersionError(
+            f"{message.name} declares version {version} (known: {message.valid})", offset=offset
+        )
+    return Decoded(key_obj, message_json(message, version, raw), ctype.name, message.name, type_id, version)
+
+
+def control_record_text(key: bytes | None, value: bytes | None, offset: int = -1) -> str:
+    """What kafka-dump-log appends to a control record's metadata line (with its leading space)."""
+    ctype, type_id = control_type_of(key)
+    if ctype in (ControlType.ABORT, ControlType.COMMIT):
+        m = parse_end_txn_marker(ctype, value)
+        return f" endTxnMarker: {ctype.name} coordinatorEpoch: {m.coordinator_epoch}"
+    if type_id in _PRINTED:
+        d = decode_control_record(key, value, offset)
+        return f" {CONTROL_RECORDS[type_id][0]} {kafka_json(d.value)}"
+    return f" controlType: {ctype.name}({type_id})"

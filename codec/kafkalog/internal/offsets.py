@@ -1,0 +1,114 @@
+"""``__consumer_offsets``: offset commits, group metadata and the newer group record types.
+
+Every key starts with an int16, the record type (0/1 offset commit, 2 classic group metadata,
+3-8 consumer groups of KIP-848, 9-15 share groups, 16 consumer-group regular expressions); the key
+body is read at that version. A value starts with its own int16 version; a null value is a
+tombstone. kafka-dump-log ``--offsets-decoder`` prints the key as ``{"type":"<type>","data":{...}}``
+and the value as ``{"version":"<version>","data":{...}}`` (both numbers as text), ``<DELETE>`` for a
+tombstone; in a classic group whose protocol type is ``consumer`` each member's subscription and
+assignment bytes are replaced by their decoded consumer-protocol form when they parse.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from ..schemas_internal import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    GROUP_COORDINATOR_RECORDS,
+    GROUP_METADATA_VALUE,
+    SHARE_COORDINATOR_RECORDS,
+    Message,
+)
+from .errors import InternalRecordError, MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
+from .result import Decoded
+from .wire import MessageReadError, Reader, message_json, read_message
+
+__all__ = ["decode_offsets_record", "decode_share_state_record", "decode_consumer_protocol"]
+
+_I16 = struct.Struct(">h")
+
+
+def decode_consumer_protocol(data: bytes, message: Message) -> dict[str, Any] | None:
+    """A member's subscription or assignment (int16 version, then ``message``) as Kafka's JSON,
+    or ``None`` when it does not parse (kafka-dump-log then keeps the base64 bytes)."""
+    try:
+        r = Reader(data)
+        version = r.int16()
+        return message_json(message, version, read_message(message, version, r))
+    except MessageReadError:
+        return None
+
+
+def _group_metadata_json(data: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    if data.get("protocolType") != "consumer":
+        return data
+    for member, raw_member in zip(data.get("members") or (), raw.get("members") or (), strict=True):
+        for field, message in (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION), ("assignment", CONSUMER_PROTOCOL_ASSIGNMENT)):
+            if field in member and raw_member.get(field) is not None:
+                decoded = decode_consumer_protocol(raw_member[field], message)
+                if decoded is not None:
+                    member[field] = decoded
+    return data
+
+
+def _decode_coordinator(
+    key: bytes | None,
+    value: bytes | None,
+    offset: int,
+    registry: dict[int, tuple[Message, Message]],
+    topic_word: str,
+) -> Decoded:
+    if key is None:
+        raise MalformedInternalRecordError(
+            f"Failed to decode message at offset {offset} using {topic_word} decoder (message had a missing key)",
+            offset=offset,
+        )
+
+    def error(cls: type[InternalRecordError], detail: str) -> InternalRecordError:
+        return cls(detail, kafka_text=f"Error at offset {offset}, skipping. {detail}", offset=offset)
+
+    if len(key) < 2:
+        raise error(MalformedInternalRecordError, "Could not read version from key's buffer.")
+    rtype = _I16.unpack_from(key, 0)[0]
+    messages = registry.get(rtype)
+    if messages is None:
+        raise UnknownRecordTypeError(
+            f"unknown record type {rtype} in the key",
+            kafka_text=f"Unknown record type {rtype} at offset {offset}, skipping.", offset=offset,
+        )
+    key_msg, value_msg = messages
+    try:
+        key_raw = read_message(key_msg, rtype, Reader(key, 2))
+    except MessageReadError as e:
+        raise error(
+            MalformedInternalRecordError,
+            f"Could not read record with version {rtype} from key's buffer due to: {e.kafka_message}.",
+        ) from None
+    key_obj = {"type": str(rtype), "data": message_json(key_msg, rtype, key_raw)}
+    if value is None:
+        return Decoded(key_obj, None, key_msg.name, None, rtype, None)
+    if len(value) < 2:
+        raise error(MalformedInternalRecordError, "Could not read version from value's buffer.")
+    version = _I16.unpack_from(value, 0)[0]
+    try:
+        value_raw = read_message(value_msg, version, Reader(value, 2))
+    except MessageReadError as e:
+        cls = UnknownRecordVersionError if version not in value_msg.valid else MalformedInternalRecordError
+        raise error(cls, f"Could not read record with version {version} from value's buffer due to: {e.kafka_message}.") from None
+    data = message_json(value_msg, version, value_raw)
+    if value_msg is GROUP_METADATA_VALUE:
+        data = _group_metadata_json(data, value_raw)
+    return Decoded(key_obj, {"version": str(version), "data": data}, key_msg.name, value_msg.name, rtype, version)
+
+
+def decode_offsets_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
+    """Decode one ``__consumer_offsets`` record as kafka-dump-log ``--offsets-decoder`` does."""
+    return _decode_coordinator(key, value, offset, GROUP_COORDINATOR_RECORDS, "offset topic")
+
+
+def decode_share_state_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
+    """Decode one ``__share_group_state`` record as ``--share-group-state-decoder`` does."""
+    return _decode_coordinator(key, value, offset, SHARE_COORDINATOR_RECORDS, "share group state topic")
