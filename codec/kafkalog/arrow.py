@@ -1,5 +1,5 @@
 """Kafka records as Arrow record batches, built from :mod:`kafkalog.columnar` without a Python
-object per record. The columns and types are those of Spark's Kafka source (SPEC §8)."""
+object per record. The columns and types are those of Spark's Kafka source."""
 
 from __future__ import annotations
 

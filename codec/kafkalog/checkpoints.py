@@ -57,10 +57,12 @@ def _checkpoint_lines(text: str, name: str | None, fields: int) -> list[list[str
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    if len(lines) < 2:
-        raise CorruptIndexError("checkpoint needs a version line and a count line", file=name, position=len(text))
+    if not lines:
+        return []  # Kafka reads an empty file as no entries
     if lines[0].strip() != "0":
         raise CorruptIndexError(f"unrecognised checkpoint version {lines[0]!r}", file=name, position=0)
+    if len(lines) == 1:
+        return []  # a version line alone: no entries, as Kafka reads it
     try:
         count = int(lines[1])
     except ValueError:
@@ -98,22 +100,36 @@ def read_offset_checkpoint(path: str | os.PathLike[str] | None = None, *, data: 
 
 
 def read_partition_metadata(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> PartitionMetadata:
-    """Parse ``partition.metadata``."""
+    """Parse ``partition.metadata``: ``version: N`` (any N >= 0, for downgrades) then
+    ``topic_id: <22-char base64 UUID>``; the all-zero id is invalid, as in Kafka."""
+    import base64
+    import binascii
+
     text, name = _text(path, data)
-    fields = {}
-    for line in text.splitlines():
-        if ":" in line:
-            k, v = line.split(":", 1)
-            fields[k.strip()] = v.strip()
-    if "version" not in fields or "topic_id" not in fields:
-        raise CorruptIndexError("partition.metadata needs 'version' and 'topic_id' lines", file=name, position=0)
+    lines = text.split("\n")
+    first = lines[0].split() if lines else []
+    if len(first) != 2:
+        raise CorruptIndexError(f"malformed line {lines[0] if lines else ''!r}", file=name, position=0)
     try:
-        version = int(fields["version"])
+        version = int(first[1])
     except ValueError:
-        raise CorruptIndexError(f"malformed version {fields['version']!r}", file=name, position=0) from None
-    if version != 0:
-        raise CorruptIndexError(f"unknown partition.metadata version {version}", file=name, position=0)
-    return PartitionMetadata(version, fields["topic_id"])
+        raise CorruptIndexError(f"malformed version line {lines[0]!r}", file=name, position=0) from None
+    if version < 0:
+        raise CorruptIndexError(f"unrecognized partition.metadata version {version}", file=name, position=0)
+    second = lines[1].split() if len(lines) > 1 else []
+    pos = len(lines[0]) + 1
+    if len(second) != 2:
+        raise CorruptIndexError(f"malformed line {lines[1] if len(lines) > 1 else ''!r}", file=name, position=pos)
+    topic_id = second[1]
+    try:
+        raw = base64.urlsafe_b64decode(topic_id + "==")
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 16:
+        raise CorruptIndexError(f"malformed topic id {topic_id!r}", file=name, position=pos)
+    if raw == bytes(16):
+        raise CorruptIndexError("invalid topic id: the all-zero UUID", file=name, position=pos)
+    return PartitionMetadata(version, topic_id)
 
 
 def read_properties(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> dict[str, str]:

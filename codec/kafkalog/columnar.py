@@ -208,9 +208,9 @@ class BatchColumns:
 
 def decode_columns(batch: RecordBatch) -> BatchColumns:
     """Decode a v2 batch's records to arrays (same values as ``batch.records()``)."""
-    raw = batch.records_buffer()
-    buf = np.frombuffer(raw, dtype=np.uint8)
     count = batch.count
+    raw = batch.records_buffer() if count != 0 else b""
+    buf = np.frombuffer(raw, dtype=np.uint8)
     if count < 0 or count > len(raw):
         raise InvalidRecordError(f"invalid record count {count}", file=batch.file, position=batch.position, offset=batch.base_offset)
     i64 = np.empty((7, count), dtype=np.int64)

@@ -205,6 +205,12 @@ def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
             raise DecompressionError(f"lz4 block of {size} bytes exceeds the frame's maximum {block_max}")
         if pos + size > len(data):
             raise DecompressionError("lz4 block runs past the payload")
+        if block_checksum:
+            if pos + size + 4 > len(data):
+                raise DecompressionError("lz4 block checksum runs past the payload")
+            (expected,) = struct.unpack_from("<I", data, pos + size)
+            if xxhash.xxh32_intdigest(mv[pos : pos + size]) != expected:
+                raise DecompressionError("lz4 block checksum mismatch")
         if stored:
             block = bytes(mv[pos : pos + size])
         else:

@@ -33,7 +33,13 @@ class ProducerSnapshotEntry:
 
     @property
     def first_sequence(self) -> int:
-        return self.last_sequence - self.offset_delta if self.last_offset >= 0 else -1
+        """The batch's first sequence: ``last_sequence - offset_delta``, wrapping below 0 to
+        Int32.MAX_VALUE as sequences do (Kafka's decrementSequence)."""
+        if self.last_offset < 0:
+            return -1
+        if self.last_sequence < self.offset_delta:
+            return 2**31 - 1 - (self.offset_delta - self.last_sequence) + 1
+        return self.last_sequence - self.offset_delta
 
     @property
     def first_offset(self) -> int:

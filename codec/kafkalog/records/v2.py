@@ -337,9 +337,14 @@ class RecordBatch:
             raise e.located(file=self.file, position=self.position, offset=self.base_offset) from None
 
     def records(self, verify_crc: bool = False) -> list[Record]:
-        """Decode every record (optionally checking the CRC first)."""
+        """Decode every record (optionally checking the CRC first).
+
+        A batch whose count is 0 (one the log cleaner emptied) has no records, and its payload
+        is not decompressed, as in Kafka."""
         if verify_crc:
             self.ensure_valid()
+        if self.count == 0:
+            return []
         buf = self.records_buffer()
         uncompressed = self.attributes & ATTR_COMPRESSION_MASK == 0
         try:
