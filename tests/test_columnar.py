@@ -87,7 +87,7 @@ def test_columns_equal_object_decoder(seed: int) -> None:
             n = int(cols.hdr_count[i])
             h = cols.headers[first : first + n]
             got = [(cols.buf[k : k + kl].tobytes().decode(), None if vl < 0 else cols.buf[v : v + vl].tobytes()) for k, kl, v, vl in h]
-            assert got == r.headers
+            assert tuple(got) == r.headers
             first += n
 
 

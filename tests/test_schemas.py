@@ -39,7 +39,7 @@ def test_batches_and_records_agree_with_construct(path: Path) -> None:
                     assert batch.base_offset + r.offsetDelta == rec.offset
                     assert batch.base_timestamp + r.timestampDelta == rec.create_timestamp
                     assert (r.key, r.value) == (rec.key, rec.value)
-                    assert [(h.headerKey.decode(), h.headerValue) for h in r.headers] == rec.headers
+                    assert [(h.headerKey.decode(), h.headerValue) for h in r.headers] == list(rec.headers)
                     pos += size
                 assert pos == len(buf)
             else:

@@ -18,8 +18,9 @@ import numpy as np
 
 from .errors import InvalidRecordError
 from .records.legacy import LegacyBatch
+from .records.record import Header, Record
 from .records.stream import Batch
-from .records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
+from .records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch, increment_sequence
 
 __all__ = ["ACCELERATED", "BatchColumns", "decode_columns", "gather", "iter_columns"]
 
@@ -51,19 +52,21 @@ _E_SIZE_MISMATCH = -7
 
 @_jit
 def _varint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
-    """Zig-zag varint at ``pos``; returns (value, next position), next position < 0 on error."""
-    result = 0
-    shift = 0
+    """Zig-zag varint at ``pos``; returns (value, next position), next position < 0 on error.
+
+    Accumulates in uint64 so that 10-byte varlongs keep all 64 bits, as Java's do."""
+    result = np.uint64(0)
+    shift = np.uint64(0)
     for _ in range(max_bytes):
         if pos >= end:
-            return 0, _E_TRUNCATED
-        b = np.int64(buf[pos])
+            return np.int64(0), _E_TRUNCATED
+        b = np.uint64(buf[pos])
         pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-    return 0, _E_VARINT
+        result |= (b & np.uint64(0x7F)) << shift
+        if b < np.uint64(0x80):
+            return np.int64(result >> np.uint64(1)) ^ -np.int64(result & np.uint64(1)), pos
+        shift += np.uint64(7)
+    return np.int64(0), _E_VARINT
 
 
 @_jit
@@ -79,6 +82,8 @@ def _walk(
     hdr_count: np.ndarray,
     hdr: np.ndarray,
     fill_headers: bool,
+    rec_start: np.ndarray,
+    attrs: np.ndarray,
 ) -> tuple[int, int, int]:
     """Walk ``count`` records. Returns (status, position, headers seen); status 0 is success."""
     n = buf.shape[0]
@@ -86,6 +91,7 @@ def _walk(
     nh_total = 0
     for i in range(count):
         start = pos
+        rec_start[i] = start
         length, pos = _varint(buf, pos, n, 5)
         if pos < 0:
             return pos, start, nh_total
@@ -94,7 +100,8 @@ def _walk(
             return _E_LENGTH, start, nh_total
         if pos >= end:
             return _E_FIELD, start, nh_total
-        pos += 1  # attributes
+        attrs[i] = buf[pos]
+        pos += 1
         v, pos = _varint(buf, pos, end, 10)
         if pos < 0:
             return pos, start, nh_total
@@ -195,6 +202,10 @@ class BatchColumns:
     hdr_count: np.ndarray
     headers: np.ndarray  # (n, 4): key start, key len, value start, value len (-1: null)
     batch: Batch  # the batch these columns came from (its header fields apply to every row)
+    raw: bytes = b""  # ``buf`` as bytes (slicing it gives keys and values without a copy through numpy)
+    rec_start: np.ndarray | None = None  # each record's first byte in ``buf``
+    attrs: np.ndarray | None = None  # each record's attributes byte
+    create_timestamps: np.ndarray | None = None  # each record's stored timestamp (base + delta)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -213,13 +224,13 @@ def decode_columns(batch: RecordBatch) -> BatchColumns:
     buf = np.frombuffer(raw, dtype=np.uint8)
     if count < 0 or count > len(raw):
         raise InvalidRecordError(f"invalid record count {count}", file=batch.file, position=batch.position, offset=batch.base_offset)
-    i64 = np.empty((7, count), dtype=np.int64)
-    off_delta, ts_delta, ks, kl, vs, vl, hc = i64
+    i64 = np.empty((9, count), dtype=np.int64)
+    off_delta, ts_delta, ks, kl, vs, vl, hc, rs, at = i64
     hdr = np.empty((0, 4), dtype=np.int64)
-    status, where, nh = _walk(buf, count, off_delta, ts_delta, ks, kl, vs, vl, hc, hdr, False)
+    status, where, nh = _walk(buf, count, off_delta, ts_delta, ks, kl, vs, vl, hc, hdr, False, rs, at)
     if status == 0 and nh:
         hdr = np.empty((nh, 4), dtype=np.int64)
-        status, where, nh = _walk(buf, count, off_delta, ts_delta, ks, kl, vs, vl, hc, hdr, True)
+        status, where, nh = _walk(buf, count, off_delta, ts_delta, ks, kl, vs, vl, hc, hdr, True, rs, at)
     if status != 0:
         uncompressed = batch.attributes & ATTR_COMPRESSION_MASK == 0
         msg = _MESSAGES.get(status, "invalid record")
@@ -227,11 +238,59 @@ def decode_columns(batch: RecordBatch) -> BatchColumns:
             raise InvalidRecordError(msg, file=batch.file, position=batch.position + HEADER_SIZE + where, offset=batch.base_offset)
         raise InvalidRecordError(f"{msg} (at byte {where} of the decompressed records)", file=batch.file, position=batch.position, offset=batch.base_offset)
     offsets = off_delta + batch.base_offset
+    stored = ts_delta + np.int64(batch.base_timestamp)  # int64 arithmetic wraps, as Java's long does
     if batch.attributes & ATTR_TIMESTAMP_TYPE:
         timestamps = np.full(count, batch.max_timestamp, dtype=np.int64)
     else:
-        timestamps = ts_delta + batch.base_timestamp
-    return BatchColumns(buf, offsets, timestamps, ks, kl, vs, vl, hc, hdr, batch)
+        timestamps = stored
+    return BatchColumns(buf, offsets, timestamps, ks, kl, vs, vl, hc, hdr, batch, raw, rs, at, stored)
+
+
+_NO_HEADERS: tuple[Header, ...] = ()
+
+
+def records_fast(batch: RecordBatch) -> list[Record]:
+    """``batch.records()`` with the record walk compiled: the walker finds every field, one
+    list comprehension builds the :class:`Record` objects. Any structural problem is left to the
+    plain decoder so that errors (and their positions) are the same on both paths."""
+    try:
+        c = decode_columns(batch)
+    except InvalidRecordError:
+        return batch.records_plain()
+    raw = c.raw
+    n = len(c)
+    ends = c.rec_start.tolist()[1:] + [len(raw)]
+    lat = batch.max_timestamp if batch.attributes & ATTR_TIMESTAMP_TYPE else None
+    base_seq = batch.base_sequence
+    base_off = batch.base_offset
+    headers: list[tuple[Header, ...]] = [_NO_HEADERS] * n
+    if len(c.headers):
+        h = c.headers.tolist()
+        k = 0
+        for i, cnt in enumerate(c.hdr_count.tolist()):
+            if cnt:
+                headers[i] = tuple(
+                    (raw[ks : ks + kl].decode("utf-8", "replace"), None if vl < 0 else raw[vs : vs + vl]) for ks, kl, vs, vl in h[k : k + cnt]
+                )
+                k += cnt
+    return [
+        Record(
+            base_off + od,
+            ts if lat is None else lat,
+            None if kl < 0 else raw[ks : ks + kl],
+            None if vl < 0 else raw[vs : vs + vl],
+            hd,
+            -1 if base_seq < 0 else increment_sequence(base_seq, od),
+            end - st,
+            at,
+            ts,
+        )
+        for od, ts, ks, kl, vs, vl, hd, st, end, at in zip(
+            (c.offsets - base_off).tolist(), c.create_timestamps.tolist(), c.key_start.tolist(), c.key_len.tolist(),
+            c.val_start.tolist(), c.val_len.tolist(), headers, c.rec_start.tolist(), ends, c.attrs.tolist(),
+            strict=True,
+        )
+    ]
 
 
 def iter_columns(batches: Iterable[Batch]) -> Iterator[BatchColumns]:

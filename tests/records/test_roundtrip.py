@@ -120,7 +120,7 @@ def _check_v2(data: bytes, spec: dict[str, Any], codec: Codec) -> None:
         assert r.offset == base + d
         assert r.timestamp == (lat if lat is not None else ts)
         assert r.create_timestamp == ts
-        assert (r.key, r.value, r.headers) == (k, v, list(h))
+        assert (r.key, r.value, list(r.headers)) == (k, v, list(h))
         assert r.sequence == _expected_sequence(spec["base_sequence"], d)
 
 
@@ -210,7 +210,7 @@ def test_v2_control_batches_roundtrip(
         # Kafka's layouts: key = version int16 0, type int16; value = version int16 0, coordinator epoch int32
         assert r.key == struct.pack(">hh", 0, 0 if ctype is ControlType.ABORT else 1)
         assert r.value == struct.pack(">hi", 0, epoch)
-        assert r.timestamp == ts and r.headers == []
+        assert r.timestamp == ts and r.headers == ()
         assert b.control_type(r) is ctype
     lines = list(log_lines(LogReader(data).batches(), "x.log"))
     assert [(o["controlType"], o["coordinatorEpoch"]) for o in lines if o["type"] == "record"] == [
@@ -313,7 +313,7 @@ def test_legacy_build_read_and_json_roundtrip(
     else:
         expected_ts = [ts for ts, _, _ in recs]
     assert [r.timestamp for r in got] == expected_ts
-    assert [(r.key, r.value, r.headers) for r in got] == [(k, v, []) for _, k, v in recs]
+    assert [(r.key, r.value, r.headers) for r in got] == [(k, v, ()) for _, k, v in recs]
     assert all(r.is_valid for r in got)
     if codec is not Codec.NONE:
         (batch,) = batches

@@ -27,6 +27,7 @@ class Record:
     ``timestamp`` is what Kafka reports: under LogAppendTime it is the batch's max timestamp,
     while ``create_timestamp`` keeps the value stored in the record itself. ``size_in_bytes`` is
     the record's encoded size (v2: length varint included; v0/v1: with the 12-byte log overhead).
+    ``headers`` is a tuple of (key, value) pairs, empty when the record has none.
     """
 
     __slots__ = (
@@ -47,7 +48,7 @@ class Record:
         timestamp: int,
         key: bytes | None,
         value: bytes | None,
-        headers: list[Header],
+        headers: tuple[Header, ...],
         sequence: int = -1,
         size_in_bytes: int = 0,
         attributes: int = 0,
@@ -106,7 +107,7 @@ class LegacyRecord(Record):
         attributes: int,
         create_timestamp: int | None = None,
     ) -> None:
-        super().__init__(offset, timestamp, key, value, [], -1, size_in_bytes, attributes, create_timestamp)
+        super().__init__(offset, timestamp, key, value, (), -1, size_in_bytes, attributes, create_timestamp)
         self.magic = magic
         self.checksum = checksum
         self.is_valid = is_valid

@@ -156,7 +156,7 @@ def decode_records(
                 pos += vlen
             b = buf[pos]
             if b == 0:
-                headers: list[Header] = []
+                headers: tuple[Header, ...] = ()
                 pos += 1
             else:
                 nh, pos = read_varint(buf, pos)
@@ -164,7 +164,7 @@ def decode_records(
                     raise _bad(f"invalid number of record headers {nh}", pos)
                 if nh > end - pos:
                     raise _bad(f"{nh} record headers cannot fit in the record", pos)
-                headers = []
+                hlist = []
                 for _h in range(nh):
                     hk, pos = read_varint(buf, pos)
                     if hk < 0 or pos + hk > end:
@@ -179,7 +179,8 @@ def decode_records(
                             raise _bad(f"header value of {hv} bytes runs past its record", pos)
                         hval = buf[pos : pos + hv]
                         pos += hv
-                    headers.append((hkey, hval))
+                    hlist.append((hkey, hval))
+                headers = tuple(hlist)
             if pos != end:
                 raise _bad(f"invalid record size: expected {length} bytes of record body, read {pos - body}", start)
         except IndexError:
@@ -343,6 +344,16 @@ class RecordBatch:
         is not decompressed, as in Kafka."""
         if verify_crc:
             self.ensure_valid()
+        if self.count == 0:
+            return []
+        from ..columnar import ACCELERATED, records_fast  # here: columnar imports this module
+
+        if ACCELERATED:
+            return records_fast(self)
+        return self.records_plain()
+
+    def records_plain(self) -> list[Record]:
+        """:meth:`records` by the plain-Python decoder (the reference the fast path is tested against)."""
         if self.count == 0:
             return []
         buf = self.records_buffer()
