@@ -6,22 +6,37 @@
   ``topic partition offset`` lines.
 * ``partition.metadata``: ``version: 0`` and ``topic_id: <base64 UUID>``.
 * ``meta.properties``: Java properties (``key=value``).
+
+The ``write_*`` functions replace a file as Kafka's CheckpointFile does: a ``.tmp`` file, fsync,
+atomic rename, fsync of the directory.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .errors import CorruptIndexError
+from .files import atomic_write
 
 __all__ = [
     "EpochEntry",
     "PartitionMetadata",
+    "format_leader_epoch_checkpoint",
+    "format_offset_checkpoint",
+    "format_partition_metadata",
     "read_leader_epoch_checkpoint",
     "read_offset_checkpoint",
     "read_partition_metadata",
     "read_properties",
+    "topic_id_string",
+    "write_leader_epoch_checkpoint",
+    "write_offset_checkpoint",
+    "write_partition_metadata",
 ]
 
 
@@ -84,19 +99,21 @@ def _checkpoint_lines(text: str, name: str | None, fields: int) -> list[list[str
 def read_leader_epoch_checkpoint(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> list[EpochEntry]:
     """Entries of a ``leader-epoch-checkpoint`` file."""
     text, name = _text(path, data)
-    try:
-        return [EpochEntry(int(e), int(o)) for e, o in _checkpoint_lines(text, name, 2)]
-    except ValueError as e:
-        raise CorruptIndexError(f"malformed leader epoch entry: {e}", file=name) from None
+    return [EpochEntry(_int(e, name, text), _int(o, name, text)) for e, o in _checkpoint_lines(text, name, 2)]
 
 
 def read_offset_checkpoint(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> dict[tuple[str, int], int]:
     """(topic, partition) -> offset of a recovery-point/replication/log-start/cleaner checkpoint."""
     text, name = _text(path, data)
+    return {(t, _int(p, name, text)): _int(o, name, text) for t, p, o in _checkpoint_lines(text, name, 3)}
+
+
+def _int(field: str, name: str | None, text: str) -> int:
+    """A checkpoint number; a malformed one is reported at its first occurrence in the file."""
     try:
-        return {(t, int(p)): int(o) for t, p, o in _checkpoint_lines(text, name, 3)}
-    except ValueError as e:
-        raise CorruptIndexError(f"malformed offset checkpoint entry: {e}", file=name) from None
+        return int(field)
+    except ValueError:
+        raise CorruptIndexError(f"malformed number {field!r} in checkpoint", file=name, position=max(text.find(field), 0)) from None
 
 
 def read_partition_metadata(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> PartitionMetadata:
@@ -146,3 +163,61 @@ def read_properties(path: str | os.PathLike[str] | None = None, *, data: bytes |
         else:
             out[s[:sep].strip()] = s[sep + 1 :].strip()
     return out
+
+
+# ------------------------------------------------------------------------------------ writers
+def _checkpoint_text(lines: list[str]) -> bytes:
+    return ("0\n" + f"{len(lines)}\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
+
+
+def format_leader_epoch_checkpoint(entries: Iterable[EpochEntry]) -> bytes:
+    """The bytes of a ``leader-epoch-checkpoint`` (version 0, count, ``epoch startOffset`` lines)."""
+    return _checkpoint_text([f"{e.epoch} {e.start_offset}" for e in entries])
+
+
+def write_leader_epoch_checkpoint(path: str | os.PathLike[str], entries: Iterable[EpochEntry], *, sync: bool = True) -> None:
+    """Replace a ``leader-epoch-checkpoint`` atomically (temp file, fsync, rename), as CheckpointFile.write does."""
+    atomic_write(path, format_leader_epoch_checkpoint(entries), sync=sync)
+
+
+def format_offset_checkpoint(offsets: Mapping[tuple[str, int], int]) -> bytes:
+    """The bytes of an offset checkpoint (``topic partition offset`` lines, in the mapping's order)."""
+    for topic, _p in offsets:
+        if not topic or any(c.isspace() for c in topic):
+            raise ValueError(f"topic name {topic!r} cannot be written to a checkpoint")
+    return _checkpoint_text([f"{t} {p} {o}" for (t, p), o in offsets.items()])
+
+
+def write_offset_checkpoint(path: str | os.PathLike[str], offsets: Mapping[tuple[str, int], int], *, sync: bool = True) -> None:
+    """Replace a recovery-point/replication/log-start/cleaner offset checkpoint atomically (OffsetCheckpointFile.write)."""
+    atomic_write(path, format_offset_checkpoint(offsets), sync=sync)
+
+
+def topic_id_string(topic_id: str | bytes | uuid.UUID) -> str:
+    """A topic id as Kafka prints it: URL-safe base64 of its 16 bytes, without padding (Uuid.toString)."""
+    if isinstance(topic_id, uuid.UUID):
+        raw = topic_id.bytes
+    elif isinstance(topic_id, bytes):
+        raw = topic_id
+    else:
+        try:
+            raw = base64.urlsafe_b64decode(topic_id + "==")
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != 16 or len(topic_id) != 22:
+            raise ValueError(f"malformed topic id {topic_id!r}")
+    if len(raw) != 16:
+        raise ValueError(f"a topic id has 16 bytes, got {len(raw)}")
+    if raw == bytes(16):
+        raise ValueError("the all-zero UUID is not a valid topic id")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def format_partition_metadata(topic_id: str | bytes | uuid.UUID) -> bytes:
+    """The bytes of ``partition.metadata`` (version 0, no newline after the id; PartitionMetadata.encode)."""
+    return f"version: 0\ntopic_id: {topic_id_string(topic_id)}".encode("ascii")
+
+
+def write_partition_metadata(path: str | os.PathLike[str], topic_id: str | bytes | uuid.UUID, *, sync: bool = True) -> None:
+    """Replace ``partition.metadata`` atomically (PartitionMetadataFile.maybeFlush)."""
+    atomic_write(path, format_partition_metadata(topic_id), sync=sync)

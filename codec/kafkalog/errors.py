@@ -86,3 +86,42 @@ class BuildError(KafkaLogError):
 
 class CorruptIndexError(KafkaLogError):
     """An index, time index, transaction index, snapshot or checkpoint file is malformed."""
+
+
+class InvalidOffsetError(KafkaLogError):
+    """An index append whose offset (or timestamp) does not follow the last entry (Kafka: InvalidOffsetException)."""
+
+
+class IndexOffsetOverflowError(KafkaLogError):
+    """An offset that cannot be stored relative to a segment's base offset (Kafka: IndexOffsetOverflowException,
+    LogSegmentOffsetOverflowException)."""
+
+
+class IndexFullError(KafkaLogError):
+    """An append to an offset or time index with no free slot (Kafka: IllegalArgumentException in AbstractIndex)."""
+
+
+class UnexpectedAppendOffsetError(KafkaLogError):
+    """A follower append whose first offset is below the log end offset (Kafka: UnexpectedAppendOffsetException)."""
+
+
+class OffsetsOutOfOrderError(KafkaLogError):
+    """A follower append whose batches' offsets do not increase (Kafka: OffsetsOutOfOrderException)."""
+
+
+class RecordBatchTooLargeError(KafkaLogError):
+    """An append larger than segment.bytes or a batch larger than max.message.bytes (Kafka:
+    RecordBatchTooLargeException, RecordTooLargeException)."""
+
+
+class OffsetOutOfRangeError(KafkaLogError):
+    """A read below the log start offset or above the log end offset (Kafka: OffsetOutOfRangeException)."""
+
+
+class ProducerStateError(KafkaLogError):
+    """A batch that breaks the producer's epoch, sequence or transaction state (Kafka: InvalidProducerEpochException,
+    OutOfOrderSequenceException, InvalidTxnStateException, TransactionCoordinatorFencedException)."""
+
+
+class InconsistentTopicIdError(KafkaLogError):
+    """A topic id that differs from the one in ``partition.metadata`` (Kafka: InconsistentTopicIdException)."""

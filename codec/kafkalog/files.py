@@ -1,4 +1,4 @@
-"""What each file of a Kafka log dir is, by its name (SPEC §2, "Naming")."""
+"""What each file of a Kafka log dir is, by its name (SPEC §2, "Naming"), and crash-safe file replacement."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from enum import Enum
 
-__all__ = ["FileKind", "kind_of", "walk"]
+__all__ = ["FileKind", "atomic_write", "fsync_dir", "kind_of", "segment_file_name", "walk"]
 
 
 class FileKind(Enum):
@@ -69,3 +69,40 @@ def walk(root: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
             found.append((os.path.relpath(p, root).replace(os.sep, "/"), p))
     for rel, p in sorted(found):
         yield p, rel
+
+
+def segment_file_name(offset: int, suffix: str) -> str:
+    """``<offset as 20 digits><suffix>``, Kafka's name for segment files and snapshots (LogFileUtils)."""
+    return f"{offset:020d}{suffix}"
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a directory so that renames and new files in it survive a crash (Utils.flushDir)."""
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # not supported on this platform
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, sync: bool = True) -> None:
+    """Write ``data`` to ``<path>.tmp``, fsync it, rename it over ``path`` and fsync the directory.
+
+    This is how Kafka replaces checkpoint files (CheckpointFile.write, Utils.atomicMoveWithFallback);
+    with ``sync=False`` the two fsyncs are skipped (the rename stays atomic).
+    """
+    target = os.fspath(path)
+    tmp = target + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        if sync:
+            os.fsync(f.fileno())
+    os.replace(tmp, target)
+    if sync:
+        fsync_dir(os.path.dirname(os.path.abspath(target)))
