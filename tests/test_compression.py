@@ -92,6 +92,12 @@ def test_snappy_xerial_framing_and_raw() -> None:
     assert decompress(Codec.SNAPPY, bytes(cramjam.snappy.compress_raw(plain))) == plain
 
 
+def test_zstd_output_is_byte_identical_to_kafkas() -> None:
+    for m, codec, raw in _payloads("v2-zstd") + _payloads("v2-transactional"):
+        if codec is Codec.ZSTD:
+            assert compress(codec, decompress(codec, raw, magic=m), magic=m) == raw
+
+
 def test_zstd_frames_without_content_size() -> None:
     import zstandard
 

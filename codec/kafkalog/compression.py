@@ -7,7 +7,7 @@
 * lz4: an LZ4 frame with independent 64 KiB blocks, no content size and no checksums; for magic
   0 the header checksum is computed the old, wrong way (over the magic number too) and is not
   checked on read. Linked blocks are refused, as Kafka refuses them.
-* zstd: a zstd frame without content size (read by streaming).
+* zstd: a zstd frame without content size (read by streaming); written byte-identical to Kafka's.
 
 Every decompressor stops at ``max_size`` output bytes and raises :class:`DecompressionError`
 past it, so a small corrupt or hostile payload cannot allocate without bound.
@@ -269,9 +269,11 @@ def _zstd_decompress(data: bytes, max_size: int) -> bytes:
 
 
 def _zstd_compress(data: bytes, level: int | None) -> bytes:
-    # streaming, as Kafka's ZstdOutputStream: the frame header then matches Kafka's (no content size)
+    # Streamed as zstd-jni's ZstdOutputStream does it: no content size in the frame header, the
+    # data flushed as non-final block(s) at close, then an empty final block (01 00 00). This is
+    # byte-identical to Kafka's zstd batches.
     c = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False).compressobj()
-    return c.compress(data) + c.flush()
+    return c.compress(data) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + c.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
 
 
 # ----------------------------------------------------------------------------------- registry
