@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
 from . import __version__
@@ -74,8 +74,65 @@ def _cmd_dump(args: argparse.Namespace) -> int:
     return EXIT_BAD_DATA if result.errors else EXIT_OK
 
 
+def _source_batches(src: str) -> Iterator[bytes]:
+    """Batch bytes of one build source: a .log file (unchanged) or canonical JSON (file or -)."""
+    if src != "-" and src.endswith(".log"):
+        from .records.stream import LogReader
+
+        with LogReader(src) as reader:
+            for batch in reader.batches():
+                yield batch.data
+            if reader.tail is not None:
+                print(f"warning: {reader.tail.message()} (not copied)", file=sys.stderr)
+        return
+    stream = sys.stdin if src == "-" else open(src, encoding="utf-8")  # noqa: SIM115 - closed below
+    with stream:
+        yield from build_log(stream)
+
+
+def _cmd_build_dir(args: argparse.Namespace) -> int:
+    from .log import Log, LogConfig
+
+    props: dict[str, object] = {}
+    for key, value in (("segment.bytes", args.segment_bytes), ("index.interval.bytes", args.index_interval_bytes),
+                       ("segment.index.bytes", args.segment_index_bytes)):
+        if value is not None:
+            props[key] = value
+    config = LogConfig.from_properties(props)
+    os.makedirs(args.output, exist_ok=True)
+    if any(n.endswith(".log") for n in os.listdir(args.output)):
+        print(f"kafkalog build: {args.output} already holds segments; give an empty or new directory", file=sys.stderr)
+        return EXIT_USAGE
+    log = Log.open(args.output, config, topic_id=args.topic_id)
+    n = 0
+    try:
+        for src in args.inputs or ["-"]:
+            for batch in _source_batches(src):
+                log.append(batch, assign_offsets=False)  # as a follower: bytes unchanged
+                n += 1
+    finally:
+        log.close()
+    print(f"appended {n} batches to {args.output}: {len(log.segments)} segment(s), log end offset {log.log_end_offset}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
-    src = args.input
+    if not args.output.endswith(".log"):
+        try:
+            return _cmd_build_dir(args)
+        except BuildError as e:
+            print(f"kafkalog build: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as e:
+            print(f"kafkalog build: {e.filename or args.output}: {e.strerror}", file=sys.stderr)
+            return EXIT_IO
+    if args.segment_bytes is not None or args.index_interval_bytes is not None or args.segment_index_bytes is not None:
+        print("kafkalog build: segment options need a directory as -o (not a .log file)", file=sys.stderr)
+        return EXIT_USAGE
+    if len(args.inputs) > 1:
+        print("kafkalog build: a single .log output takes one JSON source", file=sys.stderr)
+        return EXIT_USAGE
+    src = args.inputs[0] if args.inputs else "-"
     try:
         stream = sys.stdin if src == "-" else open(src, encoding="utf-8")  # noqa: SIM115
     except OSError as e:
@@ -163,11 +220,18 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const", const="cluster-metadata", help="as kafka-dump-log: --decoder cluster-metadata")
     d.set_defaults(func=_cmd_dump)
 
-    b = sub.add_parser("build", help="write a .log from canonical JSON", description=(
-        "Read canonical JSON lines (as 'kafkalog dump --json' prints them) and write the batches to a .log file. "
-        "CRCs, sizes and positions are recomputed; the file is written to OUT.tmp, synced, then renamed."))
-    b.add_argument("input", nargs="?", default="-", metavar="FILE", help="JSON lines to read ('-' or nothing: stdin)")
-    b.add_argument("-o", "--output", required=True, metavar="OUT.log")
+    b = sub.add_parser("build", help="write a .log, or a partition directory, from canonical JSON or .log files", description=(
+        "With -o OUT.log: read canonical JSON lines (as 'kafkalog dump --json' prints them) and write the batches to "
+        "one file; CRCs, sizes and positions are recomputed; the file is written to OUT.log.tmp, synced, then renamed. "
+        "With -o DIR: append every batch of the SOURCEs (canonical JSON, or .log files whose batch bytes are kept "
+        "unchanged) one batch per append into a partition directory, as a follower broker appends: segments roll and "
+        "indexes, time indexes, transaction indexes, producer snapshots and leader epochs are written by Kafka's rules."))
+    b.add_argument("inputs", nargs="*", metavar="SOURCE", help="JSON lines or .log files ('-' or nothing: JSON on stdin)")
+    b.add_argument("-o", "--output", required=True, metavar="OUT.log|DIR")
+    b.add_argument("--segment-bytes", type=int, metavar="N", help="directory output: segment.bytes (default 1 GiB)")
+    b.add_argument("--index-interval-bytes", type=int, metavar="M", help="directory output: index.interval.bytes (default 4096)")
+    b.add_argument("--segment-index-bytes", type=int, metavar="K", help="directory output: segment.index.bytes (default 10 MiB)")
+    b.add_argument("--topic-id", metavar="ID", help="directory output: write partition.metadata with this topic id (22-char base64)")
     b.set_defaults(func=_cmd_build)
 
     e = sub.add_parser("explain", help="annotated hex dump of a file, field by field", description=(
