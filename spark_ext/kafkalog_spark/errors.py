@@ -1,0 +1,23 @@
+"""Errors raised by the Spark source, as subclasses of kafkalog's :class:`~kafkalog.KafkaLogError`."""
+
+from __future__ import annotations
+
+from kafkalog.errors import KafkaLogError
+
+__all__ = ["DataLossError", "LayoutError", "SourceOptionError"]
+
+
+class SourceOptionError(KafkaLogError):
+    """A source option that is unknown in this context, malformed or contradicts another option."""
+
+
+class LayoutError(KafkaLogError):
+    """A path that does not hold a Kafka log layout the source can read (``file`` names it)."""
+
+
+class DataLossError(KafkaLogError):
+    """Requested offsets are not on disk (deleted by retention, never copied, or beyond the log end).
+
+    Raised only with ``failOnDataLoss=true`` (the default); with ``false`` the gap is skipped and
+    logged as a warning, as Spark's Kafka source does.
+    """

@@ -1,0 +1,198 @@
+"""Find the partitions and segments under the given paths, on any fsspec filesystem.
+
+Layouts read (each path, after glob expansion, is one of these):
+
+* a **broker log dir** (``log.dirs`` entry): sub-directories ``<topic>-<partition>`` holding
+  ``<20-digit base offset>.log`` segments with ``.index``/``.timeindex``/``.txnindex`` beside them;
+* a **single partition dir** (a directory that itself holds segment files);
+* a **tiered-storage copy** as Kafka's ``LocalTieredStorage`` writes it (RemoteLogSegmentFileset,
+  RemoteTopicPartitionDirectory): sub-directories ``<topic>-<partition>-<22-char topic id>`` (also
+  accepted: ``<topic>-<topic id>-<partition>`` and plain ``<topic>-<partition>``) holding
+  ``<20-digit start offset>-<22-char segment uuid>.log`` with the same index suffixes.
+
+Skipped: directories ending in ``-delete``, ``-future`` or ``-stray`` (Kafka's pending deletes,
+future replicas and strays) and files named ``*.deleted``, ``*.cleaned``, ``*.swap`` (or any other
+name that is not a segment file). The same topic-partition found under several paths is returned
+as several :class:`Replica` objects; :mod:`.planning` merges them by offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import fsspec
+from fsspec.core import url_to_fs
+from fsspec.spec import AbstractFileSystem
+
+from .errors import LayoutError
+
+__all__ = ["FileSystemRef", "Replica", "SegmentFiles", "discover", "filesystem_for", "parse_partition_dir"]
+
+log = logging.getLogger(__name__)
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})(?:-([A-Za-z0-9_-]{22}))?\.(log|index|timeindex|txnindex|snapshot)$")
+_SKIPPED_DIR = re.compile(r"-(delete|future|stray)$")
+_BROKER_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
+_TIERED_DIRS = (
+    re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)-(?P<id>[A-Za-z0-9_-]{22})$"),
+    re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<id>[A-Za-z0-9_-]{22})-(?P<partition>\d+)$"),
+    _BROKER_DIR,
+)
+
+
+@dataclass(frozen=True)
+class FileSystemRef:
+    """A picklable handle on an fsspec filesystem: its protocol and storage options."""
+
+    protocol: str
+    storage_options: tuple[tuple[str, object], ...] = ()
+
+    def get(self) -> AbstractFileSystem:
+        """The filesystem (fsspec caches instances, so this is cheap)."""
+        return fsspec.filesystem(self.protocol, **dict(self.storage_options))
+
+
+@dataclass(frozen=True)
+class SegmentFiles:
+    """One segment: its ``.log`` (path and size at discovery) and the index files found beside it."""
+
+    base_offset: int
+    log: str
+    size: int
+    index: str | None = None
+    timeindex: str | None = None
+    txnindex: str | None = None
+    segment_id: str | None = None  # the tiered-storage segment uuid, when the names carry one
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One directory holding (a copy of) one topic-partition's log."""
+
+    topic: str
+    partition: int
+    dir: str
+    segments: tuple[SegmentFiles, ...]  # by base offset
+    snapshots: tuple[tuple[int, str], ...] = ()  # producer-state snapshots (offset, path), by offset
+    topic_id: str | None = None  # from a tiered-storage directory name
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(topic, partition)."""
+        return self.topic, self.partition
+
+
+def parse_partition_dir(name: str, tiered: bool) -> tuple[str, int, str | None] | None:
+    """(topic, partition, topic id or None) from a partition directory's name, or None if it is not one."""
+    if _SKIPPED_DIR.search(name):
+        return None
+    for pattern in _TIERED_DIRS if tiered else (_BROKER_DIR,):
+        m = pattern.match(name)
+        if m:
+            return m["topic"], int(m["partition"]), m.groupdict().get("id")
+    return None
+
+
+def _basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _replica(dir_path: str, entries: list[dict]) -> Replica | None:
+    """The replica a listing describes, or None when the directory holds no segment files."""
+    groups: dict[tuple[int, str | None], dict[str, tuple[str, int]]] = {}
+    snapshots = []
+    for e in entries:
+        if e.get("type") != "file":
+            continue
+        m = _SEGMENT_FILE.match(_basename(e["name"]))
+        if not m:
+            continue
+        base, seg_id, suffix = int(m[1]), m[2], m[3]
+        if suffix == "snapshot":
+            snapshots.append((base, e["name"]))
+        else:
+            groups.setdefault((base, seg_id), {})[suffix] = (e["name"], int(e.get("size") or 0))
+    if not groups and not snapshots:
+        return None
+    name = _basename(dir_path)
+    tiered = any(seg_id is not None for _, seg_id in groups)
+    parsed = parse_partition_dir(name, tiered)
+    if parsed is None:
+        log.info("kafkalog source: skipping %s: %r is not a <topic>-<partition> directory name", dir_path, name)
+        return None
+    topic, partition, topic_id = parsed
+    segments = []
+    for (base, seg_id), files in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        if "log" not in files:
+            continue  # indexes without their .log (a segment being deleted): nothing to read
+        path, size = files["log"]
+        segments.append(
+            SegmentFiles(
+                base, path, size,
+                index=files.get("index", (None,))[0],
+                timeindex=files.get("timeindex", (None,))[0],
+                txnindex=files.get("txnindex", (None,))[0],
+                segment_id=seg_id,
+            )
+        )
+    return Replica(topic, partition, dir_path, tuple(segments), tuple(sorted(snapshots)), topic_id)
+
+
+def _expand(fs: AbstractFileSystem, path: str) -> list[str]:
+    if any(c in path for c in "*?["):
+        return [p for p in fs.glob(path) if fs.isdir(p)]
+    if not fs.isdir(path):
+        raise LayoutError("not a directory: give a broker log dir, a partition dir or a glob of them", file=path)
+    return [path]
+
+
+def filesystem_for(paths: Iterable[str], storage_options: tuple[tuple[str, object], ...]) -> tuple[FileSystemRef, list[str]]:
+    """The filesystem the paths live on and the paths stripped of their protocol."""
+    ref: FileSystemRef | None = None
+    stripped = []
+    for p in paths:
+        fs, path = url_to_fs(p, **dict(storage_options))
+        proto = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        if ref is None:
+            ref = FileSystemRef(proto, storage_options)
+        elif proto != ref.protocol:
+            raise LayoutError(f"all paths must be on one filesystem: {p!r} is {proto}, the first path is {ref.protocol}", file=p)
+        stripped.append(path)
+    if ref is None:
+        raise LayoutError("no path given")
+    return ref, stripped
+
+
+def discover(fs: AbstractFileSystem, paths: Iterable[str], *, refresh: bool = False, allow_empty: bool = False) -> list[Replica]:
+    """Every partition directory under ``paths`` (see the module docstring for the layouts).
+
+    ``refresh`` drops fsspec's cached listings first (streaming polls need fresh ones); a path
+    holding no partition directory raises :class:`LayoutError` unless ``allow_empty`` (a live
+    data dir that has no partitions yet).
+    """
+    replicas: dict[str, Replica] = {}
+    for raw in paths:
+        if refresh:
+            fs.invalidate_cache()
+        roots = _expand(fs, raw)
+        found = 0
+        for root in roots:
+            entries = fs.ls(root, detail=True)
+            own = _replica(root, entries)
+            if own is not None:
+                replicas[own.dir] = own
+                found += 1
+                continue
+            for e in entries:
+                if e.get("type") != "directory" or _SKIPPED_DIR.search(_basename(e["name"])):
+                    continue
+                rep = _replica(e["name"], fs.ls(e["name"], detail=True))
+                if rep is not None:
+                    replicas[rep.dir] = rep
+                    found += 1
+        if roots and not found and not allow_empty:
+            raise LayoutError("no Kafka partition directories (<topic>-<partition> with segment files) found", file=raw)
+    return sorted(replicas.values(), key=lambda r: (r.topic, r.partition, r.dir))

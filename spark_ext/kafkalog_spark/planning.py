@@ -1,0 +1,293 @@
+"""From discovered replicas to input partitions: one per segment (or per byte range of a large one).
+
+Per topic-partition, :class:`PartitionLog` merges the replicas found (the same partition under
+several broker dirs, or a tiered copy beside a local one) into one sequence of segments, each
+answering for an offset range, so that every offset is read once. It resolves starting and ending
+offsets (earliest, latest, explicit, by timestamp), reports gaps as data loss, and cuts each segment
+into :class:`SegmentSlice` byte ranges at ``.index`` entries. Only the files a request needs are
+opened: a segment entirely outside the offset range is never touched.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fsspec.spec import AbstractFileSystem
+from pyspark.sql.datasource import InputPartition
+
+from .errors import DataLossError, SourceOptionError
+from .filters import RowFilter
+from .layout import FileSystemRef, Replica, SegmentFiles
+from .options import EARLIEST, LATEST, OffsetSpec, SourceOptions
+from .segments import (
+    AbortedRange,
+    TailState,
+    aborted_from_txn_indexes,
+    advance_tail,
+    offset_for_timestamp,
+    read_offset_index,
+    read_time_index,
+)
+
+__all__ = ["PartitionLog", "Piece", "SegmentSlice", "group_replicas", "report_data_loss"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SegmentSlice(InputPartition):
+    """One input partition: batches of one ``.log`` starting at byte ``start``, offsets in ``[lo, hi)``.
+
+    ``end`` bounds the bytes read (None: to the end of the file as it is when read); ``aborted``
+    holds the aborted transactions (producer id, first, last offset) to drop under read_committed.
+    Only paths and numbers: it pickles.
+    """
+
+    fs: FileSystemRef
+    topic: str
+    partition: int
+    log: str
+    start: int
+    end: int | None
+    lo: int
+    hi: int | None
+    aborted: tuple[AbortedRange, ...] = ()
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A segment of the merged log and the offsets it answers for (``hi`` None: open-ended)."""
+
+    seg: SegmentFiles
+    lo: int
+    hi: int | None
+    closed: bool  # not its replica's last segment: its time index is complete
+
+
+def report_data_loss(message: str, file: str | None, fail: bool) -> None:
+    """Raise :class:`DataLossError` (``failOnDataLoss=true``) or log ``message`` as a warning."""
+    if fail:
+        raise DataLossError(message + ' (set failOnDataLoss to "false" to skip such gaps with a warning)', file=file)
+    log.warning("kafkalog source: %s%s; continuing (failOnDataLoss=false)", f"{file}: " if file else "", message)
+
+
+def group_replicas(replicas: Iterable[Replica], opts: SourceOptions, row_filter: RowFilter | None = None) -> dict[tuple[str, int], list[Replica]]:
+    """The wanted replicas by (topic, partition), after subscription and pushed topic/partition filters."""
+    out: dict[tuple[str, int], list[Replica]] = {}
+    for r in replicas:
+        if not opts.wants_partition(r.topic, r.partition):
+            continue
+        if row_filter is not None and not row_filter.admits_partition(r.topic, r.partition):
+            continue
+        out.setdefault(r.key, []).append(r)
+    return out
+
+
+class PartitionLog:
+    """One topic-partition's log, merged over its replicas, as planning sees it (driver side only).
+
+    ``tails`` carries scan states between streaming polls (keyed by replica dir); batch reads
+    start with an empty dict.
+    """
+
+    def __init__(self, fs: AbstractFileSystem, replicas: list[Replica], opts: SourceOptions, tails: dict[str, TailState] | None = None) -> None:
+        self.fs = fs
+        self.topic, self.partition = replicas[0].key
+        self.replicas = [r for r in replicas if r.segments]
+        self.opts = opts
+        self.tails = {} if tails is None else tails
+        self._advanced: set[str] = set()
+        self.gaps: list[tuple[int, int]] = []
+        self.pieces = self._merge()
+
+    @property
+    def name(self) -> str:
+        """``<topic>-<partition>``, for messages."""
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def dir(self) -> str | None:
+        """The first replica's directory (None when no replica holds a segment), for messages."""
+        return self.replicas[0].dir if self.replicas else None
+
+    def tail(self, replica: Replica, *, track_txn: bool = False) -> TailState:
+        """The scan state of ``replica``'s log end (computed once per planning, headers only)."""
+        state = self.tails.get(replica.dir)
+        if state is None or replica.dir not in self._advanced or (track_txn and state.ongoing is None):
+            state = advance_tail(self.fs, replica, state, track_txn=track_txn)
+            self.tails[replica.dir] = state
+            self._advanced.add(replica.dir)
+        return state
+
+    def _merge(self) -> list[Piece]:
+        items = []
+        several = len(self.replicas) > 1
+        for r in self.replicas:
+            segs = r.segments
+            bases = [s.base_offset for s in segs]
+            for i, s in enumerate(segs):
+                j = bisect.bisect_right(bases, s.base_offset, lo=i)
+                if j < len(segs):
+                    end: int | None = segs[j].base_offset
+                else:
+                    end = self.tail(r).next_offset if several else None
+                items.append((s.base_offset, end, s, j < len(segs)))
+        items.sort(key=lambda it: (it[0], -math.inf if it[1] is None else -it[1]))
+        pieces: list[Piece] = []
+        covered: int | None = None
+        for base, end, seg, closed in items:
+            if covered is None:
+                lo = base
+            elif covered == math.inf or (end is not None and end <= covered):
+                continue
+            elif base > covered:
+                self.gaps.append((covered, base))
+                lo = base
+            else:
+                lo = int(covered)
+            if end is not None and lo >= end:
+                continue
+            pieces.append(Piece(seg, lo, end, closed))
+            covered = math.inf if end is None else end
+        return pieces
+
+    # -- offsets ---------------------------------------------------------------------------------
+    @property
+    def earliest(self) -> int:
+        """The first offset on disk (the first segment's base offset); 0 for a log without segments."""
+        return self.pieces[0].lo if self.pieces else 0
+
+    def _main_replica(self) -> Replica:
+        if len(self.replicas) == 1:
+            return self.replicas[0]
+        return max(self.replicas, key=lambda r: self.tail(r).next_offset)
+
+    def log_end_offset(self) -> int:
+        """The offset after the last whole batch (over all replicas)."""
+        if not self.replicas:
+            return 0
+        return self.tail(self._main_replica(), track_txn=self.opts.read_committed).next_offset
+
+    def latest(self) -> int:
+        """What Kafka's ListOffsets(latest) returns: the log end offset, or under read_committed the
+        last stable offset (the first offset of the oldest open transaction)."""
+        if not self.replicas:
+            return 0
+        state = self.tail(self._main_replica(), track_txn=self.opts.read_committed)
+        return state.last_stable_offset if self.opts.read_committed else state.next_offset
+
+    def offset_for_timestamp(self, timestamp: int, *, is_start: bool) -> int | None:
+        """Resolve a starting/ending timestamp to an offset (None: open end)."""
+        off = offset_for_timestamp(self.fs, [(p.seg, p.closed) for p in self.pieces], timestamp)
+        if off is not None:
+            return off
+        if not is_start:
+            return None
+        if self.opts.start_by_timestamp_no_match == "latest":
+            return self.latest()
+        raise SourceOptionError(
+            f"no record of {self.name} has a timestamp at or after {timestamp} "
+            "(set startingOffsetsByTimestampStrategy to latest to start at the end instead)",
+            file=self.dir,
+        )
+
+    def resolve(self, spec: OffsetSpec, *, is_start: bool) -> int | None:
+        """The offset ``spec`` designates for this partition (None: no end), checked for data loss."""
+        default_start = self.earliest
+        kind = spec.kind
+        if kind == "earliest":
+            return self.earliest
+        if kind == "latest":
+            return self.latest() if is_start else None
+        if kind == "timestamp":
+            return self.offset_for_timestamp(spec.timestamp, is_start=is_start)  # type: ignore[arg-type]
+        value = spec.partitions().get((self.topic, self.partition))
+        if value is None:
+            return default_start if is_start else None
+        if kind == "timestamps":
+            return self.offset_for_timestamp(value, is_start=is_start)
+        if value == EARLIEST:
+            return self.earliest
+        if value == LATEST:
+            return self.latest() if is_start else None
+        fail = self.opts.fail_on_data_loss
+        if value < self.earliest:
+            report_data_loss(f"offsets {value} to {self.earliest - 1} of {self.name} are not on disk: the log starts at {self.earliest}", self.dir, fail)
+            return self.earliest
+        if not self.pieces or value > self.pieces[-1].lo:
+            end = self.log_end_offset()
+            if value > end:
+                what = "starting" if is_start else "ending"
+                report_data_loss(f"{what} offset {value} of {self.name} is beyond the log end offset {end}", self.dir, fail)
+                return end
+        return value
+
+    # -- slicing ---------------------------------------------------------------------------------
+    def aborted(self, start: int, end: int | None) -> list[AbortedRange]:
+        """Aborted transactions overlapping ``[start, end)``: ``.txnindex`` entries plus ABORT markers seen by the tail scan."""
+        segs = [p.seg for p in self.pieces if p.hi is None or p.hi > start]
+        found = set(aborted_from_txn_indexes(self.fs, segs, start, end))
+        for r in self.replicas:
+            state = self.tails.get(r.dir)
+            if state is not None:
+                # later requests start at or after ``start``: forget what ended before it
+                state.aborted = [a for a in state.aborted if a[2] >= start]
+                found.update(a for a in state.aborted if end is None or a[1] < end)
+        return sorted(found, key=lambda a: (a[1], a[0]))
+
+    def slices(self, fsref: FileSystemRef, start: int, end: int | None, *, ts_lo: int | None = None) -> list[SegmentSlice]:
+        """Input partitions covering offsets ``[start, end)``; ``ts_lo`` (ms) prunes by time index."""
+        if end is not None and start >= end:
+            return []
+        for g_lo, g_hi in self.gaps:
+            if g_hi > start and (end is None or g_lo < end):
+                report_data_loss(f"offsets {g_lo} to {g_hi - 1} of {self.name} are in none of its replicas", self.dir, self.opts.fail_on_data_loss)
+        aborted = self.aborted(start, end) if self.opts.read_committed else []
+        out: list[SegmentSlice] = []
+        for p in self.pieces:
+            lo = max(p.lo, start)
+            hi = p.hi if end is None else end if p.hi is None else min(p.hi, end)
+            if (hi is not None and lo >= hi) or p.seg.size == 0:
+                continue
+            mine = tuple(a for a in aborted if a[2] >= lo and (hi is None or a[1] < hi))
+            out.extend(self._cut(fsref, p, lo, hi, ts_lo, mine))
+        return out
+
+    def _cut(self, fsref: FileSystemRef, p: Piece, lo: int, hi: int | None, ts_lo: int | None, aborted: tuple[AbortedRange, ...]) -> list[SegmentSlice]:
+        seg = p.seg
+        max_bytes = self.opts.max_bytes_per_partition
+        idx = read_offset_index(self.fs, seg) if lo > seg.base_offset or seg.size > max_bytes else None
+        start_pos = idx.lookup(lo)[1] if idx is not None and lo > seg.base_offset else 0
+        if ts_lo is not None:
+            tix = read_time_index(self.fs, seg)
+            if tix is not None and len(tix):
+                if p.closed and int(tix.timestamps[-1]) < ts_lo:
+                    return []  # every record of a closed segment is at or below its time index's last entry
+                t_off = tix.lookup(ts_lo)[1]
+                if t_off > seg.base_offset:
+                    idx = idx if idx is not None else read_offset_index(self.fs, seg)
+                    if idx is not None:
+                        start_pos = max(start_pos, idx.lookup(t_off)[1])
+        end_pos: int | None = None
+        cuts: list[int] = []
+        if idx is not None and len(idx):
+            positions = idx.positions.tolist()
+            if hi is not None:
+                k = bisect.bisect_left(idx.offsets.tolist(), hi)
+                if k + 1 < len(positions):
+                    end_pos = positions[k + 1]
+            stop = seg.size if end_pos is None else end_pos
+            chunk_start = start_pos
+            for pos in positions:
+                if pos - chunk_start >= max_bytes and pos < stop:
+                    cuts.append(pos)
+                    chunk_start = pos
+        bounds = [start_pos, *cuts, end_pos]
+        return [
+            SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted)
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        ]

@@ -1,0 +1,188 @@
+"""``df.write.format("kafkalog")``: append rows to partition directories as a Kafka leader would.
+
+Columns, as Spark's Kafka sink takes them: ``value`` (binary or string, required), ``key``
+(binary or string), ``topic`` (string; or the ``topic`` option, which wins), ``partition`` (int,
+default 0), ``timestamp`` (default: the time of writing) and ``headers``
+(``array<struct<key:string,value:binary>>``). Each task groups its rows by partition and appends
+them through :class:`kafkalog.log.Log` (offsets, indexes, producer snapshots and leader epochs
+written by Kafka's rules), holding a lock file per partition (``<log dir>/.kafkalog-<topic>-<partition>.lock``,
+which Kafka ignores) so that concurrent tasks append whole batches one after another.
+
+Only local directories (Kafka's own layout) are written; only ``append`` mode exists, and, as
+with Spark's Kafka sink, a failed job may leave the rows some tasks already appended.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType, TimestampType
+
+from kafkalog.compression import Codec
+from kafkalog.log import Log, LogConfig
+from kafkalog.records.v2 import RecordBatchBuilder
+
+from .errors import LayoutError, SourceOptionError
+from .layout import filesystem_for
+
+__all__ = ["AppendedRange", "KafkaLogCommitMessage", "KafkaLogWriter", "WriteOptions"]
+
+log = logging.getLogger(__name__)
+
+_CODECS = {"none": Codec.NONE, "gzip": Codec.GZIP, "snappy": Codec.SNAPPY, "lz4": Codec.LZ4, "zstd": Codec.ZSTD}
+#: Records buffered per partition before a task takes the partition's lock and appends them.
+FLUSH_RECORDS = 50_000
+
+Record = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """The writer's options, validated."""
+
+    log_dir: str
+    topic: str | None
+    compression: Codec
+    max_records_per_batch: int
+    config: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def parse(cls, options: dict[str, str]) -> WriteOptions:
+        """From Spark's (lower-cased) option map: ``path``, ``topic``, ``compression`` (or
+        ``kafka.compression.type``), ``maxRecordsPerBatch`` and ``config.<topic config>`` (e.g.
+        ``config.segment.bytes``), which go to :meth:`LogConfig.from_properties`."""
+        opts = {k.lower(): str(v) for k, v in options.items()}
+        if not opts.get("path"):
+            raise SourceOptionError("no path: use save(path) with the log dir to append to")
+        fsref, (path,) = filesystem_for([opts["path"]], ())
+        if fsref.protocol not in ("file", "local"):
+            raise LayoutError("the writer appends to local directories only", file=opts["path"])
+        codec_name = opts.get("compression", opts.get("kafka.compression.type", "none")).lower()
+        if codec_name not in _CODECS:
+            raise SourceOptionError(f"option compression must be one of {', '.join(_CODECS)}, got {codec_name!r}")
+        try:
+            per_batch = int(opts.get("maxrecordsperbatch", "1000"))
+        except ValueError:
+            raise SourceOptionError(f"option maxRecordsPerBatch expects an integer, got {opts['maxrecordsperbatch']!r}") from None
+        if per_batch <= 0:
+            raise SourceOptionError(f"option maxRecordsPerBatch must be positive, got {per_batch}")
+        config = tuple(sorted((k[len("config."):], v) for k, v in opts.items() if k.startswith("config.")))
+        try:
+            LogConfig.from_properties(dict(config))
+        except ValueError as e:
+            raise SourceOptionError(f"invalid topic config: {e}") from None
+        return cls(path, opts.get("topic"), _CODECS[codec_name], per_batch, config)
+
+
+@dataclass(frozen=True)
+class AppendedRange:
+    """Offsets ``first..last`` appended to one partition by one task."""
+
+    topic: str
+    partition: int
+    first: int
+    last: int
+
+
+@dataclass
+class KafkaLogCommitMessage(WriterCommitMessage):
+    """What one task appended."""
+
+    appended: list[AppendedRange] = field(default_factory=list)
+
+
+def _check_schema(schema: StructType, topic_option: str | None) -> None:
+    allowed = {
+        "key": (BinaryType, StringType), "value": (BinaryType, StringType), "topic": (StringType,),
+        "partition": (IntegerType,), "timestamp": (TimestampType,), "headers": None,
+    }
+    names = set()
+    for f in schema.fields:
+        if f.name not in allowed:
+            raise SourceOptionError(f"column {f.name!r} cannot be written: use key, value, topic, partition, timestamp, headers")
+        types = allowed[f.name]
+        if types is not None and not isinstance(f.dataType, types):
+            raise SourceOptionError(f"column {f.name} cannot be {f.dataType.simpleString()}")
+        names.add(f.name)
+    if "value" not in names:
+        raise SourceOptionError("a value column is required")
+    if "topic" not in names and topic_option is None:
+        raise SourceOptionError("give a topic column or the topic option")
+
+
+def _bytes(v: object) -> bytes | None:
+    return v.encode("utf-8") if isinstance(v, str) else v  # type: ignore[return-value]
+
+
+class KafkaLogWriter(DataSourceArrowWriter):
+    """Appends each task's rows to ``<log dir>/<topic>-<partition>``."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.opts = WriteOptions.parse(options)
+        _check_schema(schema, self.opts.topic)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
+        """Buffer rows by partition and append them in batches of ``maxRecordsPerBatch``."""
+        pending: dict[tuple[str, int], list[Record]] = {}
+        done: list[AppendedRange] = []
+        for rb in iterator:
+            cols = rb.to_pydict()
+            n = rb.num_rows
+            topics = [self.opts.topic] * n if self.opts.topic is not None else cols["topic"]
+            parts = cols.get("partition") or [0] * n
+            now = time.time_ns() // 1_000_000
+            if "timestamp" in cols:  # µs since the epoch, as Spark holds them; Kafka keeps ms
+                micros = rb.column("timestamp").cast(pa.int64()).to_pylist()
+                stamps = [now if t is None else t // 1000 for t in micros]
+            else:
+                stamps = [now] * n
+            keys = cols.get("key") or [None] * n
+            headers = cols.get("headers") or [None] * n
+            for i, value in enumerate(cols["value"]):
+                if topics[i] is None:
+                    raise SourceOptionError(f"row {i} of a batch has a null topic")
+                tp = (topics[i], 0 if parts[i] is None else parts[i])
+                hs = [(h["key"], _bytes(h["value"])) for h in headers[i] or ()]
+                buf = pending.setdefault(tp, [])
+                buf.append((stamps[i], _bytes(keys[i]), _bytes(value), hs))
+                if len(buf) >= FLUSH_RECORDS:
+                    done.append(self._append(tp, buf))
+                    pending[tp] = []
+        done.extend(self._append(tp, buf) for tp, buf in pending.items() if buf)
+        return KafkaLogCommitMessage(done)
+
+    def _append(self, tp: tuple[str, int], records: list[Record]) -> AppendedRange:
+        topic, partition = tp
+        directory = os.path.join(self.opts.log_dir, f"{topic}-{partition}")
+        os.makedirs(self.opts.log_dir, exist_ok=True)
+        lock_path = os.path.join(self.opts.log_dir, f".kafkalog-{topic}-{partition}.lock")
+        step = self.opts.max_records_per_batch
+        with open(lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with Log.open(directory, LogConfig.from_properties(dict(self.opts.config)), sync=False) as lg:
+                first = lg.log_end_offset
+                for i in range(0, len(records), step):
+                    builder = RecordBatchBuilder(0, compression=self.opts.compression)
+                    for ts, key, value, hs in records[i : i + step]:
+                        builder.append(ts, key, value, hs)
+                    lg.append(builder.build())
+                last = lg.log_end_offset - 1
+        return AppendedRange(topic, partition, first, last)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Log what the job appended."""
+        ranges = [r for m in messages if isinstance(m, KafkaLogCommitMessage) for r in m.appended]
+        log.info("kafkalog writer: appended %d records in %d runs", sum(r.last - r.first + 1 for r in ranges), len(ranges))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Appends cannot be undone: say which ones stay."""
+        ranges = [r for m in messages if isinstance(m, KafkaLogCommitMessage) for r in m.appended]
+        for r in ranges:
+            log.warning("kafkalog writer: job failed; offsets %d..%d of %s-%d stay appended", r.first, r.last, r.topic, r.partition)

@@ -1,0 +1,152 @@
+"""The same partition reads identically from a broker log dir, a single partition dir, a glob, a
+tiered-storage-style copy, an in-memory fsspec filesystem, split input partitions and merged replicas."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+
+import fsspec
+import pytest
+from pyspark.sql import functions as F
+
+from helpers import GOLDEN, read_jsonl
+from kafkalog_spark import DataLossError, LayoutError
+from kafkalog_spark.layout import discover, parse_partition_dir
+
+from ._support import (
+    assert_same_rows,
+    copy_segments,
+    dump_batches,
+    expected_rows,
+    read_in_process,
+    rows_of,
+    segment_uuid,
+    tiered_copy,
+)
+
+LOGDIR = GOLDEN / "kafka" / "logdir"
+HEADERS = {"includeHeaders": "true"}
+
+
+@pytest.fixture(scope="module")
+def dump() -> list[dict]:
+    return read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl")
+
+
+def _expected(dump: list[dict], *dirs: str) -> dict:
+    return {k: v for d in dirs for k, v in expected_rows(dump_batches(dump, f"{d}/")).items()}
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory) -> dict:  # noqa: ANN001 - fixture
+    """golden-0 and transactional-0 as a tiered-storage copy and as two overlapping replicas."""
+    tmp = tmp_path_factory.mktemp("layouts")
+    topic_ids = {}
+    for name in ("golden-0", "transactional-0"):
+        meta = (LOGDIR / name / "partition.metadata").read_text()
+        topic_ids[name] = meta.split("topic_id:")[1].strip()
+        tiered_copy(LOGDIR / name, tmp / "tiered", topic_ids[name])
+    # two brokers: one holds golden-0's first three segments, the other the last four (51 twice)
+    copy_segments(LOGDIR / "golden-0", tmp / "broker1" / "golden-0", [0, 51, 102])
+    copy_segments(LOGDIR / "golden-0", tmp / "broker2" / "golden-0", [51, 102, 146, 190, 234])
+    # two brokers with a hole between them: offsets 51..101 are on neither
+    copy_segments(LOGDIR / "golden-0", tmp / "gap1" / "golden-0", [0])
+    copy_segments(LOGDIR / "golden-0", tmp / "gap2" / "golden-0", [102, 146])
+    # things a reader must skip: a pending delete, a future replica, leftover cleaner files
+    shutil.copytree(LOGDIR / "golden-0", tmp / "broker1" / "golden-0.0123456789abcdef0123456789abcdef-delete")
+    shutil.copytree(LOGDIR / "golden-0", tmp / "broker1" / "golden-0.0123456789abcdef0123456789abcdef-future")
+    shutil.copy(LOGDIR / "golden-0" / "00000000000000000000.log", tmp / "broker2" / "golden-0" / "00000000000000000000.log.deleted")
+    for leftover in ("00000000000000000000.log.cleaned", "00000000000000000000.log.swap"):
+        shutil.copy(LOGDIR / "golden-0" / "00000000000000000000.log", tmp / "broker2" / "golden-0" / leftover)
+    return {"tmp": tmp, "topic_ids": topic_ids}
+
+
+def test_every_layout_reads_the_same_rows(spark, dump, layouts) -> None:  # noqa: ANN001 - fixtures
+    tmp = layouts["tmp"]
+    want = _expected(dump, "golden-0", "transactional-0")
+    reads = {
+        "broker dir (subscribe)": (str(LOGDIR), {"subscribe": "golden,transactional"}),
+        "partition dirs, load([...])": ([str(LOGDIR / "golden-0"), str(LOGDIR / "transactional-0")], {}),
+        "glob": (str(LOGDIR / "[gt]*-0"), {"subscribePattern": "golden|transactional"}),
+        "tiered copy": (str(tmp / "tiered"), {}),
+        "split at index entries": (str(LOGDIR), {"subscribe": "golden,transactional", "maxBytesPerPartition": "700"}),
+        "two replicas merged": (f"{tmp / 'broker1'},{tmp / 'broker2'},{LOGDIR / 'transactional-0'}", {}),
+    }
+    frames = [
+        spark.read.format("kafkalog").options(**HEADERS, **opts).load(path).withColumn("layout", F.lit(name))
+        for name, (path, opts) in reads.items()
+    ]
+    table = functools.reduce(lambda a, b: a.unionByName(b), frames).toArrow()
+    layout = table.column("layout").to_numpy(zero_copy_only=False)
+    for name in reads:
+        got = rows_of(table.filter(layout == name))
+        assert got, name
+        assert_same_rows(got, want)
+
+
+def test_in_memory_filesystem_reads_the_same_rows(dump, layouts) -> None:  # noqa: ANN001 - fixtures
+    # Spark's Python workers are separate processes with their own (empty) memory filesystem, so
+    # this runs the source's reader, partitions and pickled read() in this process.
+    mem = fsspec.filesystem("memory")
+    root = f"/kafkalog-{segment_uuid()}"
+    for d in ("golden-0", "transactional-0"):
+        for f in (LOGDIR / d).iterdir():
+            mem.pipe_file(f"{root}/logdir/{d}/{f.name}", f.read_bytes())
+    for f in (layouts["tmp"] / "tiered").rglob("*.*"):
+        mem.pipe_file(f"{root}/tiered/{f.parent.name}/{f.name}", f.read_bytes())
+    want = _expected(dump, "golden-0", "transactional-0")
+    try:
+        for path in (f"memory://{root}/logdir", f"memory://{root}/tiered"):
+            table, parts, _ = read_in_process({"path": path, **HEADERS, "maxBytesPerPartition": "700"})
+            assert len(parts) > 18  # split below one segment each
+            assert_same_rows(rows_of(table), want)
+            assert all(p.fs.protocol == "memory" for p in parts)
+        committed, _, _ = read_in_process({"path": f"memory://{root}/logdir/transactional-0", "isolationLevel": "read_committed"})
+        local, _, _ = read_in_process({"path": str(LOGDIR / "transactional-0"), "isolationLevel": "read_committed"})
+        assert committed.equals(local)
+    finally:
+        mem.rm(root, recursive=True)
+
+
+def test_replicas_with_a_hole_report_data_loss(layouts, caplog) -> None:  # noqa: ANN001 - fixtures
+    tmp = layouts["tmp"]
+    paths = f"{tmp / 'gap1'},{tmp / 'gap2'}"
+    with pytest.raises(DataLossError, match="offsets 51 to 101 of golden-0 are in none of its replicas"):
+        read_in_process({"path": paths})
+    table, _, _ = read_in_process({"path": paths, "failOnDataLoss": "false"})
+    offsets = sorted(table.column("offset").to_pylist())
+    assert offsets[0] == 0 and 51 not in offsets and 101 not in offsets and offsets[-1] == 189
+    assert "in none of its replicas" in caplog.text
+
+
+def test_discovery_skips_deleted_future_and_cleaner_files(layouts) -> None:  # noqa: ANN001 - fixture
+    fs = fsspec.filesystem("file")
+    found = discover(fs, [str(layouts["tmp"] / "broker1"), str(layouts["tmp"] / "broker2")])
+    assert [(r.topic, r.partition, [s.base_offset for s in r.segments]) for r in found] == [
+        ("golden", 0, [0, 51, 102]),
+        ("golden", 0, [51, 102, 146, 190, 234]),
+    ]
+    tiered = discover(fs, [str(layouts["tmp"] / "tiered")])
+    assert {(r.topic, r.partition, r.topic_id) for r in tiered} == {("golden", 0, "AAAAAAAAAAAAAAAAAAAAAQ"), ("transactional", 0, layouts["topic_ids"]["transactional-0"])}
+    assert all(s.segment_id and s.index and s.timeindex for r in tiered for s in r.segments)
+    with pytest.raises(LayoutError, match="no Kafka partition directories"):
+        discover(fs, [str(GOLDEN)])
+
+
+@pytest.mark.parametrize(
+    ("name", "tiered", "parsed"),
+    [
+        ("orders-3", False, ("orders", 3, None)),
+        ("my-topic-12", False, ("my-topic", 12, None)),
+        ("kafka_topic-3-0", False, ("kafka_topic-3", 0, None)),
+        ("orders-3-5fEBmixCR5-dMntYSLIr1g", True, ("orders", 3, "5fEBmixCR5-dMntYSLIr1g")),
+        ("orders-5fEBmixCR5-dMntYSLIr1g-3", True, ("orders", 3, "5fEBmixCR5-dMntYSLIr1g")),
+        ("orders-3", True, ("orders", 3, None)),
+        ("orders-3.0123456789abcdef0123456789abcdef-delete", False, None),
+        ("orders-3.0123456789abcdef0123456789abcdef-stray", False, None),
+        ("orders", False, None),
+    ],
+)
+def test_partition_dir_names(name: str, tiered: bool, parsed: tuple | None) -> None:
+    assert parse_partition_dir(name, tiered) == parsed
