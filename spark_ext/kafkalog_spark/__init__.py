@@ -14,11 +14,21 @@ from typing import TYPE_CHECKING
 from .arrow import records_to_arrow
 from .errors import DataLossError, LayoutError, SourceOptionError
 from .source import KafkaLogDataSource, source_schema
+from .views import consumer_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DataLossError", "KafkaLogDataSource", "LayoutError", "SourceOptionError", "records_to_arrow", "register", "source_schema"]
+__all__ = [
+    "DataLossError",
+    "KafkaLogDataSource",
+    "LayoutError",
+    "SourceOptionError",
+    "consumer_offsets",
+    "records_to_arrow",
+    "register",
+    "source_schema",
+]
 
 
 def register(spark: SparkSession) -> None:

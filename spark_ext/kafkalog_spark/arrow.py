@@ -40,6 +40,7 @@ ARROW_TYPES: dict[str, pa.DataType] = {
     "leaderEpoch": pa.int32(),
     "segment": pa.string(),
     "position": pa.int64(),
+    "decoded": pa.string(),
 }
 #: The opt-in columns (``includeMetadata=true``), in schema order.
 METADATA_COLUMNS = ("producerId", "producerEpoch", "sequence", "isTransactional", "leaderEpoch", "segment", "position")
@@ -50,6 +51,31 @@ ANY = Bounds()
 def arrow_schema(columns: Sequence[str]) -> pa.Schema:
     """The Arrow schema Spark expects for ``columns`` (all nullable, as Spark's schema declares them)."""
     return pa.schema([pa.field(c, ARROW_TYPES[c]) for c in columns])
+
+
+def _decoded(picked: list[tuple[BatchColumns, np.ndarray | None]], topic: str, n: int) -> pa.Array:
+    """``decodeInternalTopics``: each record's key and value as Kafka's decoders print them, one
+    JSON string ``{"key":...,"value":...}`` (``{"error":...}`` when undecodable); null for topics
+    without a decoder."""
+    from kafkalog.internal import decoded_fields, decoder_for_topic, kafka_json
+    from kafkalog.records.record import Record
+
+    decoder = decoder_for_topic(topic)
+    if decoder is None:
+        return pa.nulls(n, pa.string())
+    out: list[str] = []
+    for c, mask in picked:
+        raw = c.raw
+        rows = range(len(c)) if mask is None else np.flatnonzero(mask).tolist()
+        for i in rows:
+            ks, kl, vs, vl = int(c.key_start[i]), int(c.key_len[i]), int(c.val_start[i]), int(c.val_len[i])
+            rec = Record(int(c.offsets[i]), int(c.timestamps[i]), None if kl < 0 else raw[ks : ks + kl], None if vl < 0 else raw[vs : vs + vl], ())
+            d = decoded_fields(topic, rec, file=c.batch.file, position=c.batch.position)
+            if "decodeError" in d:
+                out.append(kafka_json({"error": d["decodeError"]}))
+            else:
+                out.append(kafka_json({"key": d["decodedKey"], "value": d["decodedValue"]}))
+    return pa.array(out, type=pa.string())
 
 
 def _batch_meta(batch: Batch) -> tuple[int, int, int, bool, int]:
@@ -127,6 +153,8 @@ def records_to_arrow(
         base = columns_to_arrow(picked, topic=topic, partition=partition, include_headers="headers" in kafka, columns=kafka)
         arrays.update(zip(base.schema.names, base.columns, strict=True))
     for name in names:
-        if name not in arrays:
+        if name == "decoded":
+            arrays[name] = _decoded(picked, topic, n)
+        elif name not in arrays:
             arrays[name] = _metadata(picked, name, segment, n)
     return pa.RecordBatch.from_arrays([arrays[c] for c in names], schema=schema)

@@ -29,7 +29,7 @@ _KNOWN = {
     "path", "paths", "subscribe", "subscribepattern", "assign",
     "startingoffsets", "endingoffsets", "startingtimestamp", "endingtimestamp",
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
-    "isolationlevel", "kafka.isolation.level", "includeheaders", "includemetadata", "includeinternaltopics",
+    "isolationlevel", "kafka.isolation.level", "includeheaders", "includemetadata", "includeinternaltopics", "decodeinternaltopics",
     "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "maxoffsetspertrigger",
 }
 

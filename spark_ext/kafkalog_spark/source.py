@@ -68,17 +68,21 @@ SPARK_TYPES: dict[str, DataType] = {
     "leaderEpoch": IntegerType(),
     "segment": StringType(),
     "position": LongType(),
+    "decoded": StringType(),
 }
 _KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 
 
-def source_schema(include_headers: bool = False, include_metadata: bool = False) -> StructType:
-    """Spark's Kafka source schema, with ``headers`` and the metadata columns when asked for."""
+def source_schema(include_headers: bool = False, include_metadata: bool = False, decode: bool = False) -> StructType:
+    """Spark's Kafka source schema, with ``headers``, the metadata columns and ``decoded`` (the
+    internal topics' keys and values as JSON) when asked for."""
     names = list(_KAFKA_COLUMNS)
     if include_headers:
         names.append("headers")
     if include_metadata:
         names.extend(METADATA_COLUMNS)
+    if decode:
+        names.append("decoded")
     return StructType([StructField(n, SPARK_TYPES[n]) for n in names])
 
 
@@ -291,7 +295,9 @@ class KafkaLogDataSource(DataSource):
     def schema(self) -> StructType:
         """Spark's Kafka schema, plus ``headers``/metadata columns when their options are true."""
         opts = {k.lower(): str(v).strip().lower() for k, v in self.options.items()}
-        return source_schema(opts.get("includeheaders") == "true", opts.get("includemetadata") == "true")
+        return source_schema(
+            opts.get("includeheaders") == "true", opts.get("includemetadata") == "true", opts.get("decodeinternaltopics") == "true"
+        )
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader for ``schema`` (the default schema or one the user gave)."""
