@@ -18,9 +18,8 @@ import numpy as np
 
 from .errors import InvalidRecordError
 from .records.legacy import LegacyBatch
-from .records.record import Header, Record
 from .records.stream import Batch
-from .records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch, increment_sequence
+from .records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
 __all__ = ["ACCELERATED", "BatchColumns", "decode_columns", "gather", "iter_columns"]
 
@@ -35,9 +34,11 @@ try:  # pragma: no cover - depends on the environment
     import numba
 
     _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+    #: For small helpers such as varint readers: numba-level inlining speeds the walks up by a quarter.
+    _jit_inline = numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
     ACCELERATED = True
 except ImportError:  # pragma: no cover
-    _jit = _identity
+    _jit = _jit_inline = _identity
     ACCELERATED = False
 
 # Error codes returned by the walker (negative): mapped to messages in _raise.
@@ -50,7 +51,7 @@ _E_LEFTOVER = -6
 _E_SIZE_MISMATCH = -7
 
 
-@_jit
+@_jit_inline
 def _varint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
     """Zig-zag varint at ``pos``; returns (value, next position), next position < 0 on error.
 
@@ -70,22 +71,14 @@ def _varint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[int, i
 
 
 @_jit
-def _walk(
-    buf: np.ndarray,
-    count: int,
-    off_delta: np.ndarray,
-    ts_delta: np.ndarray,
-    key_start: np.ndarray,
-    key_len: np.ndarray,
-    val_start: np.ndarray,
-    val_len: np.ndarray,
-    hdr_count: np.ndarray,
-    hdr: np.ndarray,
-    fill_headers: bool,
-    rec_start: np.ndarray,
-    attrs: np.ndarray,
-) -> tuple[int, int, int]:
-    """Walk ``count`` records. Returns (status, position, headers seen); status 0 is success."""
+def _walk(buf: np.ndarray, count: int, cols: np.ndarray, hdr: np.ndarray, fill_headers: bool) -> tuple[int, int, int]:
+    """Walk ``count`` records, writing their fields to the rows of ``cols`` (offset delta,
+    timestamp delta, key start, key length, value start, value length, header count, record
+    start, attributes: one argument rather than nine, as numba's dispatch costs per argument).
+    Returns (status, position, headers seen); status 0 is success."""
+    off_delta, ts_delta, key_start, key_len, val_start, val_len, hdr_count, rec_start, attrs = (
+        cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8]
+    )
     n = buf.shape[0]
     pos = 0
     nh_total = 0
@@ -170,8 +163,11 @@ def gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, offsets: np.nd
     for i in range(starts.shape[0]):
         ln = lens[i]
         if ln > 0:
-            s = starts[i]
-            data[pos : pos + ln] = buf[s : s + ln]
+            # unsigned indices: numba then compiles a tight copy loop (slicing here was ~20x slower)
+            d = np.uint64(pos)
+            s = np.uint64(starts[i])
+            for j in range(np.uint64(ln)):
+                data[d + j] = buf[s + j]
             pos += ln
         offsets[k + i + 1] = pos
     return pos
@@ -217,6 +213,9 @@ class BatchColumns:
         return 1 if t == "LogAppendTime" else 0 if t == "CreateTime" else -1
 
 
+_NO_HEADER_ROWS = np.empty((0, 4), dtype=np.int64)
+
+
 def decode_columns(batch: RecordBatch) -> BatchColumns:
     """Decode a v2 batch's records to arrays (same values as ``batch.records()``)."""
     count = batch.count
@@ -226,11 +225,11 @@ def decode_columns(batch: RecordBatch) -> BatchColumns:
         raise InvalidRecordError(f"invalid record count {count}", file=batch.file, position=batch.position, offset=batch.base_offset)
     i64 = np.empty((9, count), dtype=np.int64)
     off_delta, ts_delta, ks, kl, vs, vl, hc, rs, at = i64
-    hdr = np.empty((0, 4), dtype=np.int64)
-    status, where, nh = _walk(buf, count, off_delta, ts_delta, ks, kl, vs, vl, hc, hdr, False, rs, at)
+    hdr = _NO_HEADER_ROWS
+    status, where, nh = _walk(buf, count, i64, hdr, False)
     if status == 0 and nh:
         hdr = np.empty((nh, 4), dtype=np.int64)
-        status, where, nh = _walk(buf, count, off_delta, ts_delta, ks, kl, vs, vl, hc, hdr, True, rs, at)
+        status, where, nh = _walk(buf, count, i64, hdr, True)
     if status != 0:
         uncompressed = batch.attributes & ATTR_COMPRESSION_MASK == 0
         msg = _MESSAGES.get(status, "invalid record")
@@ -244,53 +243,6 @@ def decode_columns(batch: RecordBatch) -> BatchColumns:
     else:
         timestamps = stored
     return BatchColumns(buf, offsets, timestamps, ks, kl, vs, vl, hc, hdr, batch, raw, rs, at, stored)
-
-
-_NO_HEADERS: tuple[Header, ...] = ()
-
-
-def records_fast(batch: RecordBatch) -> list[Record]:
-    """``batch.records()`` with the record walk compiled: the walker finds every field, one
-    list comprehension builds the :class:`Record` objects. Any structural problem is left to the
-    plain decoder so that errors (and their positions) are the same on both paths."""
-    try:
-        c = decode_columns(batch)
-    except InvalidRecordError:
-        return batch.records_plain()
-    raw = c.raw
-    n = len(c)
-    ends = c.rec_start.tolist()[1:] + [len(raw)]
-    lat = batch.max_timestamp if batch.attributes & ATTR_TIMESTAMP_TYPE else None
-    base_seq = batch.base_sequence
-    base_off = batch.base_offset
-    headers: list[tuple[Header, ...]] = [_NO_HEADERS] * n
-    if len(c.headers):
-        h = c.headers.tolist()
-        k = 0
-        for i, cnt in enumerate(c.hdr_count.tolist()):
-            if cnt:
-                headers[i] = tuple(
-                    (raw[ks : ks + kl].decode("utf-8", "replace"), None if vl < 0 else raw[vs : vs + vl]) for ks, kl, vs, vl in h[k : k + cnt]
-                )
-                k += cnt
-    return [
-        Record(
-            base_off + od,
-            ts if lat is None else lat,
-            None if kl < 0 else raw[ks : ks + kl],
-            None if vl < 0 else raw[vs : vs + vl],
-            hd,
-            -1 if base_seq < 0 else increment_sequence(base_seq, od),
-            end - st,
-            at,
-            ts,
-        )
-        for od, ts, ks, kl, vs, vl, hd, st, end, at in zip(
-            (c.offsets - base_off).tolist(), c.create_timestamps.tolist(), c.key_start.tolist(), c.key_len.tolist(),
-            c.val_start.tolist(), c.val_len.tolist(), headers, c.rec_start.tolist(), ends, c.attrs.tolist(),
-            strict=True,
-        )
-    ]
 
 
 def iter_columns(batches: Iterable[Batch]) -> Iterator[BatchColumns]:

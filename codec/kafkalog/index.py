@@ -15,6 +15,7 @@ segment becomes inactive or is closed.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -53,12 +54,27 @@ def base_offset_of(path: str | os.PathLike[str]) -> int:
     return int(stem)
 
 
-def _read(path: str | os.PathLike[str] | None, data: bytes | None) -> bytes:
-    if data is not None:
-        return data
-    assert path is not None
-    with open(path, "rb") as f:
-        return f.read()
+def _slots(
+    path: str | os.PathLike[str] | None, data: bytes | None, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Both fields of every slot of an index file (or its bytes) as native int64 arrays, with the
+    slot count and the bytes after the last whole slot. A file is memory-mapped and converted in
+    one pass (no intermediate ``bytes`` copy): a 10 MiB index opens in a few milliseconds."""
+    if data is None:
+        assert path is not None
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            n = size // dtype.itemsize
+            if n:
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                    arr = np.frombuffer(m, dtype=dtype, count=n)
+                    first, second = (arr[name].astype(np.int64) for name in dtype.names)
+                    del arr  # the map closes only once no array views it
+                return first, second, n, size - n * dtype.itemsize
+            data = f.read()
+    n = len(data) // dtype.itemsize
+    arr = np.frombuffer(data, dtype=dtype, count=n)
+    return arr[dtype.names[0]].astype(np.int64), arr[dtype.names[1]].astype(np.int64), n, len(data) - n * dtype.itemsize
 
 
 @dataclass
@@ -80,15 +96,13 @@ class OffsetIndex:
     @classmethod
     def read(cls, path: str | os.PathLike[str] | None = None, *, data: bytes | None = None, base_offset: int | None = None) -> OffsetIndex:
         """Read an index file (or its bytes)."""
-        raw = _read(path, data)
         name = None if path is None else os.fspath(path)
         base = base_offset if base_offset is not None else base_offset_of(path)  # type: ignore[arg-type]
-        n = len(raw) // OFFSET_INDEX_DTYPE.itemsize
-        arr = np.frombuffer(raw, dtype=OFFSET_INDEX_DTYPE, count=n)
-        rel = arr["relativeOffset"].astype(np.int64)
-        pos = arr["position"].astype(np.int64)
+        rel, pos, n, trailing = _slots(path, data, OFFSET_INDEX_DTYPE)
         used = _used_entries(rel, pos)
-        return cls(base, rel[:used] + base, pos[:used], n, name, len(raw) - n * OFFSET_INDEX_DTYPE.itemsize)
+        rel = rel[:used]
+        rel += base
+        return cls(base, rel, pos[:used], n, name, trailing)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -115,15 +129,13 @@ class TimeIndex:
     @classmethod
     def read(cls, path: str | os.PathLike[str] | None = None, *, data: bytes | None = None, base_offset: int | None = None) -> TimeIndex:
         """Read a time index file (or its bytes)."""
-        raw = _read(path, data)
         name = None if path is None else os.fspath(path)
         base = base_offset if base_offset is not None else base_offset_of(path)  # type: ignore[arg-type]
-        n = len(raw) // TIME_INDEX_DTYPE.itemsize
-        arr = np.frombuffer(raw, dtype=TIME_INDEX_DTYPE, count=n)
-        ts = arr["timestamp"].astype(np.int64)
-        rel = arr["relativeOffset"].astype(np.int64)
+        ts, rel, n, trailing = _slots(path, data, TIME_INDEX_DTYPE)
         used = _used_entries(rel, ts)
-        return cls(base, ts[:used], rel[:used] + base, n, name, len(raw) - n * TIME_INDEX_DTYPE.itemsize)
+        rel = rel[:used]
+        rel += base
+        return cls(base, ts[:used], rel, n, name, trailing)
 
     def __len__(self) -> int:
         return len(self.offsets)

@@ -346,11 +346,9 @@ class RecordBatch:
             self.ensure_valid()
         if self.count == 0:
             return []
-        from ..columnar import ACCELERATED, records_fast  # here: columnar imports this module
+        from ..objects import records  # here: objects imports this module
 
-        if ACCELERATED:
-            return records_fast(self)
-        return self.records_plain()
+        return records(self)
 
     def records_plain(self) -> list[Record]:
         """:meth:`records` by the plain-Python decoder (the reference the fast path is tested against)."""
@@ -375,7 +373,13 @@ class RecordBatch:
             raise e.located(file=self.file, position=self.position, offset=self.base_offset) from None
 
     def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
+        """The records without a CRC check, each made as iteration reaches it (so that records
+        already used can be freed before the next are made)."""
+        if self.count == 0:
+            return iter(())
+        from ..objects import iter_records
+
+        return iter_records(self)
 
     def control_type(self, record: Record) -> ControlType:
         """The control type of one of this batch's records (the batch must be a control batch)."""

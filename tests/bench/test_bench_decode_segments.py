@@ -1,0 +1,77 @@
+"""Smoke tests of bench/decode.py and bench/segments.py: tiny runs print every table (no timing checks)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+# kafka-python loads its protocol schemas with importlib.resources' deprecated read_text.
+pytestmark = pytest.mark.filterwarnings(r"ignore:.*is deprecated\. Use files\(\) instead:DeprecationWarning")
+
+
+def _load(name: str) -> Iterator[ModuleType]:
+    mod_name = f"kafkalog_bench_{name}"
+    spec = importlib.util.spec_from_file_location(mod_name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module  # dataclasses look their module up here
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(mod_name, None)
+
+
+@pytest.fixture(scope="module")
+def decode() -> Iterator[ModuleType]:
+    yield from _load("decode")
+
+
+@pytest.fixture(scope="module")
+def segments() -> Iterator[ModuleType]:
+    yield from _load("segments")
+
+
+def _rows(out: str, first: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in out.splitlines() if line.startswith(f"| {first}")]
+
+
+def test_decode_prints_every_table(decode: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = decode.main(
+        ["--quick", "--records", "300", "--codecs", "none,lz4,zstd", "--budget", "2", "--repeat", "1", "--index-mb", "1", "--rss-log-mb", "2"]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    impls = {"kafkalog columnar", "kafkalog objects", "aiokafka", "kafka-python"}
+    for codec in ("none", "lz4", "zstd"):
+        rows = [r for r in _rows(out, codec) if len(r) == 9]
+        assert {r[3] for r in rows} == impls, out
+        assert len(rows) == 4 * 2 * 2  # implementations x value sizes x batch sizes
+        for r in rows:
+            assert r[5].endswith(" M") or r[8].startswith("n/a"), r
+            if r[3] != "aiokafka" and not r[8].startswith("n/a"):
+                assert r[7].endswith("x"), r
+    decomp = [r for r in _rows(out, "lz4") + _rows(out, "zstd") if len(r) == 8]
+    assert len(decomp) == 2 * 2 * 2, out
+    assert _rows(out, ".index") and _rows(out, ".timeindex")
+    memory = _rows(out, "objects") + _rows(out, "columnar")
+    assert len(memory) == 2 and all(r[-1] == "" for r in memory), out
+
+
+def test_segments_prints_the_table(segments: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc = segments.main(["--quick", "--size-mb", "2", "--segments", "3", "--lookups", "20", "--repeat", "1", "--dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    ops = [r[0] for r in (_rows(out, "open") + _rows(out, "offset") + _rows(out, "timestamp") + _rows(out, "header") + _rows(out, "decode"))]
+    assert len(ops) == 5, out
+    assert "3 segments" in out
+    for r in _rows(out, "offset") + _rows(out, "timestamp"):
+        assert r[-1] == "0 wrong", r
+    assert list(tmp_path.iterdir()) == []  # the partition was removed
