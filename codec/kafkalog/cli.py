@@ -336,6 +336,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per command run (default 60)")
     c.add_argument("--json", action="store_true", help="one JSON object per case")
     c.set_defaults(func=_cmd_conformance)
+
+    from .maintenance import register as register_maintenance  # retention, recover
+
+    register_maintenance(sub)
     return p
 
 

@@ -15,8 +15,9 @@ byte, as a replica copies them) or *leader* appends (offsets, partition leader e
 LogAppendTime, the max timestamp are set as Kafka's LogValidator sets them).
 
 Not yet implemented (separate follow-ups): completing interrupted compactions and splits
-(``.swap`` files), splitting segments with offset overflow, retention, compaction, and
-transaction verification guards.
+(``.swap`` files), splitting segments with offset overflow, compaction, and
+transaction verification guards. Retention is in :mod:`kafkalog.retention`
+(:meth:`Log.delete_old_segments`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from .checkpoints import read_partition_metadata, topic_id_string, write_offset_checkpoint, write_partition_metadata
 from .compression import Codec
@@ -64,6 +66,9 @@ from .records.stream import Batch, LogReader
 from .records.v2 import CRC_OFFSET, CRC_START, RecordBatch, RecordBatchBuilder
 from .segment import FetchData, LogOffsetMetadata, RollParams, Segment, TimestampAndOffset
 from .txnindex import AbortedTxn
+
+if TYPE_CHECKING:
+    from .retention import PendingDeletion, RetentionResult
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -268,8 +273,8 @@ def parse_topic_partition(directory: str | os.PathLike[str]) -> tuple[str, int] 
             name = name.rsplit(".", 1)[0]
             break
     topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not part.isdigit():
-        return None
+    if not sep or not topic or not part.isascii() or not part.isdigit() or int(part) > 2**31 - 1:
+        return None  # R-NAME-02: the partition is a non-negative decimal int32
     return topic, int(part)
 
 
@@ -344,6 +349,8 @@ class Log:
         self._next_offset_metadata = LogOffsetMetadata(0, 0, 0)
         self.leader_epoch_cache = LeaderEpochCache.for_dir(directory, sync=sync)
         self.producer_state = ProducerStateManager(directory, producer_id_expiration_ms=config.producer_id_expiration_ms, sync=sync)
+        #: ``.deleted`` files waiting for file.delete.delay.ms (retention.py)
+        self.pending_deletions: list[PendingDeletion] = []
         self.closed = False
 
     # -- opening ---------------------------------------------------------------------------------
@@ -953,6 +960,25 @@ class Log:
                 fsync_dir(self.dir)
             if offset > self.recovery_point:
                 self.recovery_point = offset
+
+    # -- retention (retention.py) ------------------------------------------------------------------
+    def delete_old_segments(self, now_ms: int | None = None, *, dry_run: bool = False) -> RetentionResult:
+        """Apply retention.ms, retention.bytes and the log start offset as UnifiedLog.deleteOldSegments does."""
+        from .retention import delete_old_segments
+
+        return delete_old_segments(self, now_ms, dry_run=dry_run)
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """Move the log start offset up (DeleteRecords); segments wholly below it go at the next retention run."""
+        from .retention import maybe_increment_log_start_offset
+
+        return maybe_increment_log_start_offset(self, new_log_start_offset)
+
+    def delete_pending_files(self, now_ms: int | None = None) -> list[str]:
+        """Remove the ``.deleted`` files whose file.delete.delay.ms has passed; return their paths."""
+        from .retention import delete_pending_files
+
+        return delete_pending_files(self, now_ms)
 
     def remove_expired_producers(self, now_ms: int | None = None) -> None:
         """Forget producers idle for producer.id.expiration.ms (Kafka runs this every 10 minutes)."""
