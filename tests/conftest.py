@@ -11,6 +11,11 @@ import pytest
 from helpers import SHARED
 
 
+def pytest_configure(config):  # noqa: ANN001, ANN201 - pytest hook
+    """``@pytest.mark.rule("R-XXX-NN", ...)``: the SPEC.md rules a test exercises (tests/test_spec_rules.py)."""
+    config.addinivalue_line("markers", "rule(*ids): SPEC.md rule ids this test exercises")
+
+
 def pytest_report_header(config):  # noqa: ANN001, ANN201 - pytest hook
     state = "present" if SHARED.exists() else "ABSENT: tests over it are skipped"
     return f"kafkalog shared data: {SHARED} ({state})"

@@ -48,6 +48,7 @@ def _id(p: Path) -> str:
     return str(p.relative_to(GOLDEN / "kafka"))
 
 
+@pytest.mark.rule("R-CONF-02", "R-JSON-11")
 @pytest.mark.parametrize("path", UNCOMPRESSED_CREATE_TIME, ids=_id)
 def test_rebuild_uncompressed_is_byte_identical(path: Path) -> None:
     """Kafka's canonical lines (its own dump) build back to Kafka's exact bytes."""
@@ -57,6 +58,7 @@ def test_rebuild_uncompressed_is_byte_identical(path: Path) -> None:
     assert b"".join(build_log(lines)) == path.read_bytes()
 
 
+@pytest.mark.rule("R-JSON-10", "R-JSON-11")
 @pytest.mark.parametrize("path", UNCOMPRESSED, ids=_id)
 def test_cli_dump_lossless_build_is_byte_identical(path: Path, tmp_path: Path) -> None:
     dumped = _cli("dump", "--json", "--lossless", str(path))
@@ -74,6 +76,7 @@ def _stable(lines: list[dict]) -> list[dict]:
     return [{k: v for k, v in d.items() if k not in _VOLATILE} for d in lines if d["type"] in ("batch", "record")]
 
 
+@pytest.mark.rule("R-JSON-11")
 @pytest.mark.parametrize("path", COMPRESSED, ids=_id)
 def test_rebuild_compressed_gives_same_batches_and_records(path: Path, tmp_path: Path) -> None:
     dumped = _cli("dump", "--json", "--lossless", str(path))

@@ -73,6 +73,7 @@ def test_lz4_linked_blocks_are_refused_as_kafka_refuses_them() -> None:
         decompress(Codec.LZ4, linked)
 
 
+@pytest.mark.rule("R-SNAPPY-02")
 def test_snappy_xerial_framing_and_raw() -> None:
     import cramjam
 
@@ -98,6 +99,7 @@ def test_zstd_output_is_byte_identical_to_kafkas() -> None:
             assert compress(codec, decompress(codec, raw, magic=m), magic=m) == raw
 
 
+@pytest.mark.rule("R-ZSTD-02")
 def test_zstd_frames_without_content_size() -> None:
     import zstandard
 
@@ -115,6 +117,7 @@ def test_decompression_is_bounded(codec: Codec) -> None:
         decompress(codec, bomb, max_size=1 << 20)
 
 
+@pytest.mark.rule("R-WR-03")
 def test_zstd_needs_magic_2() -> None:
     with pytest.raises(UnsupportedCompressionError):
         decompress(Codec.ZSTD, b"", magic=1)

@@ -134,6 +134,7 @@ def test_lz4_linked_blocks_case() -> None:
 
 
 # ------------------------------------------------------------------------------------- runner
+@pytest.mark.rule("R-CONF-04", "R-JSON-06")
 def test_our_dumper_passes_every_case() -> None:
     assert _failing(f"{DUMP} {{dir}}") == {}
 
@@ -185,6 +186,7 @@ def test_wrong_dumper_other_bugs_fail_exactly_their_cases() -> None:
             assert "exit 0: a conforming reader rejects" in details[0], (case, details)
 
 
+@pytest.mark.rule("R-CONF-05")
 def test_our_validator_reports_every_bad_case() -> None:
     """`kafkalog verify --json` exits 1 and reports each expected code and position; Kafka's partition dirs pass."""
     assert _failing(None, f"{PY} -m kafkalog verify --json {{dir}}", ("bad/*", "kafka-logdir-*", "real-*")) == {}

@@ -22,6 +22,7 @@ def test_snapshot_first_sequence_wraps_like_kafka() -> None:
     assert ProducerSnapshotEntry(7, 0, 5, 100, 3, 0, -1, -1).first_sequence == 2
 
 
+@pytest.mark.rule("R-SNAP-06")
 def test_snapshot_roundtrip_is_byte_identical_to_kafkas() -> None:
     for path in sorted((GOLDEN / "kafka" / "logdir").rglob("*.snapshot")):
         data = path.read_bytes()
@@ -37,6 +38,7 @@ def test_snapshot_changed_byte_is_reported() -> None:
     assert e.value.position == 2
 
 
+@pytest.mark.rule("R-CKPT-03")
 @pytest.mark.parametrize("text", ["", "0\n", "0"])
 def test_empty_checkpoints_have_no_entries(text: str) -> None:
     assert read_leader_epoch_checkpoint(data=text.encode()) == []

@@ -33,11 +33,13 @@ def _assert_same(got: list[dict], expected: list[dict]) -> None:
             pytest.fail(f"line {i + 1} ({e.get('file')} {e.get('type')}): (ours, Kafka's) differ in {diff}")
 
 
+@pytest.mark.rule("R-CONF-01", "R-JSON-02")
 @pytest.mark.parametrize("folder,expected", [("records", "records.jsonl"), ("logdir", "logdir.jsonl")])
 def test_bundled_golden_kafka(folder: str, expected: str) -> None:
     _assert_same(_dump_json(GOLDEN / "kafka" / folder), read_jsonl(GOLDEN / "kafka" / "dump" / expected))
 
 
+@pytest.mark.rule("R-CONF-01", "R-NAME-13")
 @pytest.mark.parametrize("name,set_dir,expected_file", BUNDLED_REAL)
 def test_bundled_golden_real(name: str, set_dir: Path, expected_file: Path) -> None:
     expected = read_jsonl(expected_file)

@@ -45,6 +45,7 @@ def test_default_size_is_ten_mebibytes_and_sparse(tmp_path: Path) -> None:
     idx.close()
 
 
+@pytest.mark.rule("R-IDX-01")
 def test_offset_index_append_rules(tmp_path: Path) -> None:
     idx = MutableOffsetIndex(tmp_path / "00000000000000000100.index", 100, 32)
     idx.append(110, 300)

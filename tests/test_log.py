@@ -81,6 +81,7 @@ def _open(dst: Path, name: str, **kw: object) -> Log:
 
 
 # --------------------------------------------------------------------------- acceptance tests
+@pytest.mark.rule("R-CONF-03", "R-ROLL-03", "R-ROLL-05", "R-ROLL-07", "R-RCV-02")
 @pytest.mark.parametrize("name", ["golden-0", "transactional-0", "logappendtime-0", "recompressed-0"])
 def test_follower_replay_reproduces_kafkas_directory(name: str, tmp_path: Path) -> None:
     """Segment boundaries, .log, .index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint and
@@ -125,6 +126,7 @@ def _as_producer_batch(b: RecordBatch, *, undo_log_append_time: bool) -> bytes:
     return bytes(d)
 
 
+@pytest.mark.rule("R-ROLL-07")
 @pytest.mark.parametrize("name", ["golden-0", "transactional-0", "logappendtime-0"])
 def test_leader_appends_reproduce_kafkas_directory(name: str, tmp_path: Path) -> None:
     """Leader mode: offsets, leader epoch and (LogAppendTime) max timestamp set as LogValidator sets them."""
@@ -179,6 +181,7 @@ def test_legacy_producer_batches_are_converted_to_v2(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- load / recovery
+@pytest.mark.rule("R-RCV-02")
 def test_reopening_a_clean_directory_changes_nothing(tmp_path: Path) -> None:
     dst = tmp_path / "transactional-0"
     shutil.copytree(LOGDIR / "transactional-0", dst)
@@ -210,6 +213,7 @@ def test_appending_after_reopening(tmp_path: Path) -> None:
     assert (dst / "00000000000000000234.log").read_bytes()[:1360] == (LOGDIR / "golden-0" / "00000000000000000234.log").read_bytes()
 
 
+@pytest.mark.rule("R-RCV-07")
 @pytest.mark.parametrize("name", ["golden-0", "transactional-0"])
 def test_missing_indexes_are_rebuilt_as_kafka_wrote_them(name: str, tmp_path: Path) -> None:
     """LogLoader recovers a segment whose offset index is missing: all indexes, .txnindex and snapshots come back."""
@@ -221,6 +225,7 @@ def test_missing_indexes_are_rebuilt_as_kafka_wrote_them(name: str, tmp_path: Pa
     assert _diff_dirs(LOGDIR / name, dst) == []
 
 
+@pytest.mark.rule("R-RCV-06", "R-RCV-07")
 def test_unclean_shutdown_cuts_a_torn_tail(tmp_path: Path) -> None:
     dst = tmp_path / "golden-0"
     shutil.copytree(LOGDIR / "golden-0", dst)
@@ -245,6 +250,7 @@ def txn_log(tmp_path: Path):  # noqa: ANN201 - yields a Log
     log.close()
 
 
+@pytest.mark.rule("R-ISO-05")
 def test_offset_for_timestamp(txn_log: Log) -> None:
     def ask(ts: int) -> tuple | None:
         r = txn_log.offset_for_timestamp(ts)
@@ -260,6 +266,7 @@ def test_offset_for_timestamp(txn_log: Log) -> None:
     assert ask(-3) == (1700000050273, 194, 3)  # max timestamp
 
 
+@pytest.mark.rule("R-ISO-02", "R-ISO-03")
 def test_read_by_offset_and_isolation(txn_log: Log) -> None:
     f = txn_log.read(100, 300)
     assert f.offset_metadata.segment_base_offset == 85 and f.offset_metadata.relative_position == 804
@@ -335,6 +342,7 @@ def TimeIndexEntries(p: Path) -> list[tuple[int, int]]:  # noqa: N802 - reads li
     return list(zip(t.timestamps.tolist(), t.offsets.tolist(), strict=True))
 
 
+@pytest.mark.rule("R-ROLL-03")
 def test_rolls_on_full_indexes_and_segment_ms(tmp_path: Path) -> None:
     cfg = LogConfig(segment_index_bytes=24, index_interval_bytes=0, segment_ms=1000)
     log = Log.open(tmp_path / "t-0", cfg, clock=lambda: CLOCK, sync=False)
@@ -352,6 +360,7 @@ def test_rolls_on_full_indexes_and_segment_ms(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.rule("R-ROLL-06", "R-NAME-02")
 def test_flush_moves_the_recovery_point_and_checkpoints(tmp_path: Path) -> None:
     log = Log.open(tmp_path / "orders-3", LogConfig(segment_bytes=200), clock=lambda: CLOCK)
     for _ in range(4):
@@ -368,6 +377,7 @@ def test_flush_moves_the_recovery_point_and_checkpoints(tmp_path: Path) -> None:
     assert parse_topic_partition(tmp_path / "my-topic-12") == ("my-topic", 12)
 
 
+@pytest.mark.rule("R-CKPT-08")
 def test_partition_metadata(tmp_path: Path) -> None:
     dst = tmp_path / "golden-0"
     log = Log.open(dst, sync=False, topic_id="AAAAAAAAAAAAAAAAAAAAAQ")
@@ -403,6 +413,7 @@ def test_java_hash_map_iteration_order() -> None:
     assert len(m) == 0
 
 
+@pytest.mark.rule("R-CKPT-01")
 def test_leader_epoch_cache(tmp_path: Path) -> None:
     cache = LeaderEpochCache.for_dir(tmp_path)
     assert (tmp_path / "leader-epoch-checkpoint").read_bytes() == b""  # created empty, as Kafka's CheckpointFile
@@ -424,6 +435,7 @@ def test_log_config_from_properties() -> None:
         LogConfig(compression_type="brotli")
 
 
+@pytest.mark.rule("R-CKPT-01", "R-CKPT-06")
 def test_offset_checkpoint_writer(tmp_path: Path) -> None:
     p = tmp_path / "replication-offset-checkpoint"
     write_offset_checkpoint(p, {("a", 0): 5, ("b-c", 12): 2**40})
@@ -447,6 +459,7 @@ def test_open_and_close_leaves_every_golden_directory_as_kafka_wrote_it(name: st
         assert (dst / n.replace(".timeindex", ".log").replace(".index", ".log")).stat().st_size == 0
 
 
+@pytest.mark.rule("R-RCV-03")
 def test_temporary_files_are_removed_on_open(tmp_path: Path) -> None:
     dst = tmp_path / "t-0"
     shutil.copytree(LOGDIR / "logappendtime-0", dst)

@@ -93,6 +93,7 @@ def test_producer_snapshot_agrees_with_construct(path: Path) -> None:
          e.current_txn_first_offset) for e in ours]
 
 
+@pytest.mark.rule("R-IDX-14")
 def test_preallocated_zero_tail_is_not_entries() -> None:
     """An active segment's index is zero-filled past its entries; those slots are not entries."""
     real = (GOLDEN / "kafka" / "logdir" / "golden-0" / "00000000000000000051.index").read_bytes()

@@ -37,6 +37,7 @@ def test_worked_example_of_the_spec(tmp_path: Path) -> None:
     seg.close()
 
 
+@pytest.mark.rule("R-ROLL-05")
 def test_one_segment_of_golden_0_is_reproduced(tmp_path: Path) -> None:
     seg = Segment.open(tmp_path, 0, index_interval_bytes=256, max_index_size=4096)
     for b in _batches(G0 / "00000000000000000000.log"):
@@ -50,6 +51,7 @@ def test_one_segment_of_golden_0_is_reproduced(tmp_path: Path) -> None:
     assert not (tmp_path / "00000000000000000000.txnindex").exists()
 
 
+@pytest.mark.rule("R-IDX-01")
 def test_should_roll_conditions(tmp_path: Path) -> None:
     seg = Segment.open(tmp_path, 100, index_interval_bytes=0, max_index_size=24)  # 3 offset slots, 2 time slots
     b = RecordBatchBuilder(100)
@@ -107,6 +109,7 @@ def test_reads_by_offset_and_time(tmp_path: Path) -> None:
     seg.close()
 
 
+@pytest.mark.rule("R-RCV-07")
 def test_recovery_rebuilds_indexes_and_cuts_a_torn_tail(tmp_path: Path) -> None:
     shutil.copy(G0 / "00000000000000000051.log", tmp_path / "00000000000000000051.log")
     with open(tmp_path / "00000000000000000051.log", "ab") as f:
@@ -119,6 +122,7 @@ def test_recovery_rebuilds_indexes_and_cuts_a_torn_tail(tmp_path: Path) -> None:
         assert (tmp_path / name).read_bytes() == (G0 / name).read_bytes(), name
 
 
+@pytest.mark.rule("R-RCV-07")
 def test_recovery_stops_at_a_corrupt_batch(tmp_path: Path) -> None:
     raw = bytearray((G0 / "00000000000000000051.log").read_bytes())
     raw[1036 + 70] ^= 0xFF  # inside the batch at 1036 (offsets 79-81): its CRC no longer matches

@@ -81,3 +81,42 @@ def test_rule_ids_are_unique() -> None:
     assert len(ids) > 100
     dupes = {i for i in ids if ids.count(i) > 1}
     assert not dupes, dupes
+
+
+def _byte_tables() -> list[tuple[int, str | None]]:
+    """(line number, the `Name` heading right above it or None) of every table with Offset, Size and Type columns."""
+    lines = SPEC.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        cols = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if {"Offset", "Size", "Type"} <= set(cols) and (i == 0 or not lines[i - 1].startswith("|")):
+            j = i - 1
+            while j >= 0 and not lines[j].strip():
+                j -= 1
+            m = re.fullmatch(r"#### `(\w+)`", lines[j].strip()) if j >= 0 else None
+            out.append((i + 1, m.group(1) if m else None))
+    return out
+
+
+def test_every_byte_table_mirrors_a_schema() -> None:
+    """Each byte table sits right under a heading naming a construct schema, and each schema has one table."""
+    tables = _byte_tables()
+    assert len(tables) >= len(S.SCHEMAS)
+    orphans = [line for line, name in tables if name not in S.SCHEMAS]
+    assert not orphans, f"SPEC.md byte tables at lines {orphans} have no `Name` heading of a schema in schemas.SCHEMAS"
+    names = [name for _line, name in tables]
+    assert sorted(names) == sorted(S.SCHEMAS), "each schema must have exactly one byte table"
+
+
+@pytest.mark.parametrize("name", sorted(S.SCHEMAS))
+def test_constant_fields_state_their_value(name: str) -> None:
+    """A Const field (magic numbers) shows its value at the start of the table's Meaning column."""
+    rows = {r["Field"]: r for r in _table(name)}
+    for f in S.SCHEMAS[name].subcons:
+        inner = f.subcon
+        if isinstance(inner, Const):
+            meaning = rows[f.name]["Meaning"]
+            if isinstance(inner.value, bytes):
+                assert meaning.startswith(f"`{inner.value.hex(' ')}`"), f"{name}.{f.name}: {meaning}"
+            else:
+                assert meaning.split()[0] == str(inner.value), f"{name}.{f.name}: {meaning}"

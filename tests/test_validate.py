@@ -184,6 +184,7 @@ def test_each_corruption_gives_a_precise_finding(g0: Path, corrupt) -> None:  # 
     assert not report.ok
 
 
+@pytest.mark.rule("R-VFY-01")
 def test_all_corruptions_in_one_dir_are_all_reported(g0: Path) -> None:
     expected = [corrupt(g0) for corrupt in CORRUPTIONS]
     report = verify(g0)
@@ -219,6 +220,7 @@ def test_flipped_byte_in_a_legacy_message(tmp_path: Path) -> None:
     assert [(f.code, f.position) for f in report.errors] == [("batch-crc", b["position"])]
 
 
+@pytest.mark.rule("R-IDX-02", "R-TXN-04", "R-VFY-01")
 def test_bad_input_never_raises(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     d.mkdir()
@@ -283,6 +285,7 @@ def test_shared_real_set_with_preallocated_indexes(name: str, tmp_path: Path) ->
     _check_rebuilt_set(base / name, base / "expected" / f"{name}.jsonl.gz", tmp_path)
 
 
+@pytest.mark.rule("R-IDX-14")
 def test_a_rebuilt_zero_index_is_really_preallocated(tmp_path: Path) -> None:
     """The rebuild above does produce 10 MiB zero-filled index files (so the acceptance is exercised)."""
     name, set_dir, expected_file = next((n, s, e) for n, s, e in real_sets(GOLDEN / "real") if n == "kafka310-bheem")

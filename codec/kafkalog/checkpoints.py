@@ -105,15 +105,18 @@ def read_leader_epoch_checkpoint(path: str | os.PathLike[str] | None = None, *, 
 def read_offset_checkpoint(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> dict[tuple[str, int], int]:
     """(topic, partition) -> offset of a recovery-point/replication/log-start/cleaner checkpoint."""
     text, name = _text(path, data)
-    return {(t, _int(p, name, text)): _int(o, name, text) for t, p, o in _checkpoint_lines(text, name, 3)}
+    return {(t, _int(p, name, text, 32)): _int(o, name, text) for t, p, o in _checkpoint_lines(text, name, 3)}
 
 
-def _int(field: str, name: str | None, text: str) -> int:
-    """A checkpoint number; a malformed one is reported at its first occurrence in the file."""
+def _int(field: str, name: str | None, text: str, bits: int = 64) -> int:
+    """A checkpoint number (a Java int or long); a malformed one is reported at its first occurrence in the file."""
     try:
-        return int(field)
+        value = int(field)
     except ValueError:
-        raise CorruptIndexError(f"malformed number {field!r} in checkpoint", file=name, position=max(text.find(field), 0)) from None
+        value = None
+    if value is None or not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise CorruptIndexError(f"malformed number {field!r} in checkpoint", file=name, position=max(text.find(field), 0))
+    return value
 
 
 def read_partition_metadata(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> PartitionMetadata:

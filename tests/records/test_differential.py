@@ -340,6 +340,7 @@ KAFKALOG_TO_PEER = [
 ]
 
 
+@pytest.mark.rule("R-WR-04")
 @pytest.mark.parametrize("peer,magic,codec,scenario", KAFKALOG_TO_PEER)
 def test_peer_reads_kafkalog_batches(peer: str, magic: int, codec: Codec, scenario: str) -> None:
     """Batches built by kafkalog read the same in the peer (CRC checked) as in kafkalog."""
@@ -446,6 +447,7 @@ BYTES_CASES = [
 PEER_LEADER_EPOCH = {"kafka-python": 0, "aiokafka-c": -1, "aiokafka-py": -1}
 
 
+@pytest.mark.rule("R-PRIM-02", "R-WR-01", "R-WR-04", "R-CONF-02")
 @pytest.mark.parametrize("peer,magic,producer", BYTES_CASES)
 def test_uncompressed_bytes_identical_to_peer(peer: str, magic: int, producer: str) -> None:
     """Uncompressed, kafkalog's builders write exactly the peer's bytes (and Kafka's layout)."""

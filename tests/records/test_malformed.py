@@ -533,6 +533,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.rule("R-PRIM-04", "R-PRIM-05", "R-PRIM-10", "R-REC-02", "R-REC-03", "R-V01-09", "R-V01-10", "R-V01-11")
 @pytest.mark.parametrize("case", HOSTILE, ids=lambda c: c.name)
 def test_hostile_length_fields(case: Hostile, tmp_path: Path) -> None:
     hostile = case.make()
@@ -640,6 +641,7 @@ CODEC_ID_CASES = [
 ]
 
 
+@pytest.mark.rule("R-V01-05", "R-ZSTD-02")
 @pytest.mark.parametrize("magic,codec_id", CODEC_ID_CASES)
 def test_unknown_codec_ids(magic: int, codec_id: int, tmp_path: Path) -> None:
     """Codec ids 5-7 (and zstd below magic 2) are UnsupportedCompressionError, located at the batch."""
@@ -686,6 +688,7 @@ GARBAGE_CASES = [
 ]
 
 
+@pytest.mark.rule("R-SNAPPY-03")
 @pytest.mark.parametrize("magic,codec,index", GARBAGE_CASES)
 def test_garbage_compressed_payload_is_a_decompression_error(magic: int, codec: Codec, index: int, tmp_path: Path) -> None:
     payload = GARBAGE[codec][index]

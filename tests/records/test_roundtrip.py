@@ -166,6 +166,7 @@ V2_CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]
 
 
 # ------------------------------------------------------------------------------------ magic 2
+@pytest.mark.rule("R-REC-08", "R-V2-07")
 @pytest.mark.parametrize("codec", V2_CODECS, ids=lambda c: c.label)
 @SETTINGS
 @given(spec=v2_batch_specs(), lossless=st.booleans())
@@ -177,6 +178,7 @@ def test_v2_build_read_and_json_roundtrip(codec: Codec, spec: dict[str, Any], lo
     _check_json_roundtrip(data, codec, lossless=lossless or spec["log_append_time"] is not None)
 
 
+@pytest.mark.rule("R-PRIM-01")
 @pytest.mark.parametrize("codec", V2_CODECS, ids=lambda c: c.label)
 @settings(max_examples=40, deadline=None)
 @given(
@@ -242,6 +244,7 @@ def test_v2_empty_batch_kept_by_the_cleaner_roundtrips(
     _check_json_roundtrip(data, codec, lossless=False)
 
 
+@pytest.mark.rule("R-PRIM-01")
 @pytest.mark.parametrize("first,second", [(-1, 2**63 - 1), (2**63 - 1, -1), (-(2**63), 2**63 - 1)])
 def test_v2_timestamp_delta_wraps_like_kafka(first: int, second: int) -> None:
     """Kafka computes timestampDelta = timestamp - baseTimestamp in Java longs (wrapping) and reads
@@ -272,6 +275,7 @@ LEGACY_CASES = [
 ]
 
 
+@pytest.mark.rule("R-V2-09", "R-WR-04")
 @pytest.mark.parametrize("magic,codec,lat", LEGACY_CASES)
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -341,6 +345,7 @@ def test_v1_wrapper_stamped_with_log_append_time(codec: Codec, recs: list, log_a
     assert [(r.offset, r.key, r.value) for r in got] == [(i, k, v) for i, (_, k, v) in enumerate(recs)]
 
 
+@pytest.mark.rule("R-JSON-10")
 @pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4], ids=lambda c: c.label)
 @settings(max_examples=20, deadline=None)
 @given(recs=legacy_records, log_append_time=st.integers(0, 2**62))

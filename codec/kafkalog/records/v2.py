@@ -530,7 +530,10 @@ class RecordBatchBuilder:
         attributes: int | None = None,
     ) -> bytes:
         """Return the batch bytes. The keyword overrides let a follower-style copy keep fields
-        the cleaner or broker changed (a compacted batch's lastOffsetDelta, a stamped max timestamp)."""
+        the cleaner or broker changed (a compacted batch's lastOffsetDelta, a stamped max timestamp).
+        With nothing appended and no ``last_offset_delta`` there is no batch (b""), as in Kafka (R-WR-02)."""
+        if self._count == 0 and last_offset_delta is None:
+            return b""
         records = bytes(self._records)
         codec = self.compression
         payload = records if codec is Codec.NONE else compress(codec, records, magic=2, level=self.compression_level)
