@@ -4,7 +4,7 @@ Every input must decode or raise a KafkaLogError subclass that carries a positio
 exception, an input taking over a second, or an allocation past a bound is a finding. Run:
 
     python bench/fuzz.py --inputs 1000000           # seeded mutation run, prints a table
-    python bench/fuzz.py --atheris --seconds 600     # coverage-guided (needs `pip install atheris`)
+    KAFKALOG_NO_NUMBA=1 python bench/fuzz.py --atheris --seconds 600   # coverage-guided (`pip install atheris`)
 
 Crashing inputs are written to bench/out/fuzz-crashes/ for the golden bad-data corpus.
 """
@@ -180,27 +180,45 @@ def _report(out: Outcome, seconds: float) -> None:
           f"slowest input {out.slowest * 1000:.0f} ms; peak RSS {rss:.0f} MB")
 
 
+def _atheris(seconds: int, names: list[str]) -> int:
+    """Coverage-guided run (libFuzzer via atheris) over kafkalog's Python code: the first byte of
+    an input picks the reader, the rest is its input; Kafka-written files seed the corpus. Set
+    KAFKALOG_NO_NUMBA=1 so that the compiled walkers run as (instrumented) Python too."""
+    import tempfile
+
+    import atheris
+
+    atheris.instrument_all()
+    corpus = Path(tempfile.mkdtemp(prefix="kafkalog-fuzz-corpus-"))
+    for i, name in enumerate(names):
+        for j, path in enumerate(TARGETS[name][1]):
+            (corpus / f"{name}-{j}").write_bytes(bytes([i]) + path.read_bytes())
+
+    def one(data: bytes) -> None:
+        if not data:
+            return
+        name = names[data[0] % len(names)]
+        out = Outcome()
+        run_one(name, TARGETS[name][0], data[1:], out)
+        if out.crashes:
+            raise RuntimeError(f"{name}: {out.crashes[0][2]}")
+
+    argv = [sys.argv[0], f"-max_total_time={seconds}", "-timeout=1", "-rss_limit_mb=2048", "-max_len=65536", str(corpus)]
+    atheris.Setup(argv, one)
+    atheris.Fuzz()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--inputs", type=int, default=1_000_000)
     p.add_argument("--seed", type=int, default=20261122)
     p.add_argument("--targets", help="comma-separated subset of: " + ", ".join(TARGETS))
-    p.add_argument("--atheris", action="store_true", help="coverage-guided with atheris over the log reader")
+    p.add_argument("--atheris", action="store_true", help="coverage-guided with atheris (libFuzzer) over every reader")
     p.add_argument("--seconds", type=int, default=600, help="with --atheris: how long to run")
     args = p.parse_args(argv)
     if args.atheris:
-        import atheris
-
-        def one(data: bytes) -> None:
-            out = Outcome()
-            for name, (fn, _) in TARGETS.items():
-                run_one(name, fn, data, out)
-            if out.crashes:
-                raise RuntimeError(out.crashes[0][2])
-
-        atheris.Setup([sys.argv[0], f"-max_total_time={args.seconds}"], one)
-        atheris.Fuzz()
-        return 0
+        return _atheris(args.seconds, args.targets.split(",") if args.targets else list(TARGETS))
     t = time.time()
     out = fuzz(args.inputs, args.seed, args.targets.split(",") if args.targets else None, progress=True)
     _report(out, time.time() - t)

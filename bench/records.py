@@ -180,7 +180,9 @@ class KafkalogImpl(Impl):
         key = value = None
         offset = timestamp = -1
         for batch in LogReader(data).batches():
-            for r in batch.records(crc):
+            if crc:
+                batch.ensure_valid()
+            for r in batch:  # as the peers iterate: records made one at a time
                 key = r.key
                 value = r.value
                 offset = r.offset

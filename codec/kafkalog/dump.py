@@ -253,6 +253,10 @@ def _text_other(path: str, kind: FileKind, out: TextIO) -> None:
 
 
 # ------------------------------------------------------------------------------------ driver
+#: the suffix a segment file gets while it waits for file.delete.delay.ms
+DELETED_SUFFIX = ".deleted"
+
+
 def _targets(paths: list[str], err: TextIO) -> Iterator[tuple[str, str, FileKind]]:
     for p in paths:
         if os.path.isdir(p):
@@ -292,6 +296,8 @@ def dump(
         result.files += 1
         if progress is not None:
             progress(full)
+        if not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
+            full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
         try:
             if opts.fmt == "json":
                 for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full)):
@@ -307,6 +313,12 @@ def dump(
             e.located(file=full)
             result.errors.append(str(e))
             err.write(f"error: {e}\n")
+        except FileNotFoundError as e:
+            if os.path.exists(os.path.dirname(full) or "."):
+                err.write(f"warning: {full}: removed while dumping (by retention or the cleaner)\n")
+            else:
+                result.errors.append(f"{full}: {e.strerror or e}")
+                err.write(f"error: {full}: {e.strerror or e}\n")
         except OSError as e:
             result.errors.append(f"{full}: {e.strerror or e}")
             err.write(f"error: {full}: {e.strerror or e}\n")

@@ -15,7 +15,6 @@ segment becomes inactive or is closed.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -58,23 +57,23 @@ def _slots(
     path: str | os.PathLike[str] | None, data: bytes | None, dtype: np.dtype
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Both fields of every slot of an index file (or its bytes) as native int64 arrays, with the
-    slot count and the bytes after the last whole slot. A file is memory-mapped and converted in
-    one pass (no intermediate ``bytes`` copy): a 10 MiB index opens in a few milliseconds."""
+    slot count and the bytes after the last whole slot. A file is read straight into one numpy
+    buffer (no ``bytes`` copy), so a 10 MiB index opens in a few milliseconds. It is not
+    memory-mapped: a broker or writer trimming the file while it is read would make a mapped read
+    fault (SIGBUS); a read simply sees the shorter file."""
     if data is None:
         assert path is not None
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
-            n = size // dtype.itemsize
-            if n:
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                    arr = np.frombuffer(m, dtype=dtype, count=n)
-                    first, second = (arr[name].astype(np.int64) for name in dtype.names)
-                    del arr  # the map closes only once no array views it
-                return first, second, n, size - n * dtype.itemsize
-            data = f.read()
-    n = len(data) // dtype.itemsize
-    arr = np.frombuffer(data, dtype=dtype, count=n)
-    return arr[dtype.names[0]].astype(np.int64), arr[dtype.names[1]].astype(np.int64), n, len(data) - n * dtype.itemsize
+            raw = np.empty(size, dtype=np.uint8)
+            got = f.readinto(memoryview(raw)) if size else 0
+        buf: bytes | np.ndarray = raw[:got]
+    else:
+        buf = data
+    total = len(buf)
+    n = total // dtype.itemsize
+    arr = np.frombuffer(buf, dtype=dtype, count=n)
+    return arr[dtype.names[0]].astype(np.int64), arr[dtype.names[1]].astype(np.int64), n, total - n * dtype.itemsize
 
 
 @dataclass

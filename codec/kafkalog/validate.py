@@ -534,8 +534,8 @@ def _check_tail(raw: np.ndarray, used_bytes: int, whole: int, path: str, code: s
              f"{len(tail)} zero-filled bytes after the entries of a segment that is not the active one (not trimmed at roll)")
 
 
-def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool) -> None:
-    raw = _read_raw(path)
+def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
+    raw = _read_raw(path) if raw is None else raw
     base = base_offset_of(path)
     entry = 8
     whole = len(raw) - len(raw) % entry
@@ -586,8 +586,8 @@ def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: boo
              f"the batch at position {pos} ends at offset {lo}, not {off}" + (" (one append of several batches, as a follower or a v0/v1 producer writes; lookups stay correct)" if follower else ""))
 
 
-def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool) -> None:
-    raw = _read_raw(path)
+def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
+    raw = _read_raw(path) if raw is None else raw
     base = base_offset_of(path)
     entry = 12
     whole = len(raw) - len(raw) % entry
@@ -636,12 +636,11 @@ def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool)
                  f"indexed timestamp {ts} is not the largest timestamp {got} of the batch holding offset {off}")
 
 
-def _check_txn_index(path: str | None, log_path: str, seg_base: int, scan: _Scan | None, sink: _Sink) -> None:
+def _check_txn_index(path: str | None, log_path: str, seg_base: int, scan: _Scan | None, sink: _Sink, raw: np.ndarray | None = None) -> None:
     """``.txnindex`` entries against the segment's ABORT markers (``path`` None: the file is absent)."""
     entries: list[tuple[int, int, int, int, int, int]] = []  # (position, version, pid, first, last, lso)
     if path is not None:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = (_read_raw(path) if raw is None else raw).tobytes()
         size = ABORTED_TXN.size
         if len(data) % size:
             sink(ERROR, "txnindex-size", path, len(data) - len(data) % size, None,
@@ -727,6 +726,19 @@ class _Dir:
         self.last_base = max(self.logs) if self.logs else None
         self.scans: dict[int, _Scan | None] = {}
         self.open_txns: dict[int, int] = {}
+        #: index files read just before their segment's log (see _prefetch)
+        self.prefetched: dict[str, np.ndarray] = {}
+
+    def _prefetch(self, base: int) -> None:
+        """Read the segment's index files before its log: a writer appends to the log before it
+        indexes, so entries read first always point at data the log read after holds (a live
+        broker's active segment verifies clean)."""
+        stem = os.path.join(self.dir, f"{base:020d}")
+        for suffix in (".index", ".timeindex", ".txnindex"):
+            path = stem + suffix
+            if path in self.targets:
+                with contextlib.suppress(OSError):
+                    self.prefetched[path] = _read_raw(path)
 
     def _guard(self, path: str, fn: Callable[[], object]) -> object:
         try:
@@ -753,6 +765,7 @@ class _Dir:
             sink = _Sink(self.report if path in self.targets else None)
             if path in self.targets:
                 self._tick(path)
+            self._prefetch(b)
             self.scans[b] = self._guard(path, lambda p=path, s=sink, bb=b: _scan_log(p, s, self.open_txns, is_last=bb == self.last_base, segment_base=bb))  # type: ignore[misc]
         return self.scans.get(base)
 
@@ -780,12 +793,13 @@ class _Dir:
                 log_path = self.logs.get(base)
                 scan = self._scan(base) if log_path else None
                 is_last = base == self.last_base or self.last_base is None
+                raw = self.prefetched.get(path)
                 if kind is FileKind.INDEX:
-                    self._guard(path, lambda p=path, s=scan, il=is_last: _check_offset_index(p, s, sink, il))  # type: ignore[misc]
+                    self._guard(path, lambda p=path, s=scan, il=is_last, r=raw: _check_offset_index(p, s, sink, il, r))  # type: ignore[misc]
                 elif kind is FileKind.TIME_INDEX:
-                    self._guard(path, lambda p=path, s=scan, il=is_last: _check_time_index(p, s, sink, il))  # type: ignore[misc]
+                    self._guard(path, lambda p=path, s=scan, il=is_last, r=raw: _check_time_index(p, s, sink, il, r))  # type: ignore[misc]
                 else:
-                    self._guard(path, lambda p=path, s=scan, lp=log_path or path, b=base: _check_txn_index(p, lp, b, s, sink))  # type: ignore[misc]
+                    self._guard(path, lambda p=path, s=scan, lp=log_path or path, b=base, r=raw: _check_txn_index(p, lp, b, s, sink, r))  # type: ignore[misc]
                 if log_path is None:
                     self.report.add(WARNING, "log-missing", path, None, None, f"no {name.split('.', 1)[0]}.log beside this file: entries not checked against a log")
             elif kind is FileKind.PRODUCER_SNAPSHOT:
@@ -841,15 +855,49 @@ def verify(
         paths = [paths]
     report = VerifyReport()
     groups: dict[str, set[str]] = {}
+    walked: set[str] = set()
     for p in paths:
         p = os.fspath(p)
         if os.path.isdir(p):
             for path, _rel in walk(p):
                 groups.setdefault(os.path.dirname(path), set()).add(path)
+                walked.add(os.path.dirname(path))
         elif os.path.isfile(p):
             groups.setdefault(os.path.dirname(p) or ".", set()).add(p if os.path.dirname(p) else os.path.join(".", p))
         else:
             report.add(ERROR, "unreadable", p, None, None, "no such file or directory")
     for d in sorted(groups):
-        _Dir(d, groups[d], report, progress).run()
+        _verify_dir(d, groups[d], d in walked, report, progress)
+    return report
+
+
+#: How often a directory that changed while it was verified is verified again.
+CHANGED_DIR_ATTEMPTS = 5
+
+
+def _listing(d: str) -> list[tuple[str, int]]:
+    """The directory's files with their inode numbers (a renamed-over file gets a new one)."""
+    out = []
+    with contextlib.suppress(OSError), os.scandir(d) as it:
+        for e in it:
+            with contextlib.suppress(OSError):
+                if e.is_file():
+                    out.append((e.name, e.inode()))
+    return sorted(out)
+
+
+def _verify_dir(d: str, targets: set[str], walked: bool, report: VerifyReport, progress: Callable[[str], None] | None) -> None:
+    """Verify one directory; if a writer changed its files meanwhile (roll, retention, cleaner
+    swap) and there were errors, verify it again, so that findings describe one state of it."""
+    for attempt in range(CHANGED_DIR_ATTEMPTS):
+        before = _listing(d)
+        part = VerifyReport()
+        _Dir(d, targets, part, progress).run()
+        if part.ok or _listing(d) == before or attempt == CHANGED_DIR_ATTEMPTS - 1:
+            break
+        if walked:  # the directory was named: verify the files it holds now
+            targets = {os.path.join(d, name) for name, _ in _listing(d)}
+    report.findings.extend(part.findings)
+    report.files += part.files
+    report.bytes += part.bytes
     return report

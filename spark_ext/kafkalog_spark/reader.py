@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import pyarrow as pa
+from fsspec.spec import AbstractFileSystem
 
 from kafkalog.errors import KafkaLogError
 from kafkalog.records.stream import Batch, LogReader
@@ -24,6 +26,9 @@ from .planning import SegmentSlice, report_data_loss
 __all__ = ["MAX_BYTES", "MAX_ROWS", "ReadSettings", "read_slice"]
 
 log = logging.getLogger(__name__)
+
+#: the suffix Kafka gives a segment file it will delete after file.delete.delay.ms
+DELETED_SUFFIX = ".deleted"
 
 #: Records per yielded Arrow batch (before filtering), and bytes of Kafka batches held at most.
 MAX_ROWS = 32 * 1024
@@ -58,6 +63,16 @@ def _is_aborted(batch: RecordBatch, aborted: dict[int, list[tuple[int, int]]]) -
     return ranges is not None and any(first <= batch.base_offset <= last for first, last in ranges)
 
 
+def _open_segment(fs: AbstractFileSystem, path: str) -> BinaryIO:
+    """Open a planned segment; if retention or the cleaner removed it since planning, read it
+    under the ``.deleted`` name it keeps for file.delete.delay.ms (Kafka delays deletion so that
+    reads in flight can finish)."""
+    try:
+        return fs.open(path, "rb")
+    except FileNotFoundError:
+        return fs.open(path + DELETED_SUFFIX, "rb")
+
+
 def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBatch]:
     """Yield the slice's records as Arrow batches of ``settings.schema``.
 
@@ -69,7 +84,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     name = _display(sl)
     fs = sl.fs.get()
     try:
-        f = fs.open(sl.log, "rb")
+        f = _open_segment(fs, sl.log)
     except FileNotFoundError:
         report_data_loss(f"segment of {sl.topic}-{sl.partition} (offsets from {sl.lo}) was deleted after planning", name, settings.fail_on_data_loss)
         return
