@@ -221,12 +221,18 @@ class LegacyBatch:
                 last_inner = inner[-1].offset
                 if m.offset < last_inner:
                     raise InvalidRecordError(f"wrapper offset {m.offset} is less than the last inner message offset {last_inner} and is not zero")
-                base = m.offset - last_inner
-            return [_to_record(im, base + im.offset, m.timestamp if lat else im.timestamp) for im in inner]
+                base = _long(m.offset - last_inner)
+            return [_to_record(im, _long(base + im.offset), m.timestamp if lat else im.timestamp) for im in inner]
         return [_to_record(im, im.offset, im.timestamp) for im in inner]
 
     def __repr__(self) -> str:
         return f"LegacyBatch(magic={self.magic}, offset={self.last_offset}, compression={self.compression.label}, position={self.position})"
+
+
+def _long(v: int) -> int:
+    """``v`` wrapped to a signed 64-bit value, as Java's long arithmetic computes inner offsets
+    (AbstractLegacyRecordBatch's absoluteBaseOffset + relative offset); only corrupt input overflows."""
+    return (v + 2**63) % 2**64 - 2**63
 
 
 def _to_record(m: _Message, offset: int, timestamp: int) -> LegacyRecord:
