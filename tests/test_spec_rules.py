@@ -21,15 +21,13 @@ CORPUS = GOLDEN / "corpus"
 RULE_ID = re.compile(r"R-[A-Z0-9]+-\d+(?!\d)")
 NORMATIVE = re.compile(r"\b(MUST|SHOULD|REQUIRED|SHALL)\b")
 
-#: §6.4 (compaction) is being written; its rules may be uncovered until its tests land with it.
-#: Remove this once the section is complete.
-PENDING_AREAS = ("R-CMP-",)
+#: Rule-id prefixes of sections still being written, whose rules may be uncovered until their tests land.
+PENDING_AREAS: tuple[str, ...] = ()
 
 #: Normative rules kafkalog does not implement yet, with the reason. An entry here must really be
 #: uncovered (the test below fails when a test starts claiming it, so the list only shrinks).
 KNOWN_GAPS: dict[str, str] = {
     "R-RCV-01": "Log works on one partition directory; nothing handles a log dir's .kafka_cleanshutdown marker",
-    "R-RCV-04": "Log.open refuses a directory with .swap files (KafkaLogError 'not implemented') instead of completing the swap",
     "R-ROLL-04": "a roll onto the base offset of the empty active segment is not implemented (an append larger than segment.bytes is refused)",
     "R-ISO-04": "kafkalog has no read_committed consumer filter; Log.read returns the aborted list (R-ISO-03) only",
     "R-CKPT-09": "meta.properties is read as plain Java properties; its version, node.id and cluster.id rules are not checked",

@@ -340,6 +340,9 @@ def _parser() -> argparse.ArgumentParser:
     from .maintenance import register as register_maintenance  # retention, recover
 
     register_maintenance(sub)
+    from .compaction_cli import register as register_compaction  # compact
+
+    register_compaction(sub)
     return p
 
 

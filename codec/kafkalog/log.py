@@ -14,9 +14,9 @@ Appends are either *follower* appends (``assign_offsets=False``: the batches are
 byte, as a replica copies them) or *leader* appends (offsets, partition leader epoch and, under
 LogAppendTime, the max timestamp are set as Kafka's LogValidator sets them).
 
-Not yet implemented (separate follow-ups): completing interrupted compactions and splits
-(``.swap`` files), splitting segments with offset overflow, compaction, and
-transaction verification guards. Retention is in :mod:`kafkalog.retention`
+Interrupted compactions (``.cleaned`` / ``.swap`` files) are finished or undone on open as
+Kafka's LogLoader does; compaction itself is in :mod:`kafkalog.cleaner`. Not yet implemented
+(separate follow-ups): splitting segments with offset overflow and transaction verification guards. Retention is in :mod:`kafkalog.retention`
 (:meth:`Log.delete_old_segments`).
 """
 
@@ -413,7 +413,7 @@ class Log:
 
     def _load(self, log_start_checkpoint: int, recovery_point_checkpoint: int | None, had_clean_shutdown: bool) -> None:
         """LogLoader.load: clean up temporary files, load the segments, recover what needs it, rebuild the state."""
-        self._remove_temp_files()
+        self._complete_swaps(self._remove_temp_files())
         self._load_segment_files(log_start_checkpoint)
         recovery_point, next_offset = self._recover_log(log_start_checkpoint, recovery_point_checkpoint or 0, had_clean_shutdown)
         active = self.active_segment
@@ -470,9 +470,9 @@ class Log:
             self.producer_state.delete_snapshot(seg.base_offset)
             log.info("deleted segment %s and snapshot %s", seg.log_path, path)
 
-    def _remove_temp_files(self) -> None:
+    def _remove_temp_files(self) -> list[str]:
         """LogLoader.removeTempFilesAndCollectSwapFiles: delete ``.deleted`` and ``.cleaned`` files and the
-        ``.swap`` files of an incomplete split; completing the other ``.swap`` files is not implemented yet."""
+        ``.swap`` files at or above the lowest ``.cleaned`` base offset (an incomplete swap); return the other ``.swap`` files."""
         swaps: list[str] = []
         cleaned: list[str] = []
         min_cleaned = _LONG_MAX
@@ -500,8 +500,36 @@ class Log:
                 valid_swaps.append(path)
         for path in cleaned:
             os.unlink(path)
-        if valid_swaps:
-            raise KafkaLogError("completing an interrupted compaction or split (.swap files) is not implemented yet", file=valid_swaps[0])
+        return valid_swaps
+
+    def _complete_swaps(self, swaps: list[str]) -> None:
+        """LogLoader.load's swap passes: every file (snapshots included) whose base offset lies in the range
+        the ``.swap`` segments cover is deleted, then the ``.swap`` files lose their suffix (R-CMP-14)."""
+        lo, hi = _LONG_MAX, -_LONG_MAX - 1
+        for path in swaps:
+            name = os.path.basename(path)
+            stem = name.split(".", 1)[0]
+            if not name.endswith(".log.swap") or not stem.isdigit():
+                continue
+            seg = self._new_segment(int(stem), suffix=".swap")
+            try:
+                lo, hi = min(lo, seg.base_offset), max(hi, seg.read_next_offset())
+            finally:
+                seg.close_handlers()
+            log.info("found log file %s from an interrupted swap, recoverable by renaming", path)
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            stem = name.split(".", 1)[0]
+            if os.path.isfile(path) and not name.endswith(".swap") and stem.isdigit() and lo <= int(stem) < hi:
+                log.info("deleting %s: compacted or split but not yet deleted", path)
+                os.unlink(path)
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if os.path.isfile(path) and name.endswith(".swap"):
+                log.info("recovering %s by renaming it from .swap", path)
+                os.replace(path, path[: -len(".swap")])
+        if swaps and self.sync:
+            fsync_dir(self.dir)
 
     def _load_segment_files(self, log_start_checkpoint: int) -> None:
         for name in sorted(os.listdir(self.dir)):
