@@ -1,5 +1,5 @@
-"""A writer process for tests/test_concurrency.py: appends to one partition, rolls and applies
-retention in cycles while readers run, and logs every record it appended.
+"""A writer process for tests/test_concurrency.py: appends to one partition, rolls, compacts and
+applies retention in cycles while readers run, and logs every record it appended.
 
     python concurrent_writer.py DIR CYCLES SEED TRUTH_FILE
 
@@ -67,6 +67,8 @@ def main(directory: str, cycles: int, seed: int, truth_file: str) -> None:
         log.flush()
         if rnd.random() < 0.3:
             log.roll()
+        if cycle % 3 == 0:
+            compact(log, now[0])
         if cycle % 4 == 0:
             log.delete_old_segments(now[0])
         log.delete_pending_files(now[0])
@@ -76,6 +78,13 @@ def main(directory: str, cycles: int, seed: int, truth_file: str) -> None:
         for off, k, v in truth:
             f.write(f"{off} {k.hex()} {'-' if v is None else v.hex()}\n")
         f.write(f"cycles {cycles}\n")
+
+
+def compact(log: Log, now_ms: int) -> None:
+    """One cleaner pass over the log, as Kafka's cleaner thread runs it."""
+    from kafkalog.cleaner import compact as clean_pass
+
+    clean_pass(log, now_ms)
 
 
 if __name__ == "__main__":

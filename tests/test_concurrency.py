@@ -1,6 +1,6 @@
-"""Readers on a log that another process is appending to, rolling and trimming by retention.
+"""Readers on a log that another process is appending to, rolling, compacting and trimming.
 
-A writer process (tests/concurrent_writer.py) runs append/roll/retention cycles on one
+A writer process (tests/concurrent_writer.py) runs append/roll/compact/retention cycles on one
 partition; meanwhile ``kafkalog dump --json``, ``kafkalog verify`` and the Spark reader's slice
 reader run against the same directory over and over. Every read must be a consistent view:
 each record it returns is one the writer appended at that offset (never a torn or half-replaced

@@ -578,12 +578,14 @@ def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: boo
             sink(ERROR, "index-offset", path, at[j], off, f"offset {off} is past the last offset {int(blast[-1])} of {log_name}")
             continue
         found = int(np.searchsorted(blast, off)) if sorted_last else -1
-        follower = found >= k and found < len(blast) and int(blast[found]) == off
-        if lo > off and int(bbase[k]) <= off:
-            follower = False  # the batch at the position holds the offset but does not end there
-        sev = WARNING if follower else ERROR
+        # the offset lies in the batch at the position or in a later one, and no earlier batch
+        # reaches it: a lookup scans forward from the position and finds it. Kafka writes such
+        # entries for appends of several batches (followers, v0/v1 producers) and for cleaned
+        # batches, whose entry names the largest record kept, not the batch's preserved last offset.
+        lookups_work = found >= k and found < len(blast) and int(bbase[found]) <= off
+        sev = WARNING if lookups_work else ERROR
         sink(sev, "index-offset-mismatch", path, at[j], off,
-             f"the batch at position {pos} ends at offset {lo}, not {off}" + (" (one append of several batches, as a follower or a v0/v1 producer writes; lookups stay correct)" if follower else ""))
+             f"the batch at position {pos} ends at offset {lo}, not {off}" + (" (an append of several batches or a cleaned batch; lookups stay correct)" if lookups_work else ""))
 
 
 def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
@@ -875,20 +877,22 @@ def verify(
 CHANGED_DIR_ATTEMPTS = 5
 
 
-def _listing(d: str) -> list[tuple[str, int]]:
-    """The directory's files with their inode numbers (a renamed-over file gets a new one)."""
+def _listing(d: str) -> list[tuple[str, int, int, int]]:
+    """The directory's files with inode, size and modification time: a renamed-over file gets a
+    new inode, a file written in place a new size or time."""
     out = []
     with contextlib.suppress(OSError), os.scandir(d) as it:
         for e in it:
             with contextlib.suppress(OSError):
                 if e.is_file():
-                    out.append((e.name, e.inode()))
+                    st = e.stat()
+                    out.append((e.name, e.inode(), st.st_size, st.st_mtime_ns))
     return sorted(out)
 
 
 def _verify_dir(d: str, targets: set[str], walked: bool, report: VerifyReport, progress: Callable[[str], None] | None) -> None:
-    """Verify one directory; if a writer changed its files meanwhile (roll, retention, cleaner
-    swap) and there were errors, verify it again, so that findings describe one state of it."""
+    """Verify one directory; if a writer changed its files meanwhile (append, roll, retention,
+    cleaner swap) and there were errors, verify it again, so that findings describe one state of it."""
     for attempt in range(CHANGED_DIR_ATTEMPTS):
         before = _listing(d)
         part = VerifyReport()
@@ -896,7 +900,7 @@ def _verify_dir(d: str, targets: set[str], walked: bool, report: VerifyReport, p
         if part.ok or _listing(d) == before or attempt == CHANGED_DIR_ATTEMPTS - 1:
             break
         if walked:  # the directory was named: verify the files it holds now
-            targets = {os.path.join(d, name) for name, _ in _listing(d)}
+            targets = {os.path.join(d, entry[0]) for entry in _listing(d)}
     report.findings.extend(part.findings)
     report.files += part.files
     report.bytes += part.bytes
