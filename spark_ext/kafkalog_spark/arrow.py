@@ -105,6 +105,34 @@ def _metadata(picked: list[tuple[BatchColumns, np.ndarray | None]], name: str, s
     return pa.array(np.concatenate(parts), type=ARROW_TYPES[name])
 
 
+def _count_only(
+    batches: Sequence[Batch], *, topic: str, partition: int, segment: str, lo: int, hi: int | None, offsets: Bounds, timestamps_ms: Bounds,
+) -> pa.RecordBatch | None:
+    """A batch with no columns and one row per qualifying record (what ``count()`` needs when the
+    schema is empty): a v2 batch wholly inside the bounds counts as its ``recordsCount`` without
+    its records being decoded; any other batch is decoded."""
+    n = 0
+    rest: list[Batch] = []
+    whole = offsets.unbounded and timestamps_ms.unbounded
+    for b in batches:
+        if (
+            whole and isinstance(b, RecordBatch) and b.base_offset >= lo and (hi is None or b.last_offset < hi)
+            and 0 <= b.count <= b.last_offset_delta + 1  # else decoding reports what is wrong
+        ):
+            n += b.count
+        else:
+            rest.append(b)
+    if rest:
+        decoded = records_to_arrow(
+            rest, schema=arrow_schema(["offset"]), topic=topic, partition=partition, segment=segment,
+            lo=lo, hi=hi, offsets=offsets, timestamps_ms=timestamps_ms,
+        )
+        n += 0 if decoded is None else decoded.num_rows
+    if n == 0:
+        return None
+    return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([])
+
+
 def records_to_arrow(
     batches: Sequence[Batch],
     *,
@@ -122,8 +150,10 @@ def records_to_arrow(
     (any subset and order of :data:`ARROW_TYPES`); None when no record qualifies.
 
     Control batches must already be dropped. Decoding errors raise kafkalog's errors, located at
-    the batch's file and byte position.
+    the batch's file and byte position. An empty schema gives the row count only (:func:`_count_only`).
     """
+    if not schema.names:
+        return _count_only(batches, topic=topic, partition=partition, segment=segment, lo=lo, hi=hi, offsets=offsets, timestamps_ms=timestamps_ms)
     decoded = list(iter_columns(batches))
     if not decoded:
         return None

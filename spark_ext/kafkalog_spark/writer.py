@@ -1,9 +1,14 @@
 """``df.write.format("kafkalog")``: append rows to partition directories as a Kafka leader would.
 
 Columns, as Spark's Kafka sink takes them: ``value`` (binary or string, required), ``key``
-(binary or string), ``topic`` (string; or the ``topic`` option, which wins), ``partition`` (int,
-default 0), ``timestamp`` (default: the time of writing) and ``headers``
-(``array<struct<key:string,value:binary>>``). Each task groups its rows by partition and appends
+(binary or string), ``topic`` (string; or the ``topic`` option, which wins), ``partition`` (int),
+``timestamp`` (default: the time of writing) and ``headers``
+(``array<struct<key:string,value:binary>>``). A row without a partition goes where Kafka's
+default partitioner sends it (:mod:`kafkalog.partitioner`): a keyed row by the murmur2 hash of its
+key modulo the topic's partition count, a keyless row to a sticky partition that changes after
+``kafka.batch.size`` bytes. The partition count is the ``numPartitions`` option, else the number
+of the topic's partition dirs present when the job starts (highest partition + 1), else 1 (the
+broker's ``num.partitions`` default for a new topic). Each task groups its rows by partition and appends
 them through :class:`kafkalog.log.Log` (offsets, indexes, producer snapshots and leader epochs
 written by Kafka's rules), holding a lock file per partition (``<log dir>/.kafkalog-<topic>-<partition>.lock``,
 which Kafka ignores) so that concurrent tasks append whole batches one after another.
@@ -17,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +33,7 @@ from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType, T
 
 from kafkalog.compression import Codec
 from kafkalog.log import Log, LogConfig
+from kafkalog.partitioner import DEFAULT_BATCH_SIZE, StickyPartitioner, key_hashes
 from kafkalog.records.v2 import RecordBatchBuilder
 
 from .errors import LayoutError, SourceOptionError
@@ -52,12 +59,15 @@ class WriteOptions:
     compression: Codec
     max_records_per_batch: int
     config: tuple[tuple[str, str], ...]
+    num_partitions: int | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> WriteOptions:
         """From Spark's (lower-cased) option map: ``path``, ``topic``, ``compression`` (or
-        ``kafka.compression.type``), ``maxRecordsPerBatch`` and ``config.<topic config>`` (e.g.
-        ``config.segment.bytes``), which go to :meth:`LogConfig.from_properties`."""
+        ``kafka.compression.type``), ``maxRecordsPerBatch``, ``numPartitions``, ``kafka.batch.size``
+        and ``config.<topic config>`` (e.g. ``config.segment.bytes``), which go to
+        :meth:`LogConfig.from_properties`."""
         opts = {k.lower(): str(v) for k, v in options.items()}
         if not opts.get("path"):
             raise SourceOptionError("no path: use save(path) with the log dir to append to")
@@ -67,18 +77,47 @@ class WriteOptions:
         codec_name = opts.get("compression", opts.get("kafka.compression.type", "none")).lower()
         if codec_name not in _CODECS:
             raise SourceOptionError(f"option compression must be one of {', '.join(_CODECS)}, got {codec_name!r}")
-        try:
-            per_batch = int(opts.get("maxrecordsperbatch", "1000"))
-        except ValueError:
-            raise SourceOptionError(f"option maxRecordsPerBatch expects an integer, got {opts['maxrecordsperbatch']!r}") from None
-        if per_batch <= 0:
-            raise SourceOptionError(f"option maxRecordsPerBatch must be positive, got {per_batch}")
+        per_batch = _positive(opts, "maxRecordsPerBatch", 1000)
+        num_partitions = _positive(opts, "numPartitions", None)
+        batch_size = _positive(opts, "kafka.batch.size", DEFAULT_BATCH_SIZE)
         config = tuple(sorted((k[len("config."):], v) for k, v in opts.items() if k.startswith("config.")))
         try:
             LogConfig.from_properties(dict(config))
         except ValueError as e:
             raise SourceOptionError(f"invalid topic config: {e}") from None
-        return cls(path, opts.get("topic"), _CODECS[codec_name], per_batch, config)
+        return cls(path, opts.get("topic"), _CODECS[codec_name], per_batch, config, num_partitions, batch_size)
+
+
+def _positive(opts: dict[str, str], name: str, default: int | None) -> int | None:
+    """Option ``name`` (looked up lower-cased) as a positive integer, or ``default`` when absent."""
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SourceOptionError(f"option {name} expects an integer, got {raw!r}") from None
+    if value <= 0:
+        raise SourceOptionError(f"option {name} must be positive, got {value}")
+    return value
+
+
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+
+def existing_partition_counts(log_dir: str) -> dict[str, int]:
+    """Each topic's partition count as seen in ``log_dir``: its highest ``<topic>-<n>`` dir + 1
+    (``-delete``, ``-future`` and ``-stray`` dirs do not match)."""
+    counts: dict[str, int] = {}
+    try:
+        names = os.listdir(log_dir)
+    except FileNotFoundError:
+        return counts
+    for name in names:
+        m = _PARTITION_DIR.match(name)
+        if m and os.path.isdir(os.path.join(log_dir, name)):
+            counts[m.group(1)] = max(counts.get(m.group(1), 0), int(m.group(2)) + 1)
+    return counts
 
 
 @dataclass(frozen=True)
@@ -127,16 +166,23 @@ class KafkaLogWriter(DataSourceArrowWriter):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.opts = WriteOptions.parse(options)
         _check_schema(schema, self.opts.topic)
+        # taken once on the driver, so that every task partitions with the same counts
+        self.partition_counts = {} if self.opts.num_partitions else existing_partition_counts(self.opts.log_dir)
+
+    def _partition_count(self, topic: str) -> int:
+        return self.opts.num_partitions or self.partition_counts.get(topic, 1)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
         """Buffer rows by partition and append them in batches of ``maxRecordsPerBatch``."""
         pending: dict[tuple[str, int], list[Record]] = {}
         done: list[AppendedRange] = []
+        sticky: dict[str, StickyPartitioner] = {}
         for rb in iterator:
             cols = rb.to_pydict()
             n = rb.num_rows
             topics = [self.opts.topic] * n if self.opts.topic is not None else cols["topic"]
-            parts = cols.get("partition") or [0] * n
+            parts = cols.get("partition") or [None] * n
+            hashes = key_hashes(rb.column("key")) if "key" in cols and None in parts else None
             now = time.time_ns() // 1_000_000
             if "timestamp" in cols:  # µs since the epoch, as Spark holds them; Kafka keeps ms
                 micros = rb.column("timestamp").cast(pa.int64()).to_pylist()
@@ -148,10 +194,21 @@ class KafkaLogWriter(DataSourceArrowWriter):
             for i, value in enumerate(cols["value"]):
                 if topics[i] is None:
                     raise SourceOptionError(f"row {i} of a batch has a null topic")
-                tp = (topics[i], 0 if parts[i] is None else parts[i])
+                key, value = _bytes(keys[i]), _bytes(value)
                 hs = [(h["key"], _bytes(h["value"])) for h in headers[i] or ()]
+                part = parts[i]
+                if part is None:  # Kafka's default partitioner
+                    topic = topics[i]
+                    if hashes is not None and hashes[i] >= 0:
+                        part = int(hashes[i]) % self._partition_count(topic)
+                    else:
+                        if topic not in sticky:
+                            sticky[topic] = StickyPartitioner(self._partition_count(topic), self.opts.batch_size)
+                        size = len(value or b"") + sum(len(k) + len(v or b"") for k, v in hs)
+                        part = sticky[topic].partition(max(1, size))
+                tp = (topics[i], part)
                 buf = pending.setdefault(tp, [])
-                buf.append((stamps[i], _bytes(keys[i]), _bytes(value), hs))
+                buf.append((stamps[i], key, value, hs))
                 if len(buf) >= FLUSH_RECORDS:
                     done.append(self._append(tp, buf))
                     pending[tp] = []

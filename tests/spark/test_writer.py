@@ -7,6 +7,8 @@ import collections
 import pytest
 
 from helpers import GOLDEN, read_jsonl
+from kafka_partitioner_ref import kafka_python_partition
+from kafkalog.validate import verify
 from kafkalog_spark import LayoutError, SourceOptionError
 from kafkalog_spark.writer import WriteOptions
 
@@ -42,8 +44,44 @@ def test_write_then_read_back(spark, tmp_path) -> None:  # noqa: ANN001 - fixtur
         ({"path": "/tmp/x", "compression": "brotli"}, "compression must be one of"),
         ({"path": "/tmp/x", "config.segment.bytes": "10"}, "segment.bytes must be at least 14"),
         ({"path": "/tmp/x", "config.no.such": "1"}, "unknown or unsupported topic config"),
+        ({"path": "/tmp/x", "numPartitions": "0"}, "numPartitions must be positive"),
+        ({"path": "/tmp/x", "kafka.batch.size": "big"}, "kafka.batch.size expects an integer"),
     ],
 )
 def test_writer_options(options: dict, message: str) -> None:
     with pytest.raises((SourceOptionError, LayoutError), match=message):
         WriteOptions.parse(options)
+
+
+@pytest.mark.rule("R-WR-08")
+def test_default_partitioner_then_verify_and_read_back(spark, tmp_path) -> None:  # noqa: ANN001 - fixtures
+    """Rows without a partition column: keyed ones go where kafka-python's (Kafka's) partitioner
+    sends them, keyless ones spread; every partition dir written passes verify; read-back is equal."""
+    keyed = [(f"user-{i}".encode(), b"v%05d" % i, None) for i in range(3000)]
+    keyless = [(None, b"n%05d" % i, [("h", b"x")]) for i in range(2000)]
+    df = spark.createDataFrame(keyed + keyless, "key binary, value binary, headers array<struct<key:string,value:binary>>").repartition(3)
+    out = tmp_path / "logdir"
+    (
+        df.write.format("kafkalog").option("topic", "t").option("numPartitions", "4").option("compression", "lz4")
+        .option("kafka.batch.size", "200").option("maxRecordsPerBatch", "100").option("config.segment.bytes", "2048")
+        .mode("append").save(str(out))
+    )
+    dirs = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert dirs == ["t-0", "t-1", "t-2", "t-3"]
+    for d in dirs:
+        report = verify(str(out / d))
+        assert report.findings == [], [str(f) for f in report.findings]
+        assert len(list((out / d).glob("*.log"))) > 1
+    got = spark.read.format("kafkalog").option("includeHeaders", "true").load(str(out)).toArrow().to_pylist()
+    assert collections.Counter((r["key"], r["value"]) for r in got) == collections.Counter((k, v) for k, v, _ in keyed + keyless)
+    for r in got:
+        if r["key"] is not None:
+            assert r["partition"] == kafka_python_partition(r["key"], 4), r
+        else:
+            assert r["headers"] == [{"key": "h", "value": b"x"}]
+    assert len({r["partition"] for r in got if r["key"] is None}) > 1  # keyless rows are sticky, then switch
+
+    # a second job without numPartitions counts the topic's dirs (4), so keys keep their partitions
+    spark.createDataFrame([("user-7", "again")], "key string, value string").write.format("kafkalog").option("topic", "t").mode("append").save(str(out))
+    again = spark.read.format("kafkalog").load(str(out)).where("value = CAST('again' AS BINARY)").collect()
+    assert [r.partition for r in again] == [kafka_python_partition(b"user-7", 4)]

@@ -1,0 +1,53 @@
+"""Smoke test of bench/spark.py: a tiny log and its Parquet copy, a table row per query x source
+with the same answers from every source (no timing checks)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "spark.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    name = "kafkalog_bench_spark"
+    spec = importlib.util.spec_from_file_location(name, SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_generated_log_and_parquet_hold_the_same_records(bench: ModuleType, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from kafkalog.validate import verify
+
+    part, records = bench.generate_log(tmp_path, 0.0003)  # 300 kB: three batches of 1,000 records
+    assert records == 3000
+    assert verify(str(part)).findings == []
+    assert bench.generate_log(tmp_path, 0.0003) == (part, records)  # reused, not regenerated
+    table = pq.read_table(bench.generate_parquet(tmp_path, part))
+    assert table.num_rows == records
+    assert table.column("offset").to_pylist() == list(range(records))
+    assert table.column("key").to_pylist()[:2] == [(0).to_bytes(16, "big"), (1).to_bytes(16, "big")]
+    assert {len(v) for v in table.column("value").to_pylist()} == {100}
+
+
+def test_table_has_a_row_per_query_and_source(bench: ModuleType, spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+    rc = bench.main(["--gigabytes", "0.0003", "--cache", str(tmp_path), "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0, out  # 1 when a source's answer differs from Parquet's
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert {(r[0], r[1]) for r in rows[1:]} == {
+        (q, s) for q in ("count()", "sum(length(value))") for s in ("kafkalog", "kafkalog, schema narrowed", "parquet")
+    }
