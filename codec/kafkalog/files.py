@@ -77,15 +77,19 @@ def segment_file_name(offset: int, suffix: str) -> str:
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """fsync a directory so that renames and new files in it survive a crash (Utils.flushDir)."""
+    """fsync a directory so that renames and new files in it survive a crash (Utils.flushDirIfExists).
+
+    A failed fsync raises, as in Kafka: swallowing it would let a flush report renames and new
+    segments durable that a power cut can still undo. Skipped on Windows, where Kafka skips it too.
+    """
+    if os.name == "nt":
+        return
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return  # not supported on this platform
+    except FileNotFoundError:
+        return
     try:
         os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
 

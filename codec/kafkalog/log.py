@@ -439,7 +439,7 @@ class Log:
                 log.info("recovering unflushed segment %d of %s", segment.base_offset, self.dir)
                 try:
                     truncated = self._recover_segment(segment, log_start_checkpoint)
-                except (InvalidOffsetError, OSError) as e:
+                except InvalidOffsetError as e:  # only this, as Kafka: an I/O error must not empty a segment of acknowledged data
                     log.warning("found invalid offset during recovery of %s (%s): emptying the segment", segment.log_path, e)
                     truncated = segment.truncate_to(segment.base_offset)
                 if truncated > 0:
@@ -551,6 +551,9 @@ class Log:
                 except (FileNotFoundError, CorruptIndexError) as e:
                     log.warning("recovering segment %s and rebuilding its index files: %s", segment.log_path, e)
                     self._recover_segment(segment, log_start_checkpoint)
+                    if self.sync:  # beyond Kafka: below the recovery point no later flush would sync the rebuilt indexes
+                        segment.flush()
+                        fsync_dir(self.dir)
                 self._add_segment(segment)
 
     def _recover_segment(self, segment: Segment, log_start_checkpoint: int) -> int:
@@ -961,6 +964,8 @@ class Log:
                     log.warning("newly rolled segment file %s already exists; deleting it first", p)
                     os.unlink(p)
             active.on_become_inactive_segment()
+            if self.sync and self.recovery_point >= new_offset:
+                active.flush()  # beyond Kafka: flush(new_offset) below skips it, yet its final time-index entry and trims are new
         segment = self._new_segment(new_offset)
         self._add_segment(segment)
         self._update_log_end_offset(self.log_end_offset)
