@@ -25,7 +25,7 @@ from kafkalog.checkpoints import (
     write_offset_checkpoint,
 )
 from kafkalog.errors import OffsetOutOfRangeError
-from kafkalog.log import Log, LogConfig
+from kafkalog.log import Log, LogConfig, checkpoint_log_dir
 from kafkalog.records import RecordBatchBuilder
 from kafkalog.retention import (
     DeletionReason,
@@ -33,7 +33,6 @@ from kafkalog.retention import (
     plan_retention,
     segment_infos,
     segment_infos_of_dir,
-    write_log_dir_checkpoints,
 )
 from kafkalog.validate import verify
 
@@ -252,11 +251,11 @@ def test_log_start_offset_truncates_leader_epochs_and_is_checkpointed(golden: Pa
     log.delete_old_segments(0)
     assert read_leader_epoch_checkpoint(golden / "leader-epoch-checkpoint") == [EpochEntry(1, 130), EpochEntry(4, 176)]
     assert log.recovery_point >= 130
-    write_log_dir_checkpoints(golden.parent, [log], sync=False)
+    checkpoint_log_dir(golden.parent, [log], sync=False)
     assert read_offset_checkpoint(golden.parent / "log-start-offset-checkpoint") == {("other", 3): 7, ("golden", 0): 130}
     log.maybe_increment_log_start_offset(146)
     log.delete_old_segments(0)
-    write_log_dir_checkpoints(golden.parent, [log], sync=False)
+    checkpoint_log_dir(golden.parent, [log], sync=False)
     assert read_offset_checkpoint(golden.parent / "log-start-offset-checkpoint") == {("other", 3): 7}
     log.close()
 

@@ -16,9 +16,8 @@ import time
 
 from .cleaner import CleanerConfig, CompactResult, compact
 from .errors import KafkaLogError
-from .log import Log
+from .log import Log, checkpoint_log_dir
 from .maintenance import _CONFIG_HELP, EXIT_BAD_DATA, EXIT_OK, EXIT_USAGE, PartitionDir, _config, _partitions
-from .retention import write_log_dir_checkpoints
 
 __all__ = ["register"]
 
@@ -88,7 +87,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
             continue
         print(json.dumps({"dir": p.path, **result.to_json()}, separators=(",", ":")) if args.json else _describe(p, result, config.min_cleanable_dirty_ratio, args.dry_run))
     for data_dir, logs in by_data_dir.items():
-        write_log_dir_checkpoints(data_dir, logs)
+        checkpoint_log_dir(data_dir, logs)
     return status
 
 

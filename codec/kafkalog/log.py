@@ -34,7 +34,13 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .checkpoints import read_partition_metadata, topic_id_string, write_offset_checkpoint, write_partition_metadata
+from .checkpoints import (
+    read_offset_checkpoint,
+    read_partition_metadata,
+    topic_id_string,
+    write_offset_checkpoint,
+    write_partition_metadata,
+)
 from .compression import Codec
 from .epoch import LeaderEpochCache
 from .errors import (
@@ -1244,10 +1250,14 @@ def rebuild_producer_state(
 
 
 def checkpoint_log_dir(log_dir: str | os.PathLike[str], logs: Iterable[Log], *, sync: bool = True) -> None:
-    """Write ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` of a log dir for ``logs``
-    (LogManager.checkpointRecoveryOffsetsInDir / checkpointLogStartOffsetsInDir); entries in the given order."""
-    recovery: dict[tuple[str, int], int] = {}
-    starts: dict[tuple[str, int], int] = {}
+    """Update ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` of a log dir for ``logs``,
+    keeping the entries of partitions not given (LogManager.checkpointRecoveryOffsetsInDir /
+    checkpointLogStartOffsetsInDir; a log start offset is written only when it is above the first segment's base)."""
+    d = os.fspath(log_dir)
+    rp_path = os.path.join(d, RECOVERY_POINT_CHECKPOINT)
+    ls_path = os.path.join(d, LOG_START_OFFSET_CHECKPOINT)
+    recovery = read_offset_checkpoint(rp_path) if os.path.exists(rp_path) else {}
+    starts = read_offset_checkpoint(ls_path) if os.path.exists(ls_path) else {}
     for lg in logs:
         tp = lg.topic_partition
         if tp is None:
@@ -1255,6 +1265,8 @@ def checkpoint_log_dir(log_dir: str | os.PathLike[str], logs: Iterable[Log], *, 
         recovery[tp] = lg.recovery_point
         if lg.log_start_offset > lg.segments[0].base_offset:
             starts[tp] = lg.log_start_offset
-    write_offset_checkpoint(os.path.join(os.fspath(log_dir), RECOVERY_POINT_CHECKPOINT), recovery, sync=sync)
-    write_offset_checkpoint(os.path.join(os.fspath(log_dir), LOG_START_OFFSET_CHECKPOINT), starts, sync=sync)
+        else:
+            starts.pop(tp, None)
+    write_offset_checkpoint(rp_path, recovery, sync=sync)
+    write_offset_checkpoint(ls_path, starts, sync=sync)
 

@@ -20,13 +20,19 @@ from dataclasses import dataclass, field
 from .checkpoints import read_offset_checkpoint
 from .errors import KafkaLogError, OffsetOutOfRangeError
 from .files import segment_file_name
-from .log import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, Log, LogConfig, parse_topic_partition
+from .log import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    Log,
+    LogConfig,
+    checkpoint_log_dir,
+    parse_topic_partition,
+)
 from .retention import (
     RetentionResult,
     delete_old_segments,
     plan_retention,
     segment_infos_of_dir,
-    write_log_dir_checkpoints,
 )
 
 __all__ = ["PartitionDir", "RecoveryReport", "find_partitions", "recover_partition", "register"]
@@ -187,7 +193,7 @@ def _cmd_retention(args: argparse.Namespace) -> int:
         else:
             print(_describe(p, result))
     for data_dir, logs in by_data_dir.items():
-        write_log_dir_checkpoints(data_dir, logs)
+        checkpoint_log_dir(data_dir, logs)
     return status
 
 
@@ -306,7 +312,7 @@ def _cmd_recover(args: argparse.Namespace) -> int:
         by_data_dir.setdefault(p.data_dir, []).append(log)
         print(json.dumps(rep.to_json(), separators=(",", ":")) if args.json else _describe_recovery(rep))
     for data_dir, logs in by_data_dir.items():
-        write_log_dir_checkpoints(data_dir, logs)
+        checkpoint_log_dir(data_dir, logs)
     return status
 
 
@@ -357,7 +363,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c = sub.add_parser("recover", help="recover partition directories as a broker does after an unclean shutdown", description=(
         "Open partition directories or whole data dirs as Kafka's LogLoader does after an unclean shutdown: from the "
         "checkpointed recovery point (0 when none) every segment is re-read, torn or corrupt tails are cut, indexes "
-        "rebuilt, temporary files (.deleted, .cleaned, .swap) removed; then the logs are closed cleanly and the data "
+        "rebuilt, .deleted and .cleaned files removed, a complete set of .swap files swapped in (an incomplete one dropped); then the logs are closed cleanly and the data "
         "dir's checkpoints written. Prints what changed on disk, one line (or --json object) per partition."))
     c.add_argument("dirs", nargs="+", metavar="DIR")
     c.add_argument("--config", action="append", metavar="KEY=VALUE", help=_CONFIG_HELP)

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from .errors import OffsetOutOfRangeError
 from .files import fsync_dir, segment_file_name
 from .index import TimeIndex
@@ -49,7 +48,6 @@ __all__ = [
     "plan_retention",
     "segment_infos",
     "segment_infos_of_dir",
-    "write_log_dir_checkpoints",
 ]
 
 log = logging.getLogger(__name__)
@@ -352,28 +350,3 @@ def delete_pending_files(log: Log, now_ms: int | None = None) -> list[str]:
                 removed.append(path)
     log.pending_deletions[:] = keep
     return removed
-
-
-# -------------------------------------------------------------------------------- checkpoints
-def write_log_dir_checkpoints(log_dir: str | os.PathLike[str], logs: Iterable[Log], *, sync: bool = True) -> None:
-    """Update ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` of a log dir for ``logs``,
-    keeping the entries of partitions not given (LogManager.checkpointLogStartOffsetsInDir's rule: a log
-    start offset is written only when it is above the first segment's base offset)."""
-    from .log import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
-
-    d = os.fspath(log_dir)
-    rp_path = os.path.join(d, RECOVERY_POINT_CHECKPOINT)
-    ls_path = os.path.join(d, LOG_START_OFFSET_CHECKPOINT)
-    recovery = read_offset_checkpoint(rp_path) if os.path.exists(rp_path) else {}
-    starts = read_offset_checkpoint(ls_path) if os.path.exists(ls_path) else {}
-    for lg in logs:
-        tp = lg.topic_partition
-        if tp is None:
-            raise ValueError(f"{lg.dir} is not named <topic>-<partition>")
-        recovery[tp] = lg.recovery_point
-        if lg.log_start_offset > lg.segments[0].base_offset:
-            starts[tp] = lg.log_start_offset
-        else:
-            starts.pop(tp, None)
-    write_offset_checkpoint(rp_path, recovery, sync=sync)
-    write_offset_checkpoint(ls_path, starts, sync=sync)
