@@ -29,7 +29,6 @@ generation, offset), so the check needs nothing but the offsets from the pipe.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
@@ -43,12 +42,16 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from kafkalog import RecordBatchBuilder
 from kafkalog.checkpoints import read_offset_checkpoint
 from kafkalog.compression import Codec
 from kafkalog.log import RECOVERY_POINT_CHECKPOINT, Log, LogConfig, checkpoint_log_dir
 from kafkalog.validate import verify
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import durability  # noqa: E402
 
 TOPIC = "crash"
 T0 = 1_700_000_000_000
@@ -60,15 +63,8 @@ MAX_APPENDS = 200_000
 
 # ------------------------------------------------------------------------------ what is written
 def record(seed: int, gen: int, offset: int) -> tuple[bytes | None, bytes | None]:
-    """The key and value writer generation ``gen`` appends at ``offset`` (a pure function, so the
-    parent can check any record from its offset and writer alone)."""
-    h = hashlib.blake2b(b"%d/%d/%d" % (seed, gen, offset), digest_size=16).digest()
-    key = None if h[0] < 8 else b"k%d" % offset
-    if h[1] < 6:
-        return key, None
-    size = int.from_bytes(h[2:4], "big") % (2000 if h[4] < 10 else 300)
-    prefix = b"%d/%d:" % (gen, offset)
-    return key, prefix + (h * (size // 16 + 1))[:size]
+    """The key and value writer generation ``gen`` appends at ``offset`` (see :func:`durability.record`)."""
+    return durability.record(seed, gen, offset, large=2000, small=300)
 
 
 @dataclass(frozen=True)
@@ -167,11 +163,7 @@ class Stats:
 
     def total(self) -> Row:
         """The rows summed."""
-        t = Row()
-        for r in self.rows.values():
-            for k, v in asdict(r).items():
-                setattr(t, k, getattr(t, k) + v)
-        return t
+        return durability.summed(self.rows, Row)
 
     @property
     def ok(self) -> bool:

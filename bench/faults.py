@@ -32,7 +32,6 @@ present is one a writer appended at that offset, offsets are contiguous, and
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
@@ -52,7 +51,8 @@ from kafkalog.compression import Codec
 from kafkalog.log import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, Log, LogConfig, checkpoint_log_dir
 from kafkalog.validate import verify
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "tests")]
+import durability  # noqa: E402
 from faultfs import FaultFS, PowerCut  # noqa: E402
 
 TOPIC = "faults"
@@ -64,13 +64,8 @@ MAX_APPENDS = 120
 
 
 def record(seed: int, gen: int, offset: int) -> tuple[bytes | None, bytes | None]:
-    """Key and value that writer generation ``gen`` appends at ``offset``."""
-    h = hashlib.blake2b(b"%d/%d/%d" % (seed, gen, offset), digest_size=16).digest()
-    key = None if h[0] < 8 else b"k%d" % offset
-    if h[1] < 6:
-        return key, None
-    size = int.from_bytes(h[2:4], "big") % (1500 if h[4] < 10 else 200)
-    return key, b"%d/%d:" % (gen, offset) + (h * (size // 16 + 1))[:size]
+    """The key and value writer generation ``gen`` appends at ``offset`` (see :func:`durability.record`)."""
+    return durability.record(seed, gen, offset, large=1500, small=200)
 
 
 @dataclass
@@ -101,11 +96,7 @@ class Stats:
 
     def total(self) -> Row:
         """The rows summed."""
-        t = Row()
-        for r in self.rows.values():
-            for k, v in asdict(r).items():
-                setattr(t, k, getattr(t, k) + v)
-        return t
+        return durability.summed(self.rows, Row)
 
     @property
     def ok(self) -> bool:

@@ -7,10 +7,13 @@ tests over it skip with a message naming the missing path when it is absent.
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -53,3 +56,18 @@ def real_sets(base: Path) -> Iterator[tuple[str, Path, Path]]:
     for f in sorted(exp.glob("*.jsonl.gz")):
         name = f.name[: -len(".jsonl.gz")]
         yield name, base / name, f
+
+
+def bench_script(name: str) -> Iterator[ModuleType]:
+    """Import ``bench/<name>.py`` for a module-scoped fixture (``yield from bench_script("crash")``),
+    registered in ``sys.modules`` while in use because dataclasses look their module up there."""
+    mod_name = f"kafkalog_bench_{name}"
+    spec = importlib.util.spec_from_file_location(mod_name, REPO / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(mod_name, None)

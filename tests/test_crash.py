@@ -8,34 +8,23 @@ reopens the directory as after an unclean shutdown and checks every flushed reco
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from helpers import bench_script
 from kafkalog.log import Log
-
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "crash.py"
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the harness forks its writers")
 
 
 @pytest.fixture(scope="module")
-def crash() -> ModuleType:
-    name = "kafkalog_bench_crash"
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+def crash() -> Iterator[ModuleType]:
+    yield from bench_script("crash")
 
 
 def test_kill_points_lose_no_flushed_record(crash: ModuleType) -> None:

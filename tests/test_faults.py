@@ -8,34 +8,23 @@ bench/faults.py (the long run is ``python bench/faults.py``).
 from __future__ import annotations
 
 import errno
-import importlib.util
 import os
 import random
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from faultfs import FaultFS, PowerCut
+from helpers import bench_script
 from kafkalog.files import atomic_write, fsync_dir
 from kafkalog.log import Log, LogConfig
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "faults.py"
-
 
 @pytest.fixture(scope="module")
-def faults() -> ModuleType:
-    name = "kafkalog_bench_faults"
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+def faults() -> Iterator[ModuleType]:
+    yield from bench_script("faults")
 
 
 def _write(path: Path, data: bytes, *, sync: bool) -> None:

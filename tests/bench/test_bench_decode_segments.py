@@ -2,41 +2,28 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from helpers import bench_script
 
 # kafka-python loads its protocol schemas with importlib.resources' deprecated read_text.
 pytestmark = pytest.mark.filterwarnings(r"ignore:.*is deprecated\. Use files\(\) instead:DeprecationWarning")
 
 
-def _load(name: str) -> Iterator[ModuleType]:
-    mod_name = f"kafkalog_bench_{name}"
-    spec = importlib.util.spec_from_file_location(mod_name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module  # dataclasses look their module up here
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(mod_name, None)
 
 
 @pytest.fixture(scope="module")
 def decode() -> Iterator[ModuleType]:
-    yield from _load("decode")
+    yield from bench_script("decode")
 
 
 @pytest.fixture(scope="module")
 def segments() -> Iterator[ModuleType]:
-    yield from _load("segments")
+    yield from bench_script("segments")
 
 
 def _rows(out: str, first: str) -> list[list[str]]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
+from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "records.py"
+from helpers import bench_script
+
 IMPLEMENTATIONS = ("kafkalog", "kafka-python", "aiokafka")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -19,17 +18,8 @@ pytestmark = pytest.mark.filterwarnings(r"ignore:.*is deprecated\. Use files\(\)
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    name = "kafkalog_bench_records"
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+def bench() -> Iterator[ModuleType]:
+    yield from bench_script("records")
 
 
 def table_rows(out: str) -> dict[tuple[str, str, str], list[str]]:
