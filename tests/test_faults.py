@@ -143,3 +143,27 @@ def test_injected_faults_lose_no_acknowledged_record(faults: ModuleType) -> None
     for kind in faults.KINDS:
         assert stats.rows[kind].faults > 0, kind
     assert sum(r.raised for r in stats.rows.values()) > 0  # EIO / ENOSPC reached the writer
+
+
+def test_io_error_in_recovery_leaves_the_segment_for_a_later_start(tmp_path: Path) -> None:
+    """Kafka empties a segment whose recovery hits an IOException; kafkalog raises and keeps the
+    bytes (SPEC R-RCV-06), so a later open with a working disk recovers every record."""
+    from kafkalog import RecordBatchBuilder
+
+    pdir = tmp_path / "t-0"
+    pdir.mkdir()
+    with Log.open(pdir, LogConfig(segment_bytes=1 << 20)) as log:
+        for i in range(5):
+            b = RecordBatchBuilder(0)
+            b.append(1_700_000_000_000 + i, b"k", b"v" * 100)
+            log.append(b.build())
+    seg = pdir / "00000000000000000000.log"
+    before = seg.read_bytes()
+    with FaultFS(tmp_path, random.Random(6)) as fs:
+        fs.arm("eio", 1)  # the first fsync of the unclean open's recovery fails
+        with pytest.raises(OSError):
+            Log.open(pdir, LogConfig(segment_bytes=1 << 20), recovery_point=0, had_clean_shutdown=False)
+        fs.disarm()
+    assert seg.read_bytes() == before
+    with Log.open(pdir, LogConfig(segment_bytes=1 << 20), recovery_point=0, had_clean_shutdown=False) as log:
+        assert log.log_end_offset == 5

@@ -445,7 +445,7 @@ class Log:
                 log.info("recovering unflushed segment %d of %s", segment.base_offset, self.dir)
                 try:
                     truncated = self._recover_segment(segment, log_start_checkpoint)
-                except InvalidOffsetError as e:  # only this, as Kafka: an I/O error must not empty a segment of acknowledged data
+                except InvalidOffsetError as e:  # Kafka also empties it on an IOException; we raise instead (SPEC R-RCV-06)
                     log.warning("found invalid offset during recovery of %s (%s): emptying the segment", segment.log_path, e)
                     truncated = segment.truncate_to(segment.base_offset)
                 if truncated > 0:
