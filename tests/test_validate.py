@@ -389,3 +389,50 @@ def test_corrupt_inner_message_of_a_v1_gzip_wrapper(tmp_path: Path) -> None:
     report = verify(log)
     first_abs = offset - rels[-1] + rels[0]
     assert [(f.code, f.position, f.offset) for f in report.errors] == [("inner-crc", 0, first_abs)]
+
+
+# ------------------------------------------------------------------------ reading in chunks
+@pytest.mark.parametrize("chunk", [100, 5000])
+def test_findings_do_not_depend_on_the_read_chunk(g0: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify reads a .log in chunks of whole batches (SCAN_CHUNK); with chunks smaller than one
+    batch or holding a few, every corruption is still found at its own position, and nothing else."""
+    import kafkalog.validate as v
+
+    expected = [corrupt(g0) for corrupt in CORRUPTIONS]
+    whole = verify(g0)
+    monkeypatch.setattr(v, "SCAN_CHUNK", chunk)
+    report = verify(g0)
+    for code, file, position, offset in expected:
+        assert [(f.position, f.offset) for f in _find(report, code, file)] == [(position, offset)], (code, _errors(report))
+    assert [str(f) for f in report.findings] == [str(f) for f in whole.findings]
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in (GOLDEN / "corpus" / "bad").iterdir() if p.is_dir()))
+def test_bad_corpus_findings_do_not_depend_on_the_read_chunk(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafkalog.validate as v
+
+    d = GOLDEN / "corpus" / "bad" / case
+    whole = [str(f) for f in verify(d).findings]
+    monkeypatch.setattr(v, "SCAN_CHUNK", 64)
+    assert [str(f) for f in verify(d).findings] == whole
+
+
+@pytest.mark.rule("R-LIVE-06")
+def test_a_segment_truncated_while_verify_reads_it(g0: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker truncating a segment under verify (a follower's truncation) shortens its read:
+    the bytes that are gone are a torn tail, never a crash (a memory-mapped read dies of SIGBUS)."""
+    import kafkalog.validate as v
+
+    log = g0 / "00000000000000000234.log"
+    second = _batches(log)[1]["position"]
+    cut = second + 30
+    real_pread = os.pread
+
+    def truncating_pread(fd: int, n: int, offset: int) -> bytes:
+        if os.fstat(fd).st_size > cut and os.path.samestat(os.fstat(fd), os.stat(log)):
+            os.truncate(log, cut)
+        return real_pread(fd, n, offset)
+
+    monkeypatch.setattr(v.os, "pread", truncating_pread)
+    report = verify(log)
+    assert [(f.severity, f.code, f.position) for f in report.findings] == [("warning", "truncated-batch", second)]

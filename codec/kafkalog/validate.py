@@ -16,7 +16,6 @@ and v0/v1 batches are decoded into objects.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -291,6 +290,22 @@ class _Scan:
     max_ts: np.ndarray  # largest record timestamp per batch (DumpLogSegments' "log timestamp")
     aborts: list[_Abort]
 
+    def shifted(self, origin: int) -> _Scan:
+        """This scan of a chunk with positions counted from the file's start (chunk at ``origin``)."""
+        aborts = [_Abort(a.producer_id, a.offset, a.position + origin, a.first_offset) for a in self.aborts]
+        return _Scan(self.path, self.size, self.positions + origin, self.base_offsets, self.last_offsets, self.max_ts, aborts)
+
+    @classmethod
+    def joined(cls, path: str, size: int, scans: list[_Scan]) -> _Scan:
+        """One scan of the file from the scans of its chunks, in file order."""
+        if len(scans) == 1:
+            one = scans[0]
+            return cls(path, size, one.positions, one.base_offsets, one.last_offsets, one.max_ts, one.aborts)
+        return cls(
+            path, size, *(np.concatenate([getattr(sc, f) for sc in scans]) for f in ("positions", "base_offsets", "last_offsets", "max_ts")),
+            [a for sc in scans for a in sc.aborts],
+        )
+
     @property
     def last_offset(self) -> int | None:
         return int(self.last_offsets[-1]) if len(self.last_offsets) else None
@@ -307,31 +322,75 @@ class _Sink:
             self.report.add(severity, code, file, position, offset, message)
 
 
-def _open_buffer(path: str) -> tuple[mmap.mmap | bytes, int]:
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return b"", 0
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), size
+#: bytes of whole batches read and checked at a time (a larger batch is read alone)
+SCAN_CHUNK = 32 << 20
 
 
 def _scan_log(path: str, sink: _Sink, open_txns: dict[int, int], *, is_last: bool, segment_base: int | None) -> _Scan:
     """Check every batch of a ``.log`` (or KRaft snapshot) and collect what the index checks need.
 
     ``open_txns`` maps producer id -> first offset of its open transaction; it is carried from
-    segment to segment and updated here. ``segment_base`` is None for files without a base offset."""
-    mm, size = _open_buffer(path)
-    try:
-        return _scan_buffer(path, mm, size, sink, open_txns, is_last=is_last, segment_base=segment_base)
-    finally:
-        if isinstance(mm, mmap.mmap):
-            with contextlib.suppress(BufferError):
-                mm.close()
+    segment to segment and updated here. ``segment_base`` is None for files without a base offset.
+    The file is read in chunks of whole batches, never memory-mapped: a broker may truncate a
+    segment while it is read (a follower's truncation, recovery), and a mapped page past the new
+    end would kill the process with SIGBUS (SPEC R-LIVE-06); memory stays bounded by a chunk."""
+    scans: list[_Scan] = []
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        origin = 0
+        while True:
+            chunk = os.pread(fd, min(SCAN_CHUNK, size - origin), origin)
+            final = origin + len(chunk) >= size or len(chunk) < min(SCAN_CHUNK, size - origin)  # the end, or the file shrank
+            cut = len(chunk)
+            if not final:
+                buf = np.frombuffer(chunk, np.uint8)
+                n, cut, status = _frame(buf, len(chunk), np.zeros(0, np.int64), False)
+                if status == 2:
+                    final = True  # unframeable from here on: the rest is one finding
+                    cut = len(chunk)
+                elif n == 0:  # one batch longer than a chunk: read it alone
+                    chunk = os.pread(fd, 12 + _be32(buf, 8), origin)
+                    final = origin + len(chunk) >= size
+                    cut = len(chunk)
+            piece = _scan_buffer(
+                path, chunk[:cut] if cut < len(chunk) else chunk, cut, _Shifted(sink, origin), open_txns,
+                is_last=is_last and final, segment_base=segment_base, first=origin == 0, remaining=size - origin,
+            )
+            _check_boundary(scans, piece, origin, sink, path)
+            scans.append(piece.shifted(origin))
+            origin += cut
+            if final or cut == 0:
+                break
+    return _Scan.joined(path, size, scans)
+
+
+class _Shifted(_Sink):
+    """A sink for a chunk starting at byte ``origin`` of its file: positions made file-absolute."""
+
+    def __init__(self, sink: _Sink, origin: int) -> None:
+        super().__init__(sink.report)
+        self.origin = origin
+
+    def __call__(self, severity: str, code: str, file: str, position: int | None, offset: int | None, message: str) -> None:
+        super().__call__(severity, code, file, None if position is None else int(position) + self.origin, offset, message)
+
+
+def _check_boundary(scans: list[_Scan], piece: _Scan, origin: int, sink: _Sink, path: str) -> None:
+    """Offsets must increase across the cut between two chunks too."""
+    prev = next((s for s in reversed(scans) if len(s.last_offsets)), None)
+    if prev is not None and len(piece.base_offsets) and piece.base_offsets[0] <= prev.last_offsets[-1]:
+        sink(ERROR, "offsets-not-increasing", path, origin + int(piece.positions[0]), int(piece.base_offsets[0]),
+             f"batch base offset {piece.base_offsets[0]} is not greater than the previous batch's last offset {prev.last_offsets[-1]}")
 
 
 def _scan_buffer(
-    path: str, mm: mmap.mmap | bytes, size: int, sink: _Sink, open_txns: dict[int, int], *, is_last: bool, segment_base: int | None,
+    path: str, mm: bytes, size: int, sink: _Sink, open_txns: dict[int, int], *, is_last: bool, segment_base: int | None,
+    first: bool = True, remaining: int | None = None,
 ) -> _Scan:
+    """Check the batches of one chunk (``first``: it starts the file; ``remaining``: file bytes
+    from the chunk's start, for messages about an unframeable tail); positions are chunk-relative."""
+    remaining = size if remaining is None else remaining
     buf = np.frombuffer(mm, dtype=np.uint8) if size else np.zeros(0, np.uint8)
     n, stop, status = _frame(buf, size, np.zeros(0, np.int64), False)
     positions = np.empty(n, np.int64)
@@ -339,10 +398,10 @@ def _scan_buffer(
     if status == 1:
         sev = WARNING if is_last else ERROR
         note = "normal at the end of an active segment after an unclean shutdown; recovery truncates it" if is_last else "in a segment that is not the last"
-        sink(sev, "truncated-batch", path, stop, None, f"{size - stop} bytes at the end do not form a whole batch ({note})")
+        sink(sev, "truncated-batch", path, stop, None, f"{remaining - stop} bytes at the end do not form a whole batch ({note})")
     elif status == 2:
         sink(ERROR, "batch-size", path, stop, None,
-             f"batch size {_be32(buf, stop + 8)} is smaller than the minimum {_MIN_ENTRY_SIZE}; the {size - stop} bytes from here on cannot be framed")
+             f"batch size {_be32(buf, stop + 8)} is smaller than the minimum {_MIN_ENTRY_SIZE}; the {remaining - stop} bytes from here on cannot be framed")
     ends = np.empty(n, np.int64)
     if n:
         ends[:-1] = positions[1:]
@@ -367,7 +426,7 @@ def _scan_buffer(
     counts = hdr["recordsCount"].astype(np.int64)
     batch_len = hdr["batchLength"].astype(np.int64)
 
-    mv = memoryview(mm) if size else memoryview(b"")
+    mv = memoryview(mm)
     try:
         # CRC-32C over each whole v2 batch, in C
         crcs = hdr["crc"].tolist()
@@ -458,10 +517,10 @@ def _scan_buffer(
             sink(ERROR, "offsets-not-increasing", path, positions[i], base[i],
                  f"batch base offset {base[i]} is not greater than the previous batch's last offset {lo[j]}")
     if segment_base is not None and len(ok):
-        first = ok[0]
-        if base[first] < segment_base:
-            sink(ERROR, "segment-base-offset", path, positions[first], base[first],
-                 f"first batch's base offset {base[first]} is below the segment's base offset {segment_base}")
+        head = ok[0]
+        if first and base[head] < segment_base:
+            sink(ERROR, "segment-base-offset", path, positions[head], base[head],
+                 f"first batch's base offset {base[head]} is below the segment's base offset {segment_base}")
         over = ok[last[ok] - segment_base > _INT32_MAX]
         for i in over[:1].tolist():
             sink(ERROR, "offset-overflow", path, positions[i], last[i], f"offset {last[i]} cannot be stored relative to the base offset {segment_base}")
