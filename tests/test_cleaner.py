@@ -488,6 +488,33 @@ def test_cli_compact_matches_kafka_and_checkpoints(tmp_path: Path, capsys: pytes
     assert code == 0 and "not cleaned" in out and "[126, 126)" in out
 
 
+@pytest.mark.rule("R-CMP-15")
+def test_cli_compact_then_retention_as_the_cleaner_thread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """LogCleaner runs deleteOldSegments on each compacted log after a pass: with compact,delete and
+    retention.ms=0 every segment goes (an empty one rolled at the log end first); with the policy
+    left unnamed it is compact alone, retention.ms is ignored and the result is Kafka's compacted-0."""
+    from kafkalog import LogReader
+
+    p = _params(GOLDEN_LOGDIR, 0)
+    opts = ["--now-ms", str(p["clockMs"]), "--min-cleanable-dirty-ratio", "0.01", "--segment-bytes", "4096", "--segment-index-bytes", "4096",
+            "--index-interval-bytes", "256", "--file-delete-delay-ms", "0", "--dedupe-buffer-size", str(p["offsetMap"]["memoryBytes"]),
+            "--config", "retention.ms=0"]
+    d = _copy_input(GOLDEN_LOGDIR, 0, tmp_path / "a")
+    leo = int(sorted(d.glob("*.log"))[-1].stem)  # the active segment's base, unless it holds batches
+    for f in d.glob("*.log"):
+        with LogReader(f) as r:
+            leo = max([leo, *(b.last_offset + 1 for b in r.batches())])
+    code, out, _err = _cli("compact", str(d), "--json", *opts, "--config", "cleanup.policy=compact,delete", capsys=capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["cleaned"]
+    assert doc["retention"]["logStartOffset"] == leo
+    assert [f.name for f in sorted(d.glob("*.log"))] == [f"{leo:020d}.log"] and (d / f"{leo:020d}.log").stat().st_size == 0
+    d = _copy_input(GOLDEN_LOGDIR, 0, tmp_path / "b")
+    code, out, _err = _cli("compact", str(d), *opts, capsys=capsys)
+    assert code == 0 and "deleted" not in out
+    _assert_same_as_kafka(d, GOLDEN_LOGDIR / "compacted-0", read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl"))
+
+
 def test_cli_compact_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _out, err = _cli("compact", str(tmp_path / "absent"), capsys=capsys)
     assert code == 3 and "no such directory" in err

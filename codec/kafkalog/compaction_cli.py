@@ -2,7 +2,9 @@
 
 Each partition is opened as a broker opens it (recovery point and log start offset from the data
 dir's checkpoints, the clock at ``--now-ms``), cleaned by :func:`kafkalog.cleaner.compact` when it
-is dirty enough, closed cleanly, and the data dir's ``cleaner-offset-checkpoint``,
+is dirty enough, then given retention as Kafka's cleaner thread does after each pass
+(``deleteOldSegments`` on every compacted log: segments below the log start offset, and with
+``cleanup.policy=compact,delete`` retention.bytes and retention.ms too), closed cleanly, and the data dir's ``cleaner-offset-checkpoint``,
 ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` are written back.
 """
 
@@ -18,6 +20,8 @@ from .cleaner import CleanerConfig, CompactResult, compact
 from .errors import KafkaLogError
 from .log import Log, checkpoint_log_dir
 from .maintenance import _CONFIG_HELP, EXIT_BAD_DATA, EXIT_OK, EXIT_USAGE, PartitionDir, _config, _partitions
+from .maintenance import _describe as _describe_retention
+from .retention import RetentionResult, delete_old_segments
 
 __all__ = ["register"]
 
@@ -51,12 +55,18 @@ def _describe(p: PartitionDir, r: CompactResult, min_ratio: float, dry_run: bool
     return f"{head}: cleaned {len(c.groups)} group(s): {groups}; next dirty offset {c.end_offset}"
 
 
+def _retention_did_something(r: RetentionResult) -> bool:
+    return bool(r.deleted_segments) or r.log_start_offset != r.log_start_offset_before
+
+
 def _cmd_compact(args: argparse.Namespace) -> int:
     base = _config(args, "compact")
     if base is None:
         return EXIT_USAGE
     overrides = {field: getattr(args, opt) for opt, field in _OVERRIDES.items() if getattr(args, opt) is not None}
-    if "compact" not in base.cleanup_policy:
+    if not any(item.partition("=")[0].strip() == "cleanup.policy" for item in args.config or []):
+        overrides["cleanup_policy"] = ("compact",)  # not Kafka's topic default (delete): retention only when asked for
+    elif "compact" not in base.cleanup_policy:
         overrides["cleanup_policy"] = (*base.cleanup_policy, "compact")
     try:
         config = dataclasses.replace(base, **overrides)
@@ -78,6 +88,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
             lg = Log.open(p.path, config, log_start_offset=p.log_start_offset or 0, recovery_point=p.recovery_point, clock=lambda: now)
             try:
                 result = compact(lg, now, cleaner_config=cleaner_config, force=args.force, dry_run=args.dry_run)
+                retention = delete_old_segments(lg, now, dry_run=args.dry_run)  # LogCleaner: deletableLogs after the pass
             finally:
                 lg.close()
             by_data_dir.setdefault(p.data_dir, []).append(lg)
@@ -85,7 +96,12 @@ def _cmd_compact(args: argparse.Namespace) -> int:
             print(f"kafkalog compact: {e}", file=sys.stderr)
             status = EXIT_BAD_DATA
             continue
-        print(json.dumps({"dir": p.path, **result.to_json()}, separators=(",", ":")) if args.json else _describe(p, result, config.min_cleanable_dirty_ratio, args.dry_run))
+        if args.json:
+            print(json.dumps({"dir": p.path, **result.to_json(), "retention": retention.to_json()}, separators=(",", ":")))
+        else:
+            print(_describe(p, result, config.min_cleanable_dirty_ratio, args.dry_run))
+            if _retention_did_something(retention):
+                print(_describe_retention(p, retention))
     for data_dir, logs in by_data_dir.items():
         checkpoint_log_dir(data_dir, logs)
     return status
@@ -100,7 +116,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "min.cleanable.dirty.ratio or max.compaction.lag.ms has passed (or with --force). Cleaning keeps each key's "
         "latest record, stamps tombstones and emptied transactions' markers with a delete horizon (now + "
         "delete.retention.ms) and removes them once it has passed, drops aborted data, and swaps the cleaned segments "
-        "in through .cleaned -> .swap -> final renames. Options default to Kafka's topic defaults."))
+        "in through .cleaned -> .swap -> final renames. After the pass, as Kafka's cleaner thread, it deletes segments "
+        "below the log start offset and, with cleanup.policy=compact,delete (--config), those past retention.bytes "
+        "or retention.ms. Options default to Kafka's topic defaults."))
     c.add_argument("dirs", nargs="+", metavar="DIR")
     c.add_argument("--now-ms", type=int, metavar="MS", help="the cleaner's clock in ms since the epoch (default: now)")
     c.add_argument("--min-cleanable-dirty-ratio", type=float, metavar="R", help="min.cleanable.dirty.ratio (default 0.5)")
