@@ -28,6 +28,7 @@ from kafkalog.epoch import LeaderEpochCache
 from kafkalog.errors import (
     CrcMismatchError,
     InconsistentTopicIdError,
+    KafkaLogError,
     OffsetOutOfRangeError,
     OffsetsOutOfOrderError,
     ProducerStateError,
@@ -357,6 +358,61 @@ def test_rolls_on_full_indexes_and_segment_ms(tmp_path: Path) -> None:
     assert [n for n in names if n.endswith(".snapshot")] == [
         "00000000000000000002.snapshot", "00000000000000000004.snapshot", "00000000000000000005.snapshot", "00000000000000000006.snapshot",
     ]
+
+
+@pytest.mark.rule("R-ROLL-04")
+def test_a_roll_onto_the_empty_active_segment_replaces_it(tmp_path: Path) -> None:
+    """KAFKA-6388: with segment.index.bytes 12 the time index has one slot, reserved for the roll
+    entry, so it is "full" while the segment is still empty and the first append rolls onto the
+    active segment's own base offset. The empty segment's files become .deleted and are removed
+    after file.delete.delay.ms (LocalLog.roll, createAndDeleteSegment @1eb7644)."""
+    now = [CLOCK]
+    d = tmp_path / "t-0"
+    log = Log.open(d, LogConfig(segment_index_bytes=12, file_delete_delay_ms=1000), clock=lambda: now[0], sync=False)
+    stems = ("00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex")
+    log.append(_batch(n=2))
+    assert [s.base_offset for s in log.segments] == [0]
+    assert all((d / (n + ".deleted")).exists() and (d / n).exists() for n in stems)
+    assert (d / stems[0]).stat().st_size > 0 and (d / (stems[0] + ".deleted")).stat().st_size == 0
+    [pending] = log.pending_deletions
+    assert pending.due_ms == CLOCK + 1000 and sorted(pending.paths) == sorted(str(d / (n + ".deleted")) for n in stems)
+    log.append(_batch(n=2))  # the active segment now holds data: an ordinary roll to the log end offset
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    assert log.delete_pending_files(CLOCK + 999) == []
+    assert sorted(log.delete_pending_files(CLOCK + 1000)) == sorted(pending.paths)
+    assert not any(n.endswith(".deleted") for n in os.listdir(d))
+    assert [r.offset for b in log.read(0, 1 << 20).batches() for r in b.records()] == [0, 1]
+    log.close()
+
+
+@pytest.mark.rule("R-ROLL-04")
+def test_explicit_rolls_onto_the_same_or_a_lower_base_offset(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = Log.open(d, clock=lambda: CLOCK, sync=False)
+    log.append(_batch(n=3))
+    first = log.roll()
+    assert first.base_offset == 3 and first.size == 0
+    second = log.roll()  # nothing appended since: the empty active segment is replaced
+    assert second.base_offset == 3 and second is not first and log.active_segment is second
+    assert [s.base_offset for s in log.segments] == [0, 3]
+    assert (d / "00000000000000000003.log.deleted").exists() and (d / "00000000000000000003.log").exists()
+    # a roll beyond the log end offset leaves the log end offset where it is ...
+    assert log.roll(100).base_offset == 100 and log.log_end_offset == 3
+    # ... so a plain roll now targets the base of an existing, inactive segment: refused
+    with pytest.raises(KafkaLogError, match="with start offset 3 while it already exists"):
+        log.roll()
+    with pytest.raises(KafkaLogError, match="lower than start offset of the active segment 100"):
+        log.roll(5)
+    # and a follower append whose offsets belong below the active segment fails the same way
+    with pytest.raises(KafkaLogError, match="start offset 5 lower than start offset"):
+        log.append(_batch(5, partition_leader_epoch=0), assign_offsets=False)
+    assert [s.base_offset for s in log.segments] == [0, 3, 100]
+    # the same base offset with data in the active segment is refused too (data written to the
+    # segment without moving the log end offset, as only a bug could)
+    log.active_segment.append(100, CLOCK, 100, _batch(100))
+    with pytest.raises(KafkaLogError, match="while it already exists"):
+        log.roll(100)
+    log.close()
 
 
 @pytest.mark.rule("R-ROLL-06", "R-NAME-02")

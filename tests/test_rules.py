@@ -23,7 +23,7 @@ from kafkalog import Codec, KafkaLogError, LegacyBatchBuilder, LogReader, Record
 from kafkalog.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
 from kafkalog.compression import compress, decompress, lz4_header_checksum
 from kafkalog.files import FileKind, kind_of
-from kafkalog.log import FetchIsolation, Log, LogConfig, parse_topic_partition
+from kafkalog.log import FetchIsolation, Log, LogConfig, parse_topic_partition, topic_name_problem
 from kafkalog.records.control import ControlType, control_type_of, parse_end_txn_marker
 from kafkalog.snapshot import ProducerSnapshotEntry, read_producer_snapshot, write_producer_snapshot
 from kafkalog.txnindex import read_txn_index
@@ -66,12 +66,35 @@ def test_partition_directory_names() -> None:
 
 
 @pytest.mark.rule("R-NAME-03")
-def test_topic_names_breaking_the_rules_are_still_read(tmp_path: Path) -> None:
-    """The MUST NOT (refuse) half; kafkalog does not emit the SHOULD warning."""
+def test_topic_name_rule() -> None:
+    """Topic.java's rule: 1..249 characters of [a-zA-Z0-9._-], neither '.' nor '..'."""
+    for good in ("t", "a" * 249, "...", ".a", "__consumer_offsets", "A-Z_0.9"):
+        assert topic_name_problem(good) is None, good
+    for bad in ("", ".", "..", "a" * 250, "bad topic!", "t\u00e9", "t/x", "t\u0663"):
+        assert topic_name_problem(bad) is not None, bad
+
+
+@pytest.mark.rule("R-NAME-03")
+def test_topic_names_breaking_the_rules_are_read_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The reader warns (verify: a warning finding; Log.open: a logged warning) and still reads everything."""
     d = tmp_path / "bad topic!-0"
     shutil.copytree(LOGDIR / "legacy-0", d)
     assert parse_topic_partition(d) == ("bad topic!", 0)
-    assert verify(d).ok
+    report = verify(d)
+    assert report.ok
+    [w] = [f for f in report.warnings if f.code == "topic-name"]
+    assert w.file == str(d) and "bad topic!" in w.message
+    good = tmp_path / "legacy-0"
+    shutil.copytree(LOGDIR / "legacy-0", good)
+    assert not [f for f in verify(good).warnings if f.code == "topic-name"]
+    with caplog.at_level("WARNING", logger="kafkalog.log"), Log.open(d) as lg:
+        assert lg.topic_partition == ("bad topic!", 0)
+        assert lg.read(0, 10**6).records == (LOGDIR / "legacy-0" / "00000000000000000000.log").read_bytes()
+    assert any("bad topic!" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="kafkalog.log"), Log.open(good):
+        pass
+    assert not caplog.records
 
 
 @pytest.mark.rule("R-NAME-09", "R-NAME-10", "R-NAME-11")

@@ -26,13 +26,7 @@ PENDING_AREAS: tuple[str, ...] = ()
 
 #: Normative rules kafkalog does not implement yet, with the reason. An entry here must really be
 #: uncovered (the test below fails when a test starts claiming it, so the list only shrinks).
-KNOWN_GAPS: dict[str, str] = {
-    "R-RCV-01": "Log works on one partition directory; nothing handles a log dir's .kafka_cleanshutdown marker",
-    "R-ROLL-04": "a roll onto the base offset of the empty active segment is not implemented (an append larger than segment.bytes is refused)",
-    "R-ISO-04": "kafkalog has no read_committed consumer filter; Log.read returns the aborted list (R-ISO-03) only",
-    "R-CKPT-09": "meta.properties is read as plain Java properties; its version, node.id and cluster.id rules are not checked",
-    "R-WR-07": "the builders do not check the broker's acceptance conditions (kafkalog writes follower-style data too)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def spec_rules() -> dict[str, str]:

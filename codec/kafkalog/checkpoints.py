@@ -5,7 +5,7 @@
   ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``: ``0``, count, then
   ``topic partition offset`` lines.
 * ``partition.metadata``: ``version: 0`` and ``topic_id: <base64 UUID>``.
-* ``meta.properties``: Java properties (``key=value``).
+* ``meta.properties``: Java properties (``key=value``) with a version, node or broker id and cluster id.
 
 The ``write_*`` functions replace a file as Kafka's CheckpointFile does: a ``.tmp`` file, fsync,
 atomic rename, fsync of the directory.
@@ -16,20 +16,23 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from .errors import CorruptIndexError
+from .errors import CorruptIndexError, MetaPropertiesError
 from .files import atomic_write
 
 __all__ = [
     "EpochEntry",
+    "MetaProperties",
     "PartitionMetadata",
     "format_leader_epoch_checkpoint",
     "format_offset_checkpoint",
     "format_partition_metadata",
     "read_leader_epoch_checkpoint",
+    "read_meta_properties",
     "read_offset_checkpoint",
     "read_partition_metadata",
     "read_properties",
@@ -152,20 +155,120 @@ def read_partition_metadata(path: str | os.PathLike[str] | None = None, *, data:
     return PartitionMetadata(version, topic_id)
 
 
+def _logical_lines(text: str) -> Iterator[tuple[str, int]]:
+    """Java Properties.load's logical lines with the position of each one's first character:
+    leading whitespace dropped, comments and blank lines skipped, a line ending in an odd number
+    of backslashes continued on the next (whose leading whitespace is dropped)."""
+    lines = [(m.group(1), m.start()) for m in re.finditer(r"([^\r\n]*)(?:\r\n|\r|\n)", text + "\n")]
+    i = 0
+    while i < len(lines):
+        raw, start = lines[i]
+        line = raw.lstrip(" \t\f")
+        start += len(raw) - len(line)
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while (len(line) - len(line.rstrip("\\"))) % 2 == 1 and i < len(lines):
+            line = line[:-1] + lines[i][0].lstrip(" \t\f")
+            i += 1
+        yield line, start
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(s: str) -> str:
+    out = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            n = s[i + 1]
+            if n == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[i + 2 : i + 6]):
+                out.append(chr(int(s[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+            continue
+        if c != "\\":
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _properties(text: str) -> dict[str, tuple[str, int]]:
+    """key -> (value, byte position of its line) as Java's Properties.load reads them: the key ends at
+    the first unescaped ``=``, ``:`` or whitespace; later keys replace earlier ones."""
+    out: dict[str, tuple[str, int]] = {}
+    for line, start in _logical_lines(text):
+        m = re.match(r"((?:\\.|[^\\=: \t\f])*)[ \t\f]*[=:]?[ \t\f]*", line)
+        assert m is not None  # the pattern matches the empty string
+        out[_unescape(m.group(1))] = (_unescape(line[m.end() :]), len(text[:start].encode("utf-8")))
+    return out
+
+
 def read_properties(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> dict[str, str]:
     """A Java properties file such as ``meta.properties`` (comments and blank lines skipped)."""
     text, _name = _text(path, data)
-    out = {}
-    for line in text.splitlines():
-        s = line.strip()
-        if not s or s[0] in "#!":
-            continue
-        sep = min((i for i in (s.find("="), s.find(":")) if i >= 0), default=-1)
-        if sep < 0:
-            out[s] = ""
-        else:
-            out[s[:sep].strip()] = s[sep + 1 :].strip()
-    return out
+    return {k: v for k, (v, _pos) in _properties(text).items()}
+
+
+@dataclass(frozen=True)
+class MetaProperties:
+    """What ``meta.properties`` says about its log dir (SPEC §5.6): ``version`` 0 (ZooKeeper mode,
+    every field optional, the id read from ``broker.id``) or 1 (KRaft, ``node.id`` and ``cluster.id`` set)."""
+
+    version: int
+    cluster_id: str | None
+    node_id: int | None
+    directory_id: str | None
+
+
+def _java_int(value: str) -> int | None:
+    """``value`` as Java's Integer.parseInt reads it (optional sign, ASCII digits, int32), else None."""
+    if not re.fullmatch(r"[+-]?[0-9]+", value) or not -(2**31) <= int(value) < 2**31:
+        return None
+    return int(value)
+
+
+def read_meta_properties(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> MetaProperties:
+    """Parse and check ``meta.properties`` as MetaProperties.Builder does (R-CKPT-09): a missing
+    ``version`` is 0, versions other than 0 and 1 are refused, v1 needs ``node.id`` and ``cluster.id``;
+    ids must be decimal int32 and ``directory.id`` a base64 UUID. Raises MetaPropertiesError."""
+    text, name = _text(path, data)
+    props = _properties(text)
+
+    def fail(message: str, key: str | None = None) -> MetaPropertiesError:
+        return MetaPropertiesError(message, file=name, position=props[key][1] if key in props else 0)
+
+    raw_version = props.get("version", ("0", 0))[0]
+    version = _java_int(raw_version.strip())
+    if version is None:
+        raise fail(f"invalid meta.properties version {raw_version!r}", "version")
+    if version not in (0, 1):
+        raise fail(f"unknown meta.properties version {version} (only 0 and 1 exist)", "version")
+    id_key = "broker.id" if version == 0 else "node.id"
+    node_id = None
+    if id_key in props:
+        node_id = _java_int(props[id_key][0])
+        if node_id is None:
+            raise fail(f"{id_key} {props[id_key][0]!r} is not a base-10 int32", id_key)
+    elif version == 1:
+        raise fail("a version 1 meta.properties has no node.id")
+    cluster_id = props["cluster.id"][0] if "cluster.id" in props else None
+    if version == 1 and cluster_id is None:
+        raise fail("a version 1 meta.properties has no cluster.id")
+    directory_id = None
+    if "directory.id" in props:
+        directory_id = props["directory.id"][0]
+        try:
+            raw = base64.urlsafe_b64decode(directory_id + "=" * (-len(directory_id) % 4))
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(directory_id) > 24 or len(raw) != 16:
+            raise fail(f"directory.id {directory_id!r} is not a base64 UUID", "directory.id")
+    return MetaProperties(version, cluster_id, node_id, directory_id)
 
 
 # ------------------------------------------------------------------------------------ writers

@@ -125,3 +125,14 @@ class ProducerStateError(KafkaLogError):
 
 class InconsistentTopicIdError(KafkaLogError):
     """A topic id that differs from the one in ``partition.metadata`` (Kafka: InconsistentTopicIdException)."""
+
+
+class MetaPropertiesError(CorruptIndexError):
+    """A ``meta.properties`` whose version is unknown or that lacks a field its version requires
+    (Kafka: the RuntimeException of MetaProperties.Builder)."""
+
+
+class BrokerRejectedBatchError(InvalidRecordError):
+    """A batch a broker refuses from a producer: bad count or offset range, a control batch, a
+    producer id without a sequence, or a magic unlike the first batch's (Kafka: InvalidRecordException
+    from LogValidator.validateBatch; R-WR-07)."""

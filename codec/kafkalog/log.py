@@ -69,7 +69,7 @@ from .producer_state import (
 )
 from .records.record import Record, TimestampType
 from .records.stream import Batch, LogReader
-from .records.v2 import CRC_OFFSET, CRC_START, RecordBatch, RecordBatchBuilder
+from .records.v2 import CRC_OFFSET, CRC_START, RecordBatch, RecordBatchBuilder, validate_batch
 from .segment import FetchData, LogOffsetMetadata, RollParams, Segment, TimestampAndOffset
 from .txnindex import AbortedTxn
 
@@ -88,6 +88,7 @@ __all__ = [
     "checkpoint_log_dir",
     "parse_topic_partition",
     "rebuild_producer_state",
+    "topic_name_problem",
 ]
 
 log = logging.getLogger(__name__)
@@ -284,6 +285,26 @@ def parse_topic_partition(directory: str | os.PathLike[str]) -> tuple[str, int] 
     return topic, int(part)
 
 
+#: The longest topic name Kafka accepts (Topic.java MAX_NAME_LENGTH).
+TOPIC_MAX_LENGTH = 249
+
+
+def topic_name_problem(topic: str) -> str | None:
+    """Why ``topic`` breaks Kafka's topic-name rule (R-NAME-03: 1..249 of ``[a-zA-Z0-9._-]``, not
+    ``.`` or ``..``), or None; readers warn about such a directory and read it anyway."""
+    if not topic:
+        problem = "the empty string is not a valid topic name"
+    elif topic in (".", ".."):
+        problem = f"{topic!r} is not a valid topic name"
+    elif len(topic.encode("utf-16-le")) // 2 > TOPIC_MAX_LENGTH:  # Java counts UTF-16 units
+        problem = f"topic name is longer than {TOPIC_MAX_LENGTH} characters"
+    elif not all(c.isascii() and (c.isalnum() or c in "._-") for c in topic):
+        problem = f"topic name {topic!r} has characters other than ASCII letters, digits, '.', '_' and '-'"
+    else:
+        return None
+    return problem + " (Topic.java); read anyway"
+
+
 # ---------------------------------------------------------------------------- v2 header writes
 def _set_header(data: bytearray, *, base_offset: int | None = None, leader_epoch: int | None = None) -> None:
     if base_offset is not None:
@@ -387,6 +408,9 @@ class Log:
         config = config or LogConfig()
         tid = None if topic_id is None else topic_id_string(topic_id)
         self = cls(directory, config, clock=clock or _now_ms, sync=sync, topic_id=tid)
+        tp = parse_topic_partition(directory)
+        if tp is not None and (problem := topic_name_problem(tp[0])) is not None:
+            log.warning("%s: %s", directory, problem)  # R-NAME-03: warn, and read it anyway
         self._init_partition_metadata(tid)
         self._load(log_start_offset, recovery_point, had_clean_shutdown)
         return self
@@ -792,23 +816,7 @@ class Log:
 
     # -- LogValidator ----------------------------------------------------------------------------
     def _validate_batch(self, first: Batch, batch: Batch, origin: AppendOrigin) -> None:
-        if first.magic != batch.magic:
-            raise InvalidRecordError(f"batch magic {batch.magic} is not the same as the first batch's magic {first.magic}", file=self.dir, position=batch.position)
-        if origin is AppendOrigin.CLIENT and isinstance(batch, RecordBatch):
-            from_offsets = batch.last_offset - batch.base_offset + 1
-            if from_offsets <= 0:
-                raise InvalidRecordError(f"batch has an invalid offset range: [{batch.base_offset}, {batch.last_offset}]", file=self.dir, position=batch.position)
-            if batch.count <= 0:
-                raise InvalidRecordError(f"invalid reported count for record batch: {batch.count}", file=self.dir, position=batch.position)
-            if from_offsets != batch.count:
-                raise InvalidRecordError(
-                    f"inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] and count of records {batch.count}",
-                    file=self.dir, position=batch.position,
-                )
-            if batch.is_control:
-                raise InvalidRecordError("clients are not allowed to write control records", file=self.dir, position=batch.position)
-            if batch.producer_id >= 0 and batch.base_sequence < 0:
-                raise InvalidRecordError(f"invalid sequence number {batch.base_sequence} in record batch with producerId {batch.producer_id}", file=self.dir, position=batch.position)
+        validate_batch(first, batch, from_client=origin is AppendOrigin.CLIENT, file=self.dir)
 
     def _validate_record(self, batch: Batch, record: Record, now: int) -> None:
         if self.config.compact and record.key is None:
@@ -953,9 +961,13 @@ class Log:
         active = self.active_segment
         if new_offset in self._s.segments:
             if active.base_offset == new_offset and active.size == 0:
-                log.warning("rolling a new segment at %d while an empty one exists there: replacing it", new_offset)
+                # R-ROLL-04 (KAFKA-6388: an index with no slots): the empty segment's files become
+                # .deleted and go after file.delete.delay.ms, as LocalLog.createAndDeleteSegment does
+                log.warning("rolling a new segment at %d while an empty active one exists there: replacing it", new_offset)
+                from .retention import schedule_segment_deletion
+
                 self._remove_segment(new_offset)
-                active.delete()
+                schedule_segment_deletion(self, active)
             else:
                 raise KafkaLogError(f"trying to roll a new log segment with start offset {new_offset} while it already exists", file=self.dir, offset=new_offset)
         elif new_offset < active.base_offset:

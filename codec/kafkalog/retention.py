@@ -34,6 +34,7 @@ from .index import TimeIndex
 
 if TYPE_CHECKING:
     from .log import Log, LogConfig
+    from .segment import Segment
 
 __all__ = [
     "DELETED_SUFFIX",
@@ -46,6 +47,7 @@ __all__ = [
     "delete_pending_files",
     "maybe_increment_log_start_offset",
     "plan_retention",
+    "schedule_segment_deletion",
     "segment_infos",
     "segment_infos_of_dir",
 ]
@@ -275,6 +277,18 @@ def _rename_to_deleted(paths: Iterable[str]) -> list[str]:
             os.replace(p, p + DELETED_SUFFIX)
             out.append(p + DELETED_SUFFIX)
     return out
+
+
+def schedule_segment_deletion(log: Log, segment: Segment, now_ms: int | None = None) -> list[str]:
+    """Close ``segment``'s files, rename them ``.deleted`` and schedule their removal after
+    file.delete.delay.ms (LocalLog.deleteSegmentFiles with asyncDelete); returns the new paths.
+    The caller has already taken the segment out of the log."""
+    segment.close_handlers()
+    paths = _rename_to_deleted(os.path.join(log.dir, segment_file_name(segment.base_offset, s)) for s in _SEGMENT_SUFFIXES)
+    if paths:
+        now = log.clock() if now_ms is None else now_ms
+        log.pending_deletions.append(PendingDeletion(now + log.config.file_delete_delay_ms, tuple(paths)))
+    return paths
 
 
 def delete_old_segments(log: Log, now_ms: int | None = None, *, config: LogConfig | None = None, dry_run: bool = False) -> RetentionResult:

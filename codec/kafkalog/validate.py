@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from .checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint, read_partition_metadata, read_properties
+from .checkpoints import (
+    read_leader_epoch_checkpoint,
+    read_meta_properties,
+    read_offset_checkpoint,
+    read_partition_metadata,
+)
 from .columnar import (
     _E_FIELD,
     _E_HEADERS,
@@ -38,6 +43,7 @@ from .columnar import (
 from .errors import CorruptIndexError, KafkaLogError
 from .files import FileKind, kind_of, walk
 from .index import OffsetIndex, TimeIndex, base_offset_of
+from .log import parse_topic_partition, topic_name_problem
 from .primitives import crc32c
 from .records.control import ControlType, control_type_of
 from .records.legacy import LegacyBatch
@@ -756,7 +762,7 @@ def _check_text(path: str, name: str, sink: _Sink) -> None:
         elif name == "partition.metadata":
             read_partition_metadata(path)
         elif name == "meta.properties":
-            read_properties(path)
+            read_meta_properties(path)
         else:
             read_offset_checkpoint(path)
     except KafkaLogError as err:
@@ -839,6 +845,9 @@ class _Dir:
 
     def run(self) -> None:
         sink = _Sink(self.report)
+        tp = parse_topic_partition(self.dir) if self.logs else None
+        if tp is not None and (problem := topic_name_problem(tp[0])) is not None:
+            self.report.add(WARNING, "topic-name", self.dir, None, None, problem)  # R-NAME-03
         for base in sorted(self.logs):
             if self.logs[base] in self.targets:
                 self._scan(base)

@@ -27,6 +27,8 @@ import fsspec
 from fsspec.core import url_to_fs
 from fsspec.spec import AbstractFileSystem
 
+from kafkalog.log import topic_name_problem
+
 from .errors import LayoutError
 
 __all__ = ["FileSystemRef", "Replica", "SegmentFiles", "discover", "filesystem_for", "parse_partition_dir"]
@@ -35,7 +37,8 @@ log = logging.getLogger(__name__)
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(?:-([A-Za-z0-9_-]{22}))?\.(log|index|timeindex|txnindex|snapshot)$")
 _SKIPPED_DIR = re.compile(r"-(delete|future|stray)$")
-_BROKER_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
+#: any topic part is read (R-NAME-03: a topic name Kafka would refuse is warned about, not skipped)
+_BROKER_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
 _TIERED_DIRS = (
     re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)-(?P<id>[A-Za-z0-9_-]{22})$"),
     re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<id>[A-Za-z0-9_-]{22})-(?P<partition>\d+)$"),
@@ -124,6 +127,8 @@ def _replica(dir_path: str, entries: list[dict]) -> Replica | None:
         log.info("kafkalog source: skipping %s: %r is not a <topic>-<partition> directory name", dir_path, name)
         return None
     topic, partition, topic_id = parsed
+    if (problem := topic_name_problem(topic)) is not None:
+        log.warning("kafkalog source: %s: %s", dir_path, problem)
     segments = []
     for (base, seg_id), files in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         if "log" not in files:

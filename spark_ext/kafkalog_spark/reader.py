@@ -16,6 +16,7 @@ import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.errors import KafkaLogError
+from kafkalog.isolation import ReadCommittedFilter
 from kafkalog.records.stream import Batch, LogReader
 from kafkalog.records.v2 import RecordBatch
 
@@ -51,18 +52,6 @@ def _display(sl: SegmentSlice) -> str:
     return sl.log if sl.fs.protocol in ("file", "local") else f"{sl.fs.protocol}://{sl.log.lstrip('/')}"
 
 
-def _aborted_lookup(sl: SegmentSlice) -> dict[int, list[tuple[int, int]]]:
-    out: dict[int, list[tuple[int, int]]] = {}
-    for pid, first, last in sl.aborted:
-        out.setdefault(pid, []).append((first, last))
-    return out
-
-
-def _is_aborted(batch: RecordBatch, aborted: dict[int, list[tuple[int, int]]]) -> bool:
-    ranges = aborted.get(batch.producer_id)
-    return ranges is not None and any(first <= batch.base_offset <= last for first, last in ranges)
-
-
 def _open_segment(fs: AbstractFileSystem, path: str) -> BinaryIO:
     """Open a planned segment; if retention or the cleaner removed it since planning, read it
     under the ``.deleted`` name it keeps for file.delete.delay.ms (Kafka delays deletion so that
@@ -88,7 +77,8 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     except FileNotFoundError:
         report_data_loss(f"segment of {sl.topic}-{sl.partition} (offsets from {sl.lo}) was deleted after planning", name, settings.fail_on_data_loss)
         return
-    aborted = _aborted_lookup(sl) if settings.read_committed else {}
+    # the consumer's read_committed algorithm (R-ISO-04), fed every batch of the slice in order
+    committed = ReadCommittedFilter((pid, first) for pid, first, _last in sl.aborted) if settings.read_committed and sl.aborted else None
     rf = settings.row_filter
     pending: list[Batch] = []
     rows = held = 0
@@ -140,7 +130,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
                 skip_rest(e)
                 break
             if isinstance(batch, RecordBatch):
-                if batch.is_control or (aborted and batch.is_transactional and _is_aborted(batch, aborted)):
+                if (committed is not None and committed.skips(batch)) or batch.is_control:
                     continue
                 rows += batch.count
             else:

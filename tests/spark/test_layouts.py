@@ -146,7 +146,20 @@ def test_discovery_skips_deleted_future_and_cleaner_files(layouts) -> None:  # n
         ("orders-3.0123456789abcdef0123456789abcdef-delete", False, None),
         ("orders-3.0123456789abcdef0123456789abcdef-stray", False, None),
         ("orders", False, None),
+        ("bad topic!-7", False, ("bad topic!", 7, None)),  # R-NAME-03: read, with a warning
+        ("orders-\u0663", False, None),  # R-NAME-02: ASCII digits only
     ],
 )
 def test_partition_dir_names(name: str, tiered: bool, parsed: tuple | None) -> None:
     assert parse_partition_dir(name, tiered) == parsed
+
+
+@pytest.mark.rule("R-NAME-03")
+def test_a_topic_name_kafka_refuses_is_read_with_a_warning(dump, tmp_path, caplog) -> None:  # noqa: ANN001 - fixtures
+    d = tmp_path / "bad topic!-0"
+    shutil.copytree(LOGDIR / "legacy-0", d)
+    with caplog.at_level("WARNING", logger="kafkalog_spark.layout"):
+        table, _, _ = read_in_process({"path": str(d), **HEADERS})
+    want = {("bad topic!", 0, off): row for (_t, _p, off), row in _expected(dump, "legacy-0").items()}
+    assert want and rows_of(table) == want
+    assert any("bad topic!" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)

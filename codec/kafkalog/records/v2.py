@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from ..compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec, codec_of, compress, decompress
-from ..errors import CorruptRecordError, CrcMismatchError, InvalidRecordError, KafkaLogError
+from ..errors import BrokerRejectedBatchError, CorruptRecordError, CrcMismatchError, InvalidRecordError, KafkaLogError
 from ..primitives import crc32c, read_varint, read_varlong, write_varint
 from .control import ControlType, control_type_of, encode_control_key, encode_end_txn_marker
 from .record import Header, Record, TimestampType
 
-__all__ = ["HEADER_SIZE", "RecordBatch", "RecordBatchBuilder", "decode_records", "increment_sequence"]
+if TYPE_CHECKING:
+    from .legacy import LegacyBatch
+
+__all__ = ["HEADER_SIZE", "RecordBatch", "RecordBatchBuilder", "check_client_batches", "decode_records", "increment_sequence", "validate_batch"]
 
 #: struct layout of the 61-byte v2 batch header (mirrors schemas.RECORD_BATCH_V2_HEADER).
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -443,12 +447,52 @@ def _encode_record(
     out += body
 
 
+def validate_batch(
+    first: RecordBatch | LegacyBatch, batch: RecordBatch | LegacyBatch, *, from_client: bool = True, file: str | None = None
+) -> None:
+    """Refuse ``batch`` as LogValidator.validateBatch does (R-WR-07), ``first`` being the first batch of
+    the same append: every batch must have the first's magic; from a client, a magic 2 batch must also
+    hold ``lastOffsetDelta + 1`` records (a positive count), not be a control batch, and carry a
+    ``baseSequence >= 0`` when it has a producer id. Raises BrokerRejectedBatchError."""
+
+    def refuse(message: str) -> BrokerRejectedBatchError:
+        offset = batch.base_offset if isinstance(batch, RecordBatch) else batch.last_offset
+        return BrokerRejectedBatchError(message, file=file or batch.file, position=batch.position, offset=offset)
+
+    if batch.magic != first.magic:
+        raise refuse(f"batch magic {batch.magic} is not the same as the first batch's magic {first.magic}")
+    if not from_client or not isinstance(batch, RecordBatch):
+        return
+    from_offsets = batch.last_offset_delta + 1
+    if from_offsets <= 0:
+        raise refuse(f"batch has an invalid offset range: [{batch.base_offset}, {batch.last_offset}]")
+    if batch.count <= 0:
+        raise refuse(f"invalid reported count for record batch: {batch.count}")
+    if from_offsets != batch.count:
+        raise refuse(f"inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] and count of records {batch.count}")
+    if batch.is_control:
+        raise refuse("clients are not allowed to write control records")
+    if batch.producer_id > NO_PRODUCER_ID and batch.base_sequence < 0:
+        raise refuse(f"invalid sequence number {batch.base_sequence} in record batch with producerId {batch.producer_id}")
+
+
+def check_client_batches(batches: Iterable[RecordBatch | LegacyBatch], *, file: str | None = None) -> None:
+    """Check the batches of one produce request as a broker does before accepting them from a client
+    (:func:`validate_batch` against the first batch, R-WR-07); raises BrokerRejectedBatchError."""
+    first: RecordBatch | LegacyBatch | None = None
+    for batch in batches:
+        if first is None:
+            first = batch
+        validate_batch(first, batch, file=file)
+
+
 class RecordBatchBuilder:
     """Builds one magic-2 batch the way Kafka's MemoryRecordsBuilder does.
 
     The base timestamp is the first record's timestamp (or the delete horizon when one is set),
     the max timestamp the largest record timestamp (or the log-append time under LogAppendTime),
-    the CRC-32C is computed last. Uncompressed output is byte-identical to Kafka's.
+    the CRC-32C is computed last. Uncompressed output is byte-identical to Kafka's. With
+    ``for_broker=True`` :meth:`build` refuses a batch a broker would refuse from a client (R-WR-07).
     """
 
     def __init__(
@@ -466,6 +510,7 @@ class RecordBatchBuilder:
         is_control: bool = False,
         partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
         delete_horizon_ms: int | None = None,
+        for_broker: bool = False,
     ) -> None:
         if timestamp_type is TimestampType.NO_TIMESTAMP_TYPE:
             raise ValueError("magic 2 batches carry CreateTime or LogAppendTime")
@@ -483,6 +528,7 @@ class RecordBatchBuilder:
         self.is_control = is_control
         self.partition_leader_epoch = partition_leader_epoch
         self.delete_horizon_ms = delete_horizon_ms
+        self.for_broker = for_broker
         self.base_timestamp: int | None = delete_horizon_ms
         self.max_timestamp = NO_TIMESTAMP
         self._records = bytearray()
@@ -563,4 +609,7 @@ class RecordBatchBuilder:
         )
         out += payload
         struct.pack_into(">I", out, CRC_OFFSET, crc32c(memoryview(out)[CRC_START:]))
+        if self.for_broker:
+            batch = RecordBatch(bytes(out))
+            validate_batch(batch, batch)
         return bytes(out)
