@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .checkpoints import read_offset_checkpoint, write_offset_checkpoint
-from .errors import KafkaLogError
+from .errors import CleaningAbortedError, IndexOffsetOverflowError, KafkaLogError
 from .files import fsync_dir, segment_file_name
 from .log import Log, parse_topic_partition
 from .records.control import ControlType
@@ -719,14 +719,7 @@ def _clean_segments(
 ) -> GroupResult:
     """Clean a group of segments into one ``.cleaned`` segment and swap it in (Cleaner.cleanSegments)."""
     base = segments[0].base_offset
-    for suffix in _SEGMENT_SUFFIXES:
-        stale = os.path.join(lg.dir, segment_file_name(base, suffix) + CLEANED_SUFFIX)
-        if os.path.exists(stale):
-            os.unlink(stale)
-    cleaned = Segment.open(
-        lg.dir, base, index_interval_bytes=lg.config.index_interval_bytes, max_index_size=lg.config.segment_index_bytes,
-        clock=lg.clock, suffix=CLEANED_SUFFIX,
-    )
+    cleaned = new_cleaned_segment(lg, base)
     txns.cleaned_index = cleaned
     group = GroupResult([s.base_offset for s in segments], base)
     try:
@@ -741,11 +734,33 @@ def _clean_segments(
         mtime = segments[-1].last_modified
         for path in (cleaned.log_path, cleaned.index_path, cleaned.time_index_path):
             os.utime(path, ns=(mtime * 1_000_000, mtime * 1_000_000))
+    except IndexOffsetOverflowError as e:
+        cleaned.delete()
+        overflowed = next((s for s in segments if s.has_overflow()), None)
+        if overflowed is None:
+            raise
+        from .split import split_overflowed_segment  # split builds on this module's swap
+
+        split_overflowed_segment(lg, overflowed, now_ms)  # Cleaner.cleanSegments: split, then abort the pass
+        raise CleaningAbortedError(f"split segment {overflowed.base_offset}, whose offsets overflow its indexes; clean again",
+                                   file=overflowed.log_path, offset=e.offset) from e
     except BaseException:
         cleaned.delete()
         raise
-    result.renamed += _replace_segments(lg, [cleaned], segments, now_ms, on_step)
+    result.renamed += replace_segments(lg, [cleaned], segments, now_ms, on_step)
     return group
+
+
+def new_cleaned_segment(lg: Log, base_offset: int) -> Segment:
+    """LocalLog.createNewCleanedSegment: a fresh ``.cleaned`` segment (left-over files removed first)."""
+    for suffix in _SEGMENT_SUFFIXES:
+        stale = os.path.join(lg.dir, segment_file_name(base_offset, suffix) + CLEANED_SUFFIX)
+        if os.path.exists(stale):
+            os.unlink(stale)
+    return Segment.open(
+        lg.dir, base_offset, index_interval_bytes=lg.config.index_interval_bytes, max_index_size=lg.config.segment_index_bytes,
+        clock=lg.clock, suffix=CLEANED_SUFFIX,
+    )
 
 
 def _clean_into(lg: Log, source: Segment, dest: Segment, flt: _Filter, cfg: CleanerConfig, group: GroupResult) -> None:
@@ -797,7 +812,7 @@ def _rename_segment_files(seg: Segment, old: str, new: str, step: str, on_step: 
         fsync_dir(seg.dir)
 
 
-def _replace_segments(lg: Log, new: list[Segment], old: list[Segment], now_ms: int, on_step: StepHook | None) -> list[str]:
+def replace_segments(lg: Log, new: list[Segment], old: list[Segment], now_ms: int, on_step: StepHook | None) -> list[str]:
     """Swap ``new`` (``.cleaned``) in for ``old`` (LocalLog.replaceSegments + UnifiedLog.deleteProducerSnapshots).
 
     Order: every new segment ``.cleaned`` -> ``.swap`` (highest base offset first), old files
@@ -881,10 +896,14 @@ def compact(
         if not dry_run and ltc.force_update_checkpoint and tp is not None:
             _update_checkpoint(ckpt, tp, ltc.first_dirty_offset, lg.sync)
         return CompactResult(now, ltc, None, None)
-    res = clean(
-        lg, ltc.first_dirty_offset, ltc.first_uncleanable_offset, now, cleaner_config=cleaner_config,
-        active_producers=active_producers, on_step=on_step,
-    )
+    try:
+        res = clean(
+            lg, ltc.first_dirty_offset, ltc.first_uncleanable_offset, now, cleaner_config=cleaner_config,
+            active_producers=active_producers, on_step=on_step,
+        )
+    except CleaningAbortedError as e:  # the cleaner thread's next round: each split removes an overflowed segment
+        log.info("%s", e)
+        return compact(lg, now, cleaner_config=cleaner_config, force=force, active_producers=active_producers, on_step=on_step)
     written = None
     if tp is not None:
         _update_checkpoint(ckpt, tp, res.end_offset, lg.sync)

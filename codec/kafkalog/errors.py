@@ -97,6 +97,11 @@ class IndexOffsetOverflowError(KafkaLogError):
     LogSegmentOffsetOverflowException)."""
 
 
+class CleaningAbortedError(KafkaLogError):
+    """A cleaner pass stopped because it split a segment whose offsets overflow (Kafka:
+    LogCleaningAbortedException); the next pass cleans the split segments."""
+
+
 class IndexFullError(KafkaLogError):
     """An append to an offset or time index with no free slot (Kafka: IllegalArgumentException in AbstractIndex)."""
 

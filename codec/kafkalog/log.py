@@ -15,9 +15,9 @@ byte, as a replica copies them) or *leader* appends (offsets, partition leader e
 LogAppendTime, the max timestamp are set as Kafka's LogValidator sets them).
 
 Interrupted compactions (``.cleaned`` / ``.swap`` files) are finished or undone on open as
-Kafka's LogLoader does; compaction itself is in :mod:`kafkalog.cleaner`. Not yet implemented
-(separate follow-ups): splitting segments with offset overflow and transaction verification guards. Retention is in :mod:`kafkalog.retention`
-(:meth:`Log.delete_old_segments`).
+Kafka's LogLoader does; compaction itself is in :mod:`kafkalog.cleaner`, the split of a segment
+whose offsets overflow its indexes in :mod:`kafkalog.split`, retention in :mod:`kafkalog.retention`
+(:meth:`Log.delete_old_segments`). Not implemented: the broker's transaction verification guards.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .checkpoints import (
     read_offset_checkpoint,
@@ -47,6 +47,7 @@ from .errors import (
     CorruptIndexError,
     CrcMismatchError,
     InconsistentTopicIdError,
+    IndexOffsetOverflowError,
     InvalidOffsetError,
     InvalidRecordError,
     KafkaLogError,
@@ -92,6 +93,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 _LONG_MAX = 2**63 - 1
 _INT32_MAX = 2**31 - 1
@@ -444,8 +446,10 @@ class Log:
     def _load(self, log_start_checkpoint: int, recovery_point_checkpoint: int | None, had_clean_shutdown: bool) -> None:
         """LogLoader.load: clean up temporary files, load the segments, recover what needs it, rebuild the state."""
         self._complete_swaps(self._remove_temp_files())
-        self._load_segment_files(log_start_checkpoint)
-        recovery_point, next_offset = self._recover_log(log_start_checkpoint, recovery_point_checkpoint or 0, had_clean_shutdown)
+        self._retry_on_offset_overflow(lambda: self._load_segment_files(log_start_checkpoint), reload=True)
+        recovery_point, next_offset = self._retry_on_offset_overflow(
+            lambda: self._recover_log(log_start_checkpoint, recovery_point_checkpoint or 0, had_clean_shutdown)
+        )
         active = self.active_segment
         active.resize_indexes(self.config.segment_index_bytes)
         if self.leader_epoch_cache.truncate_from_end(next_offset):
@@ -459,6 +463,29 @@ class Log:
         self._next_offset_metadata = LogOffsetMetadata(next_offset, active.base_offset, active.size)
         self.high_watermark = next_offset
         self.producer_state.on_high_watermark_updated(next_offset)
+
+    def _retry_on_offset_overflow(self, action: Callable[[], _T], *, reload: bool = False) -> _T:
+        """LogLoader.retryOnOffsetOverflow: run ``action``; when recovering a segment meets an offset
+        its indexes cannot hold (data from before Kafka 0.10.2), split that segment (SPEC R-RCV-06)
+        and run ``action`` again, after forgetting the loaded segments when it loads them afresh."""
+        from .split import split_overflowed_segment  # split builds on the cleaner, which builds on this module
+
+        while True:
+            try:
+                return action()
+            except IndexOffsetOverflowError as e:
+                segment = next((s for s in self.segments if s.log_path == e.file), None)
+                if segment is None and e.file is not None and os.path.dirname(e.file) == self.dir:
+                    segment = self._new_segment(int(os.path.basename(e.file)[:20]))  # met while loading it
+                    self._add_segment(segment)
+                if segment is None or not segment.has_overflow():
+                    raise
+                log.info("%s; splitting the segment and retrying", e)
+                split_overflowed_segment(self, segment)
+                if reload:
+                    for seg in self.segments:
+                        seg.close_handlers()
+                    self._s = _State()
 
     def _recover_log(self, log_start_checkpoint: int, recovery_point_checkpoint: int, had_clean_shutdown: bool) -> tuple[int, int]:
         """LogLoader.recoverLog: after an unclean shutdown, recover every segment from the recovery point on,
