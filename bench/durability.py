@@ -11,12 +11,16 @@ from typing import Any, TypeVar
 R = TypeVar("R")
 
 
-def record(seed: int, gen: int, offset: int, *, large: int, small: int) -> tuple[bytes | None, bytes | None]:
+def record(seed: int, gen: int, offset: int, *, large: int, small: int, keys: int | None = None) -> tuple[bytes | None, bytes | None]:
     """The key and value writer generation ``gen`` appends at ``offset``: some null keys, some
     tombstones, values up to ``large`` bytes now and then and up to ``small`` otherwise, each
-    starting with ``gen/offset:`` so a misplaced record shows in a message."""
+    starting with ``gen/offset:`` so a misplaced record shows in a message. With ``keys``, for a
+    compacted topic, every record has one of that many keys, so later records supersede earlier ones."""
     h = hashlib.blake2b(b"%d/%d/%d" % (seed, gen, offset), digest_size=16).digest()
-    key = None if h[0] < 8 else b"k%d" % offset
+    if keys is not None:
+        key: bytes | None = b"k%d" % (offset % keys)
+    else:
+        key = None if h[0] < 8 else b"k%d" % offset
     if h[1] < 6:
         return key, None
     size = int.from_bytes(h[2:4], "big") % (large if h[4] < 10 else small)

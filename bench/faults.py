@@ -5,7 +5,8 @@ The file layer of ``tests/faultfs.py`` models what is durable (a file's content 
 fsync, a directory's entries at its last fsync) while a writer appends leader batches through
 :class:`kafkalog.log.Log` (every codec, idempotent producers in half of the directories, small
 segments that roll, ``flush()`` every few appends, log dir checkpoints, retention by size that
-renames segments ``.deleted`` and removes them). One fault is injected per cycle:
+renames segments ``.deleted`` and removes them, and in half of the directories a compacted topic
+whose cleaner passes swap cleaned segments in through ``.cleaned`` and ``.swap`` renames). One fault is injected per cycle:
 
 * ``power cut``: the power goes at a random write, fsync, create, rename or unlink; files revert
   to their durable content, pending directory operations survive as a prefix;
@@ -47,6 +48,7 @@ from pathlib import Path
 
 from kafkalog import RecordBatchBuilder
 from kafkalog.checkpoints import read_offset_checkpoint
+from kafkalog.cleaner import compact
 from kafkalog.compression import Codec
 from kafkalog.log import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, Log, LogConfig, checkpoint_log_dir
 from kafkalog.validate import verify
@@ -59,13 +61,15 @@ TOPIC = "faults"
 T0 = 1_700_000_000_000
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 KINDS = ("power cut", "torn write", "reordered renames", "fsync EIO", "ENOSPC")
+#: distinct keys in a compacted directory (each record supersedes the one COMPACTED_KEYS offsets before)
+COMPACTED_KEYS = 40
 #: appends per cycle when no fault fires first (the power then goes at the end)
 MAX_APPENDS = 120
 
 
-def record(seed: int, gen: int, offset: int) -> tuple[bytes | None, bytes | None]:
+def record(seed: int, gen: int, offset: int, compacted: bool = False) -> tuple[bytes | None, bytes | None]:
     """The key and value writer generation ``gen`` appends at ``offset`` (see :func:`durability.record`)."""
-    return durability.record(seed, gen, offset, large=1500, small=200)
+    return durability.record(seed, gen, offset, large=1500, small=200, keys=COMPACTED_KEYS if compacted else None)
 
 
 @dataclass
@@ -90,6 +94,7 @@ class Stats:
     rows: dict[str, Row] = field(default_factory=lambda: {k: Row() for k in KINDS})
     directories: int = 0
     reopens: int = 0
+    cleaned_groups: int = 0  # segment groups the cleaner swapped in (compacted directories)
     ops: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -114,6 +119,7 @@ class Dir:
     config: LogConfig
     idempotent: bool
     flush_every: int
+    compacted: bool = False  # cleanup.policy includes compact: the workload runs cleaner passes
     last_fault: str = "power cut"  # the fault the next reopen recovers from
     deleted_below: int = 0  # retention removed every offset below this (a cut may bring some back)
     expected: dict[int, int] = field(default_factory=dict)  # offset -> writer generation, must be present
@@ -127,12 +133,15 @@ def new_dir(tmp: str, n: int, rng: random.Random) -> Dir:
     pdir = os.path.join(root, f"{TOPIC}-0")
     os.makedirs(pdir)
     seg = rng.choice([4096, 8192, 16384])
+    policy = rng.choice([("delete",), ("delete",), ("compact",), ("compact", "delete")])
     config = LogConfig(
         segment_bytes=seg, index_interval_bytes=rng.choice([0, 512, 4096]),
         segment_index_bytes=rng.choice([4096, 10 * 1024 * 1024]), retention_bytes=seg * rng.choice([3, 6]),
-        retention_ms=-1, file_delete_delay_ms=rng.choice([0, 0, 10**12]),
+        retention_ms=-1, file_delete_delay_ms=rng.choice([0, 0, 10**12]), cleanup_policy=policy,
+        delete_retention_ms=10**12,  # tombstones stay: a missing record must have a present successor
+        min_cleanable_dirty_ratio=rng.choice([0.0, 0.5]),
     )
-    return Dir(root, pdir, config, rng.random() < 0.5, rng.choice([1, 2, 4, 8]))
+    return Dir(root, pdir, config, rng.random() < 0.5, rng.choice([1, 2, 4, 8]), compacted="compact" in policy)
 
 
 def _checkpoint(root: str, name: str) -> int:
@@ -163,15 +172,21 @@ def check(d: Dir, log: Log, seed: int, row: Row, stats: Stats, where: str) -> bo
     start = max(log.log_start_offset, d.deleted_below)
     lost = 0
     row.checked += sum(1 for o in d.expected if o >= start)
+    latest = {}  # key -> its last present offset: compaction may remove any earlier record of the key
+    if d.compacted:
+        for o in sorted(present):
+            latest[present[o][0]] = o
     for o, g in d.expected.items():
-        if o >= start and present.get(o) != record(seed, g, o):
+        if d.compacted and o not in present and latest.get(record(seed, g, o, True)[0], -1) > o:
+            continue
+        if o >= start and present.get(o) != record(seed, g, o, d.compacted):
             lost += 1
             if lost <= 3:
                 stats.problems.append(f"{where}: acknowledged offset {o} (writer {g}) is {'missing' if o not in present else 'different'}"
                                       f" (log {start}..{log.log_end_offset})")
     durable: dict[int, int] = {}
     for o, kv in present.items():
-        g = next((g for g in sorted(d.written.get(o, ()), reverse=True) if kv == record(seed, g, o)), None)
+        g = next((g for g in sorted(d.written.get(o, ()), reverse=True) if kv == record(seed, g, o, d.compacted)), None)
         if g is None:
             bad += 1
             if bad <= 3:
@@ -189,7 +204,7 @@ def check(d: Dir, log: Log, seed: int, row: Row, stats: Stats, where: str) -> bo
     return not (lost or bad or failed)
 
 
-def workload(d: Dir, log: Log, seed: int, rng: random.Random, row: Row) -> None:
+def workload(d: Dir, log: Log, seed: int, rng: random.Random, row: Row, stats: Stats) -> None:
     """Append, flush, checkpoint, roll and apply retention until a fault stops it (or MAX_APPENDS)."""
     gen = d.gen
     producer = {"producer_id": 5000 + gen, "producer_epoch": 0} if d.idempotent else {}
@@ -202,7 +217,7 @@ def workload(d: Dir, log: Log, seed: int, rng: random.Random, row: Row) -> None:
         b = RecordBatchBuilder(0, compression=Codec.from_name(rng.choice(CODECS)), **producer, **seq)
         size = 0
         for i in range(rng.randint(1, 12)):
-            key, value = record(seed, gen, first + i)
+            key, value = record(seed, gen, first + i, d.compacted)
             size += 40 + len(key or b"") + len(value or b"")
             if i and size > budget:
                 break
@@ -221,6 +236,9 @@ def workload(d: Dir, log: Log, seed: int, rng: random.Random, row: Row) -> None:
                 checkpoint_log_dir(d.root, [log])
         if rng.random() < 0.05:
             log.roll()
+        if d.compacted and rng.random() < 0.1:
+            cleaned = compact(log, force=rng.random() < 0.5).cleaned  # the cleaner's pass: .cleaned -> .swap -> final renames
+            stats.cleaned_groups += len(cleaned.groups) if cleaned is not None else 0
         if rng.random() < 0.1:
             planned = log.delete_old_segments(dry_run=True).log_start_offset  # a cut mid-way may drop any of these
             d.deleted_below = max(d.deleted_below, planned)
@@ -248,7 +266,7 @@ def cycle(d: Dir, fs: FaultFS, seed: int, rng: random.Random, stats: Stats) -> b
         phase = "check"
         healthy = check(d, log, seed, stats.rows[d.last_fault], stats, where)
         phase = "write"
-        workload(d, log, seed, rng, row)  # when no fault came, the power goes at its end
+        workload(d, log, seed, rng, row, stats)  # when no fault came, the power goes at its end
     except PowerCut:
         pass
     except Exception as e:
@@ -336,12 +354,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     stats = run(a.faults, a.seed, progress=sys.stderr.isatty())
     if a.json:
         print(json.dumps({"rows": {k: asdict(v) for k, v in stats.rows.items()}, "total": asdict(stats.total()),
-                          "directories": stats.directories, "reopens": stats.reopens, "ops": stats.ops,
+                          "directories": stats.directories, "reopens": stats.reopens, "cleaned_groups": stats.cleaned_groups, "ops": stats.ops,
                           "seconds": round(stats.seconds, 1), "problems": stats.problems, "ok": stats.ok}, indent=1))
     else:
         print(f"fault injection: {stats.total().faults} faults in {stats.directories} directories, seed {a.seed}, "
               f"{stats.seconds:.0f} s; modelled {stats.ops.get('writes', 0)} writes, {stats.ops.get('fsyncs', 0)} fsyncs, "
-              f"{stats.ops.get('dir_fsyncs', 0)} directory fsyncs, {stats.ops.get('dir_ops', 0)} creates/renames/unlinks")
+              f"{stats.ops.get('dir_fsyncs', 0)} directory fsyncs, {stats.ops.get('dir_ops', 0)} creates/renames/unlinks; "
+              f"{stats.cleaned_groups} segment groups cleaned and swapped in")
         print(table(stats))
         for line in stats.problems[:20]:
             print("problem:", line)

@@ -143,6 +143,22 @@ def test_injected_faults_lose_no_acknowledged_record(faults: ModuleType) -> None
     for kind in faults.KINDS:
         assert stats.rows[kind].faults > 0, kind
     assert sum(r.raised for r in stats.rows.values()) > 0  # EIO / ENOSPC reached the writer
+    assert stats.cleaned_groups > 0  # cleaner passes ran (and swapped segments in) under the faults too
+
+
+def test_the_fault_check_catches_a_cleaner_that_drops_a_keys_latest_record(faults: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compaction may remove a record only when a later record with its key is present: a cleaner
+    that drops records without that is reported as losing acknowledged data."""
+    import kafkalog.cleaner as cleaner
+
+    retain = cleaner._Filter.retain
+
+    def buggy(self, batch, record):  # noqa: ANN001, ANN202 - the method's own signature
+        return False if record.offset % 5 == 0 and record.offset <= self.omap.latest_offset else retain(self, batch, record)
+
+    monkeypatch.setattr(cleaner._Filter, "retain", buggy)
+    stats = faults.run(60, seed=1)
+    assert stats.total().lost > 0
 
 
 def test_io_error_in_recovery_leaves_the_segment_for_a_later_start(tmp_path: Path) -> None:
