@@ -7,14 +7,16 @@ import os
 import pickle
 import pickletools
 import random
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
+import crc32c
 import numpy as np
 import pytest
 
-from kafkalog import Codec, KafkaLogError, LogReader, Record, RecordBatch, RecordBatchBuilder, TimestampType, objects
+from kafkalog import Codec, KafkaLogError, LogReader, RecordBatch, RecordBatchBuilder, TimestampType, objects
 from kafkalog.columnar import ACCELERATED
 
 #: Every opcode objects._emit may write; nothing that imports, calls or sets attributes.
@@ -61,16 +63,37 @@ def _batches(seed: int, **kw: bool) -> list[RecordBatch]:
     return [_batch(rnd, codec, **kw) for codec in Codec for _ in range(3)]
 
 
-def _stream(batch: RecordBatch) -> bytes:
+def _emitted(batch: RecordBatch, layout: int) -> tuple[int, bytes]:
+    """(status, stream) of objects._emit over ``batch`` with ``layout``."""
     raw = batch.records_buffer()
     out = np.empty(7 * len(raw) + 80 * batch.count + 64, np.uint8)
     lat = bool(batch.attributes & 0x08)
-    status, end = objects._emit(
-        np.frombuffer(raw, np.uint8), batch.count, batch.base_offset, batch.base_timestamp, batch.max_timestamp,
-        lat, batch.base_sequence, out,
-    )
+    status, end = objects._emit(raw, 0, batch.count, batch.base_offset, batch.base_timestamp, lat, batch.base_sequence, layout, out)
+    return status, out[:end].tobytes()
+
+
+def _stream(batch: RecordBatch, layout: int = objects._L_ALL) -> bytes:
+    status, stream = _emitted(batch, layout)
     assert status == objects._OK
-    return out[:end].tobytes()
+    return stream
+
+
+def _regular_batches() -> list[RecordBatch]:
+    """Batches the compact layout covers: consecutive offsets, no headers, zero attributes (with
+    and without a producer, CreateTime and LogAppendTime, every codec)."""
+    out = []
+    for codec in Codec:
+        for seq in (-1, 0, 2**31 - 3):
+            for lat in (False, True):
+                b = RecordBatchBuilder(
+                    7, compression=codec, producer_id=-1 if seq < 0 else 5, producer_epoch=-1 if seq < 0 else 1,
+                    base_sequence=seq, timestamp_type=TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME,
+                    log_append_time=1_700_000_999_999 if lat else None,
+                )
+                for i in range(50):
+                    b.append(1_700_000_000_000 + i // 7, None if i % 9 == 0 else b"k%d" % i, None if i % 11 == 0 else b"v" * i)
+                out.append(RecordBatch(b.build()))
+    return out
 
 
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed: the object path is records_plain itself")
@@ -88,16 +111,77 @@ def test_records_equal_plain_decoder(seed: int, lat: bool) -> None:
 def test_fast_path_taken_for_ascii_headers_and_not_otherwise() -> None:
     """The equality tests above must exercise the stream, not only the fallback."""
     ascii_batches = _batches(1, ascii_headers=True)
-    assert all(objects._fields(b) is not None for b in ascii_batches)
+    assert all(objects._columns(b) is not None for b in ascii_batches)
     b = RecordBatchBuilder(0)
     b.append(1, b"k", b"v", [("ü", b"x")])
-    assert objects._fields(RecordBatch(b.build())) is None  # non-ASCII header key: the plain decoder
+    assert objects._columns(RecordBatch(b.build())) is None  # non-ASCII header key: the plain decoder
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
+def test_compact_layout_equals_plain_decoder() -> None:
+    """Batches with consecutive offsets, no headers and zero attributes take the compact layout
+    (range and repeat instead of stream fields), others the full one; both give the plain records."""
+    for batch in _regular_batches():
+        assert _emitted(batch, 0)[0] == objects._OK
+        want = batch.records_plain()
+        assert objects.records(batch) == want and list(batch) == want
+        assert [tuple(r) for r in objects.records(batch)] == [tuple(r) for r in want]
+    gappy = RecordBatchBuilder(0)
+    gappy.append(1, b"k", b"v", offset=0)
+    gappy.append(1, b"k", b"v", offset=2)
+    batch = RecordBatch(gappy.build())
+    assert _emitted(batch, 0)[0] == objects._RELAYOUT
+    assert objects.records(batch) == batch.records_plain() and [r.offset for r in batch] == [0, 2]
+
+
+def _one_record_batch(record_body: bytes, base_offset: int = 100, base_timestamp: int = 5) -> RecordBatch:
+    """A v2 batch holding one record with the given body (attributes byte first)."""
+    body = bytearray()
+    u = len(record_body) << 1
+    while u >= 0x80:
+        body.append((u & 0x7F) | 0x80)
+        u >>= 7
+    body.append(u)
+    body += record_body
+    data = bytearray(struct.pack(">qiibIhiqqqhii", base_offset, 0, -1, 2, 0, 0, 0, base_timestamp, base_timestamp, -1, -1, -1, 1))
+    data += body
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    return RecordBatch(bytes(data))
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
+def test_varints_read_as_kafka_reads_them() -> None:
+    """Kafka's ByteUtils (commit 1eb7644): readUnsignedVarlong ORs the 10th byte shifted left by 63
+    into a Java long, so only that byte's low bit survives; readUnsignedVarint ORs the 5th byte
+    shifted left by 28 into a Java int, so only its low 4 bits survive. Zig-zag decoding follows."""
+    # timestamp delta: nine 0xff bytes then 0x7f. Bits 0..62 come from the nine bytes and bit 63 from
+    # the 10th byte's low bit: all 64 bits set, i.e. zig-zag -2^63 (Long.MIN_VALUE); 5 + that wraps.
+    for tenth in (0x7F, 0x01):
+        batch = _one_record_batch(b"\x00" + b"\xff" * 9 + bytes([tenth]) + b"\x00\x02k\x02v\x00")
+        (r,) = objects.records(batch)
+        assert (r.timestamp, r.key, r.value, r.offset) == (5 - 2**63, b"k", b"v", 100)
+    # offset delta: 80 80 80 80 12: the 5th byte 0x12 adds 0x2 << 28 (0x10 << 28 overflows the int):
+    # unsigned 0x20000000, zig-zag 0x10000000 = 268435456.
+    batch = _one_record_batch(b"\x00\x00" + b"\x80\x80\x80\x80\x12" + b"\x02k\x02v\x00")
+    (r,) = objects.records(batch)
+    assert (r.offset, r.key, r.value) == (100 + 268435456, b"k", b"v")
+    # an 11th varlong byte, a 6th varint byte: too long, the plain decoder's error
+    for body in (b"\x00" + b"\xff" * 10 + b"\x01\x00\x02k\x02v\x00", b"\x00\x00" + b"\x80" * 5 + b"\x01\x02k\x02v\x00"):
+        batch = _one_record_batch(body)
+        with pytest.raises(KafkaLogError):
+            batch.records_plain()
+        with pytest.raises(KafkaLogError):
+            objects.records(batch)
 
 
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
 def test_stream_holds_only_data_opcodes() -> None:
     for batch in _batches(3, ascii_headers=True, lat=True) + _batches(4, ascii_headers=True):
         ops = {op.name for op, _arg, _pos in pickletools.genops(_stream(batch))}
+        assert ops <= ALLOWED_OPCODES, ops - ALLOWED_OPCODES
+    for batch in _regular_batches():
+        ops = {op.name for op, _arg, _pos in pickletools.genops(_stream(batch, 0))}
         assert ops <= ALLOWED_OPCODES, ops - ALLOWED_OPCODES
 
 
@@ -132,8 +216,9 @@ def test_malformed_record_areas_same_outcome(seed: int) -> None:
 
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
 def test_plain_python_emitter_writes_the_same_stream(tmp_path: Path) -> None:
-    """The emitter's source run without numba (KAFKALOG_NO_NUMBA=1) writes the same bytes."""
-    batches = _batches(5, ascii_headers=True) + _batches(6, ascii_headers=True, lat=True)
+    """The emitter's source run without numba (KAFKALOG_NO_NUMBA=1) writes the same bytes, and
+    the records built from its stream are the plain decoder's."""
+    batches = _batches(5, ascii_headers=True) + _batches(6, ascii_headers=True, lat=True) + _regular_batches()[:6]
     log = tmp_path / "x.log"
     log.write_bytes(b"".join(b.data for b in batches))
     code = (
@@ -141,16 +226,49 @@ def test_plain_python_emitter_writes_the_same_stream(tmp_path: Path) -> None:
         "from kafkalog import LogReader; from kafkalog import objects; from kafkalog.columnar import ACCELERATED;"
         "assert not ACCELERATED;"
         f"r = LogReader({str(log)!r});"
-        "out = [objects._fields(b) for b in r.batches()];"
-        "assert all(f is not None for f in out);"
-        "open(sys.argv[1], 'wb').write(pickle.dumps(out))"
+        "bs = list(r.batches());"
+        "cols = [objects._columns(b) for b in bs];"
+        "assert all(c is not None for c in cols);"
+        "ok = [list(map(objects._make_record, zip(*c, strict=False))) == b.records_plain() for c, b in zip(cols, bs)];"
+        "assert all(ok), ok;"
+        "sys.path.insert(0, sys.argv[2]); from test_objects import _emitted;"
+        "open(sys.argv[1], 'wb').write(pickle.dumps([_emitted(b, lay) for b in bs for lay in (0, objects._L_ALL)]))"
     )
     env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "plain.pickle")], check=True, env=env)
+    subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "plain.pickle"), str(Path(__file__).parent)], check=True, env=env
+    )
     plain = pickle.loads((tmp_path / "plain.pickle").read_bytes())
     with LogReader(log) as r:
-        compiled = [objects._fields(b) for b in r.batches()]
+        compiled = [_emitted(b, lay) for b in r.batches() for lay in (0, objects._L_ALL)]
     assert plain == compiled
-    assert [b.records_plain() for b in batches] == [
-        [Record(*f[i : i + objects.FIELDS]) for i in range(0, len(f), objects.FIELDS)] for f in plain
-    ]
+    assert {status for status, _stream in compiled} == {objects._OK, objects._RELAYOUT}
+
+
+def test_record_is_an_immutable_tuple_of_its_fields() -> None:
+    """The fast path builds records with tuple.__new__; the constructor, equality, pickling and
+    the attribute names stay those of the record model."""
+    import copy
+
+    from kafkalog import LegacyRecord, Record
+
+    r = Record(3, 10, b"k", None, (("h", b"x"),))
+    assert (r.offset, r.timestamp, r.key, r.value, r.headers, r.sequence, r.size_in_bytes, r.attributes, r.create_timestamp) == (
+        3, 10, b"k", None, (("h", b"x"),), -1, 0, 0, 10,
+    )
+    assert (r.key_size, r.value_size) == (1, -1)
+    assert repr(r) == "Record(offset=3, timestamp=10, key=b'k', value=None, headers=(('h', b'x'),))"
+    same = Record(*tuple(r))
+    assert r == same and (r != same) is False and r != Record(4, 10, b"k", None, ())
+    assert r != tuple(r) and tuple(r) != r  # never equal to a plain tuple
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        assert pickle.loads(pickle.dumps(r, protocol)) == r
+    legacy = LegacyRecord(1, 2, b"k", b"v", magic=1, checksum=7, is_valid=False, size_in_bytes=40, attributes=0)
+    back = copy.deepcopy(legacy)
+    assert type(back) is LegacyRecord and (back.magic, back.checksum, back.is_valid, back.headers) == (1, 7, False, ())
+    with pytest.raises(AttributeError):
+        r.offset = 4  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        hash(r)
+    with pytest.raises(TypeError):
+        _ = r < r  # type: ignore[operator]

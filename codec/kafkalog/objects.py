@@ -2,37 +2,48 @@
 
 Creating a Python object per field (two ``bytes`` and a few ints per record) costs more than
 walking the records. Here the walker, compiled by numba like :mod:`kafkalog.columnar`, writes
-every field of every record as a protocol-4 pickle stream that builds one flat list: keys and
-values as length-prefixed byte copies, numbers as ints, repeated values (a timestamp shared by
-the records of one millisecond, equal record sizes, ``()`` and ``-1``) as memo references.
-``pickle.loads`` turns it into objects at C speed and ``map(Record, ...)`` makes the records,
-lazily when iterating, so that records already used can be freed before the next are made.
+the fields that vary from record to record as a protocol-4 pickle stream that builds one flat
+list: keys and values as length-prefixed byte copies, numbers as ints, repeated values (a
+timestamp shared by the records of one millisecond, equal record sizes, ``()``) as memo
+references. Fields that a batch's header fixes, or that the walker found constant (consecutive
+offsets, no headers, zero attributes: the *layout*), stay out of the stream and come from
+``range`` and ``itertools.repeat``. ``pickle.loads`` turns the stream into objects at C speed and
+tuple's constructor over ``zip`` makes each record (a :class:`Record` is a tuple), lazily
+when iterating, so that records already used can be freed before the next are made: no Python
+code runs per record.
 
 The stream is written only by :func:`_emit` and holds only these opcodes: PROTO, EMPTY_LIST,
 MARK, APPENDS, STOP, BININT1, BININT, LONG1, SHORT_BINBYTES, BINBYTES, NONE, EMPTY_TUPLE, TUPLE,
-TUPLE2, SHORT_BINUNICODE, BINPUT, BINGET, POP: no GLOBAL, REDUCE or BUILD, so it can neither
-import nor call anything, whatever the input. Input bytes only ever appear inside a length
-prefix the walker has checked. Records the walker is not sure of (any structural problem,
-non-ASCII header keys, offsets past int64) go to the plain decoder, so errors and edge cases
-are the plain decoder's. ``KAFKALOG_NO_NUMBA=1`` runs the same source as plain Python (slow;
-the object path then uses ``records_plain``); tests hold both against ``records_plain``.
+TUPLE2, SHORT_BINUNICODE, BINUNICODE, BINPUT, BINGET, POP: no GLOBAL, REDUCE or BUILD, so it can
+neither import nor call anything, whatever the input. Input bytes only ever appear inside a length
+prefix the walker has checked. Varints are read as Kafka's ByteUtils reads them (a varint keeps
+the low 32 bits of at most 5 bytes, a varlong the low 64 bits of at most 10), where the plain
+decoder rejects the bits past those. Records the walker is not sure of (any structural problem,
+non-ASCII header keys, offsets past int64) go to the plain decoder, so the errors are its own. ``KAFKALOG_NO_NUMBA=1`` runs the same
+source as plain Python (slow; the object path then uses ``records_plain``); tests hold both
+against ``records_plain``.
 """
 
 from __future__ import annotations
 
 import pickle
+import threading
 from collections.abc import Iterator
+from itertools import repeat
 
 import numpy as np
 
 from .columnar import ACCELERATED, _jit, _jit_inline
 from .records.record import Record
-from .records.v2 import ATTR_TIMESTAMP_TYPE, RecordBatch
+from .records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
 __all__ = ["iter_records", "records"]
 
-#: Fields per record in the flat list, in the order of ``Record.__init__``'s parameters.
-FIELDS = 9
+# layout bits: fields written to the stream although often constant (else range / repeat)
+_L_OFFSET = 1  # offsets (else base_offset + i: consecutive)
+_L_HEADERS = 2  # headers (else ())
+_L_ATTRIBUTES = 4  # record attributes (else 0)
+_L_ALL = _L_OFFSET | _L_HEADERS | _L_ATTRIBUTES
 
 # pickle opcodes (see the stdlib's pickletools for their definitions)
 _PROTO = 0x80
@@ -57,15 +68,14 @@ _POP = ord("0")
 
 # memo slots
 _M_EMPTY = 0  # ()
-_M_MINUS1 = 1  # -1 (no sequence)
 _M_TS = 2  # the last timestamp written
 _M_SIZE = 3  # the last record size written
-_M_LAT = 4  # the batch's LogAppendTime
 
 # statuses of _emit
 _OK = 0
 _FALLBACK = -1  # let the plain decoder handle this batch (and raise its errors)
 _NO_ROOM = -2  # the output buffer is too small: retry with a bigger one
+_RELAYOUT = -3  # a record needs a field the layout leaves out: retry with _L_ALL
 
 #: Upper bound on the stream bytes one record adds besides its key, value and header bytes.
 _PER_RECORD = 80
@@ -78,32 +88,38 @@ _I64_MIN = -(2**63)
 
 
 @_jit_inline
-def _uvarint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[int, int, bool]:
-    """Unsigned varint at ``pos`` (bytes before ``end``); returns (zig-zag decoded value, next
-    position, ok). Not ok: truncated, too long, or more than 64 bits (Python rejects those)."""
+def _uvarint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[np.uint64, int, bool]:
+    """Unsigned varint at ``pos`` (bytes before ``end``), at most ``max_bytes`` long: returns (its
+    low 64 bits, next position, ok). Not ok: truncated or too long. As in Kafka's ByteUtils, bits
+    past 64 are dropped (a varlong's 10th byte adds only its low bit)."""
     result = np.uint64(0)
     shift = np.uint64(0)
-    for i in range(max_bytes):
+    for _ in range(max_bytes):
         if pos >= end:
-            return 0, pos, False
+            return np.uint64(0), pos, False
         b = np.uint64(buf[pos])
         pos += 1
-        if i == 9 and b > np.uint64(1):
-            return 0, pos, False
         result |= (b & np.uint64(0x7F)) << shift
         if b < np.uint64(0x80):
-            return np.int64(result >> np.uint64(1)) ^ -np.int64(result & np.uint64(1)), pos, True
+            return result, pos, True
         shift += np.uint64(7)
-    return 0, pos, False
+    return np.uint64(0), pos, False
+
+
+@_jit_inline
+def _varlong(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, bool]:
+    """A zig-zag varlong (at most 10 bytes) as Kafka's ByteUtils.readVarlong reads it."""
+    raw, pos, ok = _uvarint(buf, pos, end, 10)
+    return np.int64(raw >> np.uint64(1)) ^ -np.int64(raw & np.uint64(1)), pos, ok
 
 
 @_jit_inline
 def _varint32(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, bool]:
-    """A varint (at most 5 bytes) holding an int32, as Kafka's readVarint accepts it."""
-    v, pos, ok = _uvarint(buf, pos, end, 5)
-    if ok and (v < -2147483648 or v > 2147483647):
-        ok = False
-    return v, pos, ok
+    """A zig-zag varint (at most 5 bytes) as Kafka's ByteUtils.readVarint reads it: the low 32
+    bits, so the value is always an int32."""
+    raw, pos, ok = _uvarint(buf, pos, end, 5)
+    raw &= np.uint64(0xFFFFFFFF)
+    return np.int64(raw >> np.uint64(1)) ^ -np.int64(raw & np.uint64(1)), pos, ok
 
 
 @_jit
@@ -160,19 +176,21 @@ def _put_memo(out: np.ndarray, o: int, op: int, slot: int) -> int:
 
 @_jit
 def _emit(
-    buf: np.ndarray,
+    buf: bytes,
+    start: int,
     count: int,
     base_offset: int,
     base_timestamp: int,
-    log_append_time: int,
     has_log_append_time: bool,
     base_sequence: int,
+    layout: int,
     out: np.ndarray,
 ) -> tuple[int, int]:
-    """Write the pickle stream of ``count`` records of the record area ``buf`` into ``out``.
+    """Write the pickle stream of ``count`` records of the record area ``buf[start:]`` into ``out``:
+    per record, in Record's field order, the fields that :func:`_columns` does not supply itself.
 
-    Returns (status, stream length); status is _OK, _FALLBACK or _NO_ROOM."""
-    n = buf.shape[0]
+    Returns (status, stream length); status is _OK, _FALLBACK, _NO_ROOM or _RELAYOUT."""
+    n = len(buf)
     cap = out.shape[0]
     o = 0
     out[0] = _PROTO
@@ -180,33 +198,28 @@ def _emit(
     out[2] = _EMPTY_TUPLE
     o = _put_memo(out, 3, _BINPUT, _M_EMPTY)
     out[o] = _POP
-    o = _put_int(out, o + 1, -1)
-    o = _put_memo(out, o, _BINPUT, _M_MINUS1)
-    out[o] = _POP
     o += 1
-    if has_log_append_time:
-        o = _put_int(out, o, log_append_time)
-        o = _put_memo(out, o, _BINPUT, _M_LAT)
-        out[o] = _POP
-        o += 1
     out[o] = _EMPTY_LIST
     out[o + 1] = _MARK
     o += 2
+    with_offsets = layout & _L_OFFSET != 0
+    with_headers = layout & _L_HEADERS != 0
+    with_attributes = layout & _L_ATTRIBUTES != 0
     last_ts = np.int64(0)
     have_ts = False
     last_size = -1
-    pos = 0
-    for _i in range(count):
+    pos = start
+    for i in range(count):
         if o + _PER_RECORD > cap:
             return _NO_ROOM, o
-        start = pos
+        record_start = pos
         length, pos, ok = _varint32(buf, pos, n)
-        if not ok or length < 0 or pos + length > n or length == 0:
+        if not ok or length <= 0 or pos + length > n:
             return _FALLBACK, o
         end = pos + length
         attrs = buf[pos]
         pos += 1
-        ts_delta, pos, ok = _uvarint(buf, pos, end, 10)
+        ts_delta, pos, ok = _varlong(buf, pos, end)
         if not ok:
             return _FALLBACK, o
         off_delta, pos, ok = _varint32(buf, pos, end)
@@ -251,21 +264,27 @@ def _emit(
                     return _FALLBACK, o
         if pos != end:
             return _FALLBACK, o
+        if (not with_offsets and off_delta != i) or (not with_headers and nh != 0) or (not with_attributes and attrs != 0):
+            return _RELAYOUT, o
         if o + _PER_RECORD + (klen if klen > 0 else 0) + (vlen if vlen > 0 else 0) + _PER_HEADER_BYTE * (end - hstart) > cap:
             return _NO_ROOM, o
-        # offset
-        o = _put_int(out, o, base_offset + off_delta)
-        # timestamp (the batch's under LogAppendTime); the record's own one is also create_timestamp
+        if with_offsets:
+            o = _put_int(out, o, base_offset + off_delta)
+        # the record's own timestamp: Record's timestamp (CreateTime) and create_timestamp
         ts = base_timestamp + ts_delta  # int64 arithmetic wraps, as Java's long does
-        if has_log_append_time:
-            o = _put_memo(out, o, _BINGET, _M_LAT)
-        elif have_ts and ts == last_ts:
-            o = _put_memo(out, o, _BINGET, _M_TS)
+        if have_ts and ts == last_ts:
+            ts_op = _BINGET
         else:
             o = _put_int(out, o, ts)
-            o = _put_memo(out, o, _BINPUT, _M_TS)
+            ts_op = _BINPUT
             last_ts = ts
             have_ts = True
+        if not has_log_append_time:  # else Record's timestamp is the batch's (a repeat)
+            o = _put_memo(out, o, ts_op, _M_TS)
+        elif ts_op == _BINPUT:
+            o = _put_memo(out, o, _BINPUT, _M_TS)
+            out[o] = _POP
+            o += 1
         # key, value
         if klen < 0:
             out[o] = _NONE
@@ -280,55 +299,47 @@ def _emit(
             o = _put_len(out, o, _SHORT_BINBYTES, _BINBYTES, vlen)
             o = _copy(out, o, buf, vstart, vlen)
         # headers: () or a tuple of (str, bytes | None)
-        if nh == 0:
-            o = _put_memo(out, o, _BINGET, _M_EMPTY)
-        else:
-            out[o] = _MARK
-            o += 1
-            hp = hstart
-            for _h in range(nh):
-                hk, hp, ok = _varint32(buf, hp, end)
-                o = _put_len(out, o, _SHORT_BINUNICODE, _BINUNICODE, hk)
-                o = _copy(out, o, buf, hp, hk)
-                hp += hk
-                hv, hp, ok = _varint32(buf, hp, end)
-                if hv < 0:
-                    out[o] = _NONE
-                    o += 1
-                else:
-                    o = _put_len(out, o, _SHORT_BINBYTES, _BINBYTES, hv)
-                    o = _copy(out, o, buf, hp, hv)
-                    hp += hv
-                out[o] = _TUPLE2
+        if with_headers:
+            if nh == 0:
+                o = _put_memo(out, o, _BINGET, _M_EMPTY)
+            else:
+                out[o] = _MARK
                 o += 1
-            out[o] = _TUPLE
-            o += 1
-        # sequence (Kafka wraps it past Int32.MAX_VALUE to 0)
-        if base_sequence < 0:
-            o = _put_memo(out, o, _BINGET, _M_MINUS1)
-        elif base_sequence > _I32_MAX - off_delta:
-            o = _put_int(out, o, off_delta - (_I32_MAX - base_sequence) - 1)
-        else:
-            o = _put_int(out, o, base_sequence + off_delta)
+                hp = hstart
+                for _h in range(nh):
+                    hk, hp, ok = _varint32(buf, hp, end)
+                    o = _put_len(out, o, _SHORT_BINUNICODE, _BINUNICODE, hk)
+                    o = _copy(out, o, buf, hp, hk)
+                    hp += hk
+                    hv, hp, ok = _varint32(buf, hp, end)
+                    if hv < 0:
+                        out[o] = _NONE
+                        o += 1
+                    else:
+                        o = _put_len(out, o, _SHORT_BINBYTES, _BINBYTES, hv)
+                        o = _copy(out, o, buf, hp, hv)
+                        hp += hv
+                    out[o] = _TUPLE2
+                    o += 1
+                out[o] = _TUPLE
+                o += 1
+        # sequence, only with a producer (else -1); Kafka wraps it past Int32.MAX_VALUE to 0
+        if base_sequence >= 0:
+            if base_sequence > _I32_MAX - off_delta:
+                o = _put_int(out, o, off_delta - (_I32_MAX - base_sequence) - 1)
+            else:
+                o = _put_int(out, o, base_sequence + off_delta)
         # size in bytes, attributes, create timestamp
-        size = pos - start
+        size = pos - record_start
         if size == last_size:
             o = _put_memo(out, o, _BINGET, _M_SIZE)
         else:
             o = _put_int(out, o, size)
             o = _put_memo(out, o, _BINPUT, _M_SIZE)
             last_size = size
-        o = _put_int(out, o, attrs)
-        if has_log_append_time:
-            if have_ts and ts == last_ts:
-                o = _put_memo(out, o, _BINGET, _M_TS)
-            else:
-                o = _put_int(out, o, ts)
-                o = _put_memo(out, o, _BINPUT, _M_TS)
-                last_ts = ts
-                have_ts = True
-        else:
-            o = _put_memo(out, o, _BINGET, _M_TS)
+        if with_attributes:
+            o = _put_int(out, o, attrs)
+        o = _put_memo(out, o, _BINGET, _M_TS)
     if pos != n:
         return _FALLBACK, o
     if o + 2 > cap:
@@ -338,45 +349,80 @@ def _emit(
     return _OK, o + 2
 
 
-def _fields(batch: RecordBatch) -> list | None:
-    """Every record's fields in one flat list (FIELDS per record), or None when the plain
-    decoder must read this batch."""
+#: Largest output buffer kept for reuse by a thread (bigger ones are made per batch).
+_KEEP_BYTES = 8 << 20
+_local = threading.local()
+#: ``Record(fields)`` as type.__call__ does it: tuple's C constructor, no Python code (Record's
+#: metaclass, which takes the constructor's parameters, is bypassed).
+_make_record = type.__call__.__get__(Record)
+
+
+def _out_buffer(size: int) -> tuple[np.ndarray, memoryview]:
+    """An output buffer of at least ``size`` bytes and a memoryview of it: this thread's reusable
+    one when small enough (the unpickler copies what it needs, so the next batch may overwrite it)."""
+    got = getattr(_local, "out", None)
+    if got is not None and got[0].shape[0] >= size:
+        return got
+    out = np.empty(max(size, 1 << 18), dtype=np.uint8)
+    got = out, memoryview(out)
+    if size <= _KEEP_BYTES:
+        _local.out = got
+    return got
+
+
+def _columns(batch: RecordBatch) -> tuple | None:
+    """The nine iterators of every record's fields, in Record's order (for ``zip``), or None when
+    the plain decoder must read this batch."""
     count = batch.count
     if count <= 0:
         return None
-    raw = batch.records_buffer()
-    if count > len(raw):
+    if batch.attributes & ATTR_COMPRESSION_MASK == 0:
+        buf, start = batch.data, HEADER_SIZE  # the record area in place, no copy
+    else:
+        buf, start = batch.records_buffer(), 0
+    n = len(buf) - start
+    if count > n:
         return None
-    buf = np.frombuffer(raw, dtype=np.uint8)
     lat = batch.attributes & ATTR_TIMESTAMP_TYPE != 0
-    size = len(raw) + _PER_RECORD * count + 64
-    for _attempt in range(2):
-        out = np.empty(size, dtype=np.uint8)
-        status, end = _emit(
-            buf, count, batch.base_offset, batch.base_timestamp, batch.max_timestamp, lat, batch.base_sequence, out
-        )
+    base_sequence = batch.base_sequence
+    size = n + _PER_RECORD * count + 64
+    layout = 0
+    for _attempt in range(3):
+        out, view = _out_buffer(size)
+        status, end = _emit(buf, start, count, batch.base_offset, batch.base_timestamp, lat, base_sequence, layout, out)
         if status == _OK:
-            return pickle.loads(out[:end])
-        if status != _NO_ROOM:
+            it = iter(pickle.loads(view[:end]))
+            return (
+                it if layout & _L_OFFSET else range(batch.base_offset, batch.base_offset + count),
+                repeat(batch.max_timestamp) if lat else it,
+                it,
+                it,
+                it if layout & _L_HEADERS else repeat(()),
+                it if base_sequence >= 0 else repeat(-1),
+                it,
+                it if layout & _L_ATTRIBUTES else repeat(0),
+                it,
+            )
+        if status == _RELAYOUT:
+            layout = _L_ALL
+        elif status == _NO_ROOM:
+            size = (_PER_HEADER_BYTE + 1) * n + _PER_RECORD * count + 64  # big enough for any headers
+        else:
             return None
-        size = (_PER_HEADER_BYTE + 1) * len(raw) + _PER_RECORD * count + 64  # big enough for any headers
     return None
 
 
 def records(batch: RecordBatch) -> list[Record]:
     """``batch.records()`` (no CRC check) through the compiled walker; same values and errors."""
-    flat = _fields(batch) if ACCELERATED else None
-    if flat is None:
+    cols = _columns(batch) if ACCELERATED else None
+    if cols is None:
         return batch.records_plain()
-    it = iter(flat)
-    return list(map(Record, it, it, it, it, it, it, it, it, it))
+    return list(map(_make_record, zip(*cols, strict=False)))
 
 
 def iter_records(batch: RecordBatch) -> Iterator[Record]:
     """Like :func:`records`, but each :class:`Record` is made as iteration reaches it."""
-    flat = _fields(batch) if ACCELERATED else None
-    if flat is None:
+    cols = _columns(batch) if ACCELERATED else None
+    if cols is None:
         return iter(batch.records_plain())
-    it = iter(flat)
-    return map(Record, it, it, it, it, it, it, it, it, it)
-
+    return map(_make_record, zip(*cols, strict=False))
