@@ -3,6 +3,7 @@ compiled (numba) and plain."""
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import subprocess
@@ -12,10 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import GOLDEN, read_jsonl
-from kafkalog import Codec, InvalidRecordError, LogReader, RecordBatchBuilder
+from kafkalog import Codec, InvalidRecordError, KafkaLogError, LogReader, RecordBatchBuilder
 from kafkalog.arrow import KAFKA_SCHEMA, to_arrow
 from kafkalog.columnar import decode_columns, iter_columns
 
@@ -120,3 +124,216 @@ def test_malformed_record_area_raises_with_position() -> None:
     with pytest.raises(InvalidRecordError) as e:
         decode_columns(batch)
     assert e.value.position == 61 and e.value.offset == 0
+
+
+# ------------------------------------------------------------------ chunked decoding (to_arrow(LogReader))
+def _table(source: object, **kw: object) -> pa.Table:
+    return pa.Table.from_batches(list(to_arrow(source, topic="t", include_headers=True, **kw)), schema=KAFKA_SCHEMA)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("folder", ["records", "logdir"])
+def test_chunked_rows_equal_kafkas_dump(folder: str) -> None:
+    """Whole files through the chunked path (from a path, a small window forcing re-reads) match Kafka's dump."""
+    for rel, expected in _kafka_records(folder).items():
+        with LogReader(KAFKA / folder / rel) as reader:
+            rows = _table(reader, max_bytes=256, max_rows=7).to_pylist()
+        assert [r["offset"] for r in rows] == [e["offset"] for e in expected], rel
+        for got, exp in zip(rows, expected, strict=True):
+            assert got["key"] == (None if exp["key"] is None else bytes.fromhex(exp["key"]))
+            assert got["value"] == (None if exp["value"] is None else bytes.fromhex(exp["value"]))
+            assert (got["timestamp"] - EPOCH) // timedelta(milliseconds=1) == exp["timestamp"]
+            hdrs = [{"key": h["key"], "value": None if h["value"] is None else bytes.fromhex(h["value"])} for h in exp["headers"]]
+            assert (got["headers"] or []) == hdrs
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("max_rows", "max_bytes"), [(32768, 8 << 20), (50, 4096), (1, 1)])
+def test_chunked_equals_per_batch(seed: int, max_rows: int, max_bytes: int, tmp_path: Path) -> None:
+    """Every codec, nulls, headers, offset gaps, LogAppendTime, long keys: the chunked path gives the
+    per-batch path's rows, from bytes, a path and a file object, whatever the chunk budget."""
+    data = b"".join(_random_batches(seed)) + _log_append_batch() + _long_keys_batch()
+    with LogReader(data) as r:
+        want = _table(r.batches())
+    (tmp_path / "x.log").write_bytes(data)
+    for source in (LogReader(data), LogReader(tmp_path / "x.log"), LogReader(io.BytesIO(data))):
+        with source:
+            got = _table(source, max_rows=max_rows, max_bytes=max_bytes)
+        assert got.to_pylist() == want.to_pylist()
+        assert all(b.num_rows <= max(max_rows, 100) for b in to_arrow(LogReader(data), max_rows=max_rows, max_bytes=max_bytes))
+
+
+def _long_keys_batch() -> bytes:
+    """More key bytes than the chunk walk first makes room for (it grows the key array)."""
+    b = RecordBatchBuilder(100_000, compression=Codec.LZ4)
+    for i in range(100):
+        b.append(1_700_000_000_000 + i, bytes([i]) * 1500, b"v")
+    return b.build()
+
+
+def _log_append_batch() -> bytes:
+    from kafkalog.records.record import TimestampType
+
+    b = RecordBatchBuilder(90_000, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=1_800_000_000_000)
+    for i in range(5):
+        b.append(1_700_000_000_000 + i, b"k%d" % i, b"v" * i)
+    return b.build()
+
+
+def test_chunked_mixed_magic_and_torn_tail() -> None:
+    """Legacy batches go through the per-batch path in order; a torn tail stops reading and is reported."""
+    folder = KAFKA / "records" / "mixed-magic"
+    whole = next(p for p in sorted(folder.iterdir()) if p.suffix == ".log").read_bytes()
+    with LogReader(whole) as r:
+        want = _table(r.batches()).to_pylist()
+    assert want
+    b = RecordBatchBuilder(10**6)
+    b.append(1, b"k", b"v" * 50)
+    torn = whole + b.build()[:40]
+    with LogReader(torn) as r:
+        got = _table(r, max_rows=3).to_pylist()
+        assert r.tail is not None and r.tail.position == len(whole) and r.tail.size == 40
+        assert r.valid_bytes == len(whole)
+    assert got == want
+
+
+def test_chunked_errors_locate_the_record() -> None:
+    """A bad record area raises the per-batch path's InvalidRecordError: file, byte and offset."""
+    good = RecordBatchBuilder(0)
+    good.append(1, b"k", b"v")
+    b = RecordBatchBuilder(1)
+    b.append(1, b"k", b"v")
+    bad = bytearray(b.build())
+    bad[61] = 0x7E  # record length varint: 63, past the end of the batch
+    data = good.build() + bytes(bad)
+    with LogReader(data, name="x.log") as r, pytest.raises(InvalidRecordError) as e:
+        list(to_arrow(r))
+    assert e.value.position == len(good.build()) + 61 and e.value.offset == 1 and e.value.file == "x.log"
+    # compressed: position is the batch, the message says where in the decompressed records
+    c = RecordBatchBuilder(5, compression=Codec.ZSTD)
+    c.append(1, b"k", b"v")
+    raw = c.build()
+    from kafkalog.compression import compress, decompress
+
+    area = bytearray(decompress(Codec.ZSTD, raw[61:]))
+    area[0] = 0x7E
+    bad_c = _rebatch(raw, compress(Codec.ZSTD, bytes(area)))
+    with LogReader(data[: len(good.build())] + bad_c) as r, pytest.raises(InvalidRecordError) as e:
+        list(to_arrow(r))
+    assert e.value.position == len(good.build()) and e.value.offset == 5 and "decompressed records" in e.value.message
+    # a corrupt compressed payload: the codec's DecompressionError, located at the batch
+    from kafkalog.errors import DecompressionError
+
+    with LogReader(_rebatch(raw, b"\x28\xb5\x2f\xfd garbage"), name="y.log") as r, pytest.raises(DecompressionError) as e2:
+        list(to_arrow(r))
+    assert e2.value.position == 0 and e2.value.offset == 5 and e2.value.file == "y.log"
+
+
+def _rebatch(batch: bytes, payload: bytes) -> bytes:
+    """``batch`` with its record area replaced (size and CRC fixed up)."""
+    import struct
+
+    from kafkalog.primitives import crc32c
+
+    out = bytearray(batch[:61] + payload)
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    struct.pack_into(">I", out, 17, crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def test_plain_python_chunked_path_matches(tmp_path: Path) -> None:
+    """The chunk framing and walk run as plain Python (KAFKALOG_NO_NUMBA=1) give the compiled rows."""
+    data = b"".join(_random_batches(3)) + _log_append_batch()
+    (tmp_path / "x.log").write_bytes(data)
+    code = (
+        "import sys, pyarrow as pa; from kafkalog import LogReader; from kafkalog.arrow import to_arrow;"
+        "from kafkalog.columnar import ACCELERATED; assert not ACCELERATED;"
+        f"r = LogReader({str(tmp_path / 'x.log')!r});"
+        "t = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000)));"
+        "w = pa.ipc.new_file(sys.argv[1], t.schema); w.write_table(t); w.close()"
+    )
+    env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "plain.arrow")], check=True, env=env)
+    plain = pa.ipc.open_file(str(tmp_path / "plain.arrow")).read_all()
+    with LogReader(data) as r:
+        ours = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000)))
+    assert plain.num_rows == ours.num_rows > 0
+    assert plain.equals(ours)
+
+
+_RECORD = st.tuples(
+    st.integers(-(2**40), 2**40),  # timestamp delta from the batch's first
+    st.one_of(st.none(), st.binary(max_size=40)),
+    st.one_of(st.none(), st.binary(max_size=300)),
+    st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=20))), max_size=3),
+    st.integers(1, 3),  # offset step (gaps as compaction leaves them)
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(st.tuples(st.sampled_from(list(Codec)), st.lists(_RECORD, min_size=1, max_size=12)), min_size=1, max_size=5),
+    max_rows=st.integers(1, 40),
+)
+def test_chunked_equals_plain_reference_decoder(batches: list, max_rows: int) -> None:
+    """Hypothesis-made batches: the chunked Arrow rows equal the plain reference decoder's records."""
+    parts = []
+    base = 0
+    for codec, recs in batches:
+        b = RecordBatchBuilder(base, compression=codec)
+        off = base
+        for ts, key, value, hdrs, step in recs:
+            b.append(1_700_000_000_000 + ts, key, value, hdrs, offset=off)
+            off += step
+        parts.append(b.build())
+        base = off + 5
+    data = b"".join(parts)
+    with LogReader(data) as r:
+        want = [(x.offset, x.timestamp, x.key, x.value, list(x.headers)) for batch in r.batches() for x in batch.records_plain()]
+    with LogReader(data) as r:
+        rows = _table(r, max_rows=max_rows, max_bytes=max_rows * 40).to_pylist()
+    got = [
+        (g["offset"], (g["timestamp"] - EPOCH) // timedelta(milliseconds=1), g["key"], g["value"], [(h["key"], h["value"]) for h in g["headers"] or []])
+        for g in rows
+    ]
+    assert got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    recs=st.lists(_RECORD, min_size=1, max_size=6),
+    flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=3),
+    cut=st.integers(0, 3),
+)
+def test_damaged_record_areas_agree_with_plain_reference(recs: list, flips: list, cut: int) -> None:
+    """Bytes of an uncompressed record area changed (and the area shortened): the compiled walk
+    (its straight-line path and its field-by-field path) accepts exactly what the plain
+    reference decoder accepts, with the same records."""
+    b = RecordBatchBuilder(0)
+    off = 0
+    for ts, key, value, hdrs, step in recs:
+        b.append(1_700_000_000_000 + ts, key, value, hdrs, offset=off)
+        off += step
+    data = bytearray(b.build())
+    for where, byte in flips:
+        data[61 + where % (len(data) - 61)] = byte
+    if cut:
+        data = data[: max(61, len(data) - cut)]
+        data[8:12] = (len(data) - 12).to_bytes(4, "big")
+    with LogReader(bytes(data)) as r:
+        batch = next(r.batches())
+    try:  # header keys are compared by count: damage can leave them invalid UTF-8
+        want = [(x.offset, x.timestamp, x.key, x.value, len(x.headers)) for x in batch.records_plain()]
+    except KafkaLogError:
+        want = None
+    try:
+        with LogReader(bytes(data)) as r:
+            table = _table(r)
+        counts = pc.fill_null(pc.list_value_length(table["headers"]), 0).to_pylist()
+        got = [
+            (g["offset"], (g["timestamp"] - EPOCH) // timedelta(milliseconds=1), g["key"], g["value"], c)
+            for g, c in zip(table.select(["offset", "timestamp", "key", "value"]).to_pylist(), counts, strict=True)
+        ]
+    except KafkaLogError:
+        got = None
+    assert got == want
+

@@ -175,6 +175,23 @@ def test_varints_read_as_kafka_reads_them() -> None:
             objects.records(batch)
 
 
+@pytest.mark.rule("R-PRIM-04")
+def test_every_decoder_reads_over_long_varints_as_kafka() -> None:
+    """The plain decoder, the object stream and the columnar walker (verify's too) agree with Kafka's
+    ByteUtils on encodings that carry bits past 32/64 (values worked out in the test above)."""
+    from kafkalog.columnar import decode_columns
+
+    cases = [
+        (b"\x00" + b"\xff" * 9 + b"\x7f" + b"\x00\x02k\x02v\x00", 100, 5 - 2**63),  # timestamp delta
+        (b"\x00\x00" + b"\x80\x80\x80\x80\x12" + b"\x02k\x02v\x00", 100 + 268435456, 5),  # offset delta
+    ]
+    for body, offset, timestamp in cases:
+        batch = _one_record_batch(body)
+        (plain,) = batch.records_plain()
+        assert (plain.offset, plain.timestamp, plain.key, plain.value) == (offset, timestamp, b"k", b"v")
+        assert list(objects.records(batch)) == [plain]
+        cols = decode_columns(batch)
+        assert (cols.offsets.tolist(), cols.timestamps.tolist()) == ([offset], [timestamp])
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
 def test_stream_holds_only_data_opcodes() -> None:
     for batch in _batches(3, ascii_headers=True, lat=True) + _batches(4, ascii_headers=True):

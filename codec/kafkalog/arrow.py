@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .columnar import BatchColumns, gather, iter_columns
-from .records.stream import Batch
+from .columnar import CHUNK_BYTES, BatchColumns, ChunkColumns, gather, iter_chunks, iter_columns
+from .records.stream import Batch, LogReader
 
 __all__ = ["KAFKA_SCHEMA", "HEADERS_TYPE", "columns_to_arrow", "to_arrow"]
 
@@ -27,7 +27,7 @@ KAFKA_SCHEMA = pa.schema(
     ]
 )
 
-Selection = tuple[BatchColumns, np.ndarray | None]
+Selection = tuple[BatchColumns | ChunkColumns, np.ndarray | None]
 
 
 def _validity(lens: np.ndarray) -> pa.Buffer | None:
@@ -55,6 +55,28 @@ def _binary(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], arrow_ty
     return pa.Array.from_buffers(arrow_type, n, [_validity(lens), pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def _pool_bytes(n: int) -> np.ndarray:
+    """``n`` writable bytes from Arrow's memory pool (it reuses freed pages: fresh ones fault)."""
+    return np.frombuffer(pa.allocate_buffer(n), np.uint8)
+
+
+def _pool_copy(a: np.ndarray, dtype: type, scale: int = 1) -> np.ndarray:
+    """``a * scale`` as ``dtype`` in memory from Arrow's pool (see :func:`_pool_bytes`)."""
+    out = np.frombuffer(pa.allocate_buffer(len(a) * np.dtype(dtype).itemsize), dtype)
+    if scale == 1:
+        np.copyto(out, a, casting="unsafe")
+    else:
+        np.multiply(a, scale, out=out)
+    return out
+
+
+def _copied(lens: np.ndarray, offsets: np.ndarray, data: np.ndarray) -> pa.Array:
+    """A binary array over the keys or values the chunk walk already copied out (no second copy)."""
+    if len(data) < 2**31:
+        return pa.Array.from_buffers(pa.binary(), len(lens), [_validity(lens), pa.py_buffer(_pool_copy(offsets, np.int32)), pa.py_buffer(data)])
+    return pa.Array.from_buffers(pa.large_binary(), len(lens), [_validity(lens), pa.py_buffer(_pool_copy(offsets, np.int64)), pa.py_buffer(data)])
+
+
 def columns_to_arrow(
     selections: Sequence[Selection],
     *,
@@ -79,21 +101,35 @@ def columns_to_arrow(
         return a if idx is None else a[idx]
 
     arrays: dict[str, pa.Array] = {}
+    whole = picked[0][0] if len(picked) == 1 and picked[0][1] is None and isinstance(picked[0][0], ChunkColumns) else None
     if "key" in want:
-        arrays["key"] = _binary([(c.buf, sel(c.key_start, i), sel(c.key_len, i)) for c, i in picked], pa.binary())
+        if whole is not None:
+            arrays["key"] = _copied(whole.key_len, whole.key_offsets, whole.key_data)
+        else:
+            arrays["key"] = _binary([(c.buf, sel(c.key_start, i), sel(c.key_len, i)) for c, i in picked], pa.binary())
     if "value" in want:
-        arrays["value"] = _binary([(c.buf, sel(c.val_start, i), sel(c.val_len, i)) for c, i in picked], pa.binary())
+        if whole is not None:
+            arrays["value"] = _copied(whole.val_len, whole.value_offsets, whole.value_data)
+        else:
+            arrays["value"] = _binary([(c.buf, sel(c.val_start, i), sel(c.val_len, i)) for c, i in picked], pa.binary())
     if "topic" in want:
         arrays["topic"] = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([topic])).cast(pa.string())
     if "partition" in want:
         arrays["partition"] = pa.array(np.full(n, partition, np.int32))
+    # a chunk's arrays are reused by the next chunk: its columns are copies (into Arrow's pool)
     if "offset" in want:
-        arrays["offset"] = pa.array(np.concatenate([sel(c.offsets, i) for c, i in picked]) if picked else np.empty(0, np.int64))
+        if whole is not None:
+            arrays["offset"] = pa.array(_pool_copy(whole.offsets, np.int64))
+        else:
+            arrays["offset"] = pa.array(np.concatenate([sel(c.offsets, i) for c, i in picked]) if picked else np.empty(0, np.int64))
     if "timestamp" in want:
-        ts = np.concatenate([sel(c.timestamps, i) for c, i in picked]) if picked else np.empty(0, np.int64)
-        arrays["timestamp"] = pa.array(ts * 1000, type=pa.int64()).view(pa.timestamp("us", tz="UTC"))
+        if whole is not None:
+            us = _pool_copy(whole.timestamps, np.int64, 1000)
+        else:
+            us = np.concatenate([sel(c.timestamps, i) for c, i in picked]) * 1000 if picked else np.empty(0, np.int64)
+        arrays["timestamp"] = pa.array(us, type=pa.int64()).view(pa.timestamp("us", tz="UTC"))
     if "timestampType" in want:
-        tt = [np.full(len(c) if i is None else len(i), c.timestamp_type_id, np.int32) for c, i in picked]
+        tt = [sel(c.timestamp_types, i) for c, i in picked]
         arrays["timestampType"] = pa.array(np.concatenate(tt) if tt else np.empty(0, np.int32))
     if "headers" in want:
         arrays["headers"] = _headers(picked, n)
@@ -101,7 +137,7 @@ def columns_to_arrow(
     return pa.RecordBatch.from_arrays([arrays[f] for f in names], schema=pa.schema([KAFKA_SCHEMA.field(f) for f in names]))
 
 
-def _headers(picked: list[tuple[BatchColumns, np.ndarray | None]], n: int) -> pa.Array:
+def _headers(picked: list[Selection], n: int) -> pa.Array:
     counts_parts = []
     key_parts = []
     val_parts = []
@@ -130,19 +166,37 @@ def _headers(picked: list[tuple[BatchColumns, np.ndarray | None]], n: int) -> pa
 
 
 def to_arrow(
-    batches: Iterable[Batch],
+    source: LogReader | Iterable[Batch],
     *,
     topic: str = "",
     partition: int = 0,
     include_headers: bool = False,
     columns: Sequence[str] | None = None,
     max_rows: int = 32768,
+    max_bytes: int = CHUNK_BYTES,
 ) -> Iterator[pa.RecordBatch]:
-    """Stream Kafka batches as Arrow record batches of about ``max_rows`` rows (control records
-    included; filter with :func:`columns_to_arrow` masks to drop them)."""
+    """Stream Kafka records as Arrow record batches of about ``max_rows`` rows (control records
+    included; filter with :func:`columns_to_arrow` masks to drop them).
+
+    Given a :class:`LogReader`, its bytes are decoded a chunk of batches at a time (at most
+    ``max_rows`` records and about ``max_bytes`` bytes, the memory bound) by compiled passes, with
+    no Python work per batch beyond one decompression call for compressed ones; given batch
+    objects, each is decoded on its own."""
+    if isinstance(source, LogReader):
+        pieces: Iterable[BatchColumns | ChunkColumns] = iter_chunks(
+            source, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, alloc=_pool_bytes
+        )
+    else:
+        pieces = iter_columns(source)
     pending: list[Selection] = []
     rows = 0
-    for cols in iter_columns(batches):
+    for cols in pieces:
+        if isinstance(cols, ChunkColumns):
+            if pending:  # keep record order: what came before the chunk goes first
+                yield columns_to_arrow(pending, topic=topic, partition=partition, include_headers=include_headers, columns=columns)
+                pending, rows = [], 0
+            yield columns_to_arrow([(cols, None)], topic=topic, partition=partition, include_headers=include_headers, columns=columns)
+            continue
         pending.append((cols, None))
         rows += len(cols)
         if rows >= max_rows:

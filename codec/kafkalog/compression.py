@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import IntEnum
 
 import cramjam
 import lz4.block
+import numpy as np
 import xxhash
 import zstandard
 
@@ -32,6 +33,7 @@ __all__ = [
     "Codec",
     "compress",
     "decompress",
+    "decompress_into",
 ]
 
 #: Default bound on one batch's decompressed size (Kafka's own bound is the fetch/message size).
@@ -163,7 +165,10 @@ def lz4_header_checksum(header: bytes, magic: int) -> int:
     return (xxhash.xxh32_intdigest(header if magic == 0 else header[4:]) >> 8) & 0xFF
 
 
-def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
+def _lz4_header(data: bytes | memoryview, magic: int) -> tuple[int, int, int]:
+    """Check an lz4 frame header as Kafka reads it; returns (first block position, block maximum, block checksum flag)."""
+    if magic != 0 and data[:7] == _KAFKA_LZ4_HEADER:  # the header Kafka writes: the checks below would pass
+        return 7, 64 * 1024, 0
     if len(data) < 7:
         raise DecompressionError("lz4 frame header is truncated")
     if data[:4] != _LZ4_MAGIC:
@@ -185,21 +190,22 @@ def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
         pos += 8
     if pos >= len(data):
         raise DecompressionError("lz4 frame header is truncated")
-    if magic != 0 and data[pos] != lz4_header_checksum(data[:pos], magic):
+    if magic != 0 and data[pos] != lz4_header_checksum(bytes(data[:pos]), magic):
         raise DecompressionError("lz4 frame: header checksum mismatch")
-    pos += 1
-    block_checksum = (flg >> 4) & 1
-    out: list[bytes] = []
-    total = 0
-    mv = memoryview(data)
+    return pos + 1, block_max, (flg >> 4) & 1
+
+
+def _lz4_blocks(data: bytes | memoryview, magic: int) -> Iterator[tuple[int, int, bool, int]]:
+    """The blocks of a Kafka lz4 frame, checked: (position, size, stored uncompressed, block maximum)."""
+    pos, block_max, block_checksum = _lz4_header(data, magic)
     while True:
         if pos + 4 > len(data):
             raise DecompressionError("lz4 frame ends before its end mark")
         (size,) = struct.unpack_from("<I", data, pos)
         pos += 4
         if size == 0:
-            return b"".join(out)
-        stored = size & 0x80000000
+            return
+        stored = bool(size & 0x80000000)
         size &= 0x7FFFFFFF
         if size > block_max:
             raise DecompressionError(f"lz4 block of {size} bytes exceeds the frame's maximum {block_max}")
@@ -209,8 +215,21 @@ def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
             if pos + size + 4 > len(data):
                 raise DecompressionError("lz4 block checksum runs past the payload")
             (expected,) = struct.unpack_from("<I", data, pos + size)
-            if xxhash.xxh32_intdigest(mv[pos : pos + size]) != expected:
+            if xxhash.xxh32_intdigest(data[pos : pos + size]) != expected:
                 raise DecompressionError("lz4 block checksum mismatch")
+        yield pos, size, stored, block_max
+        pos += size + 4 * block_checksum
+
+
+#: What Kafka's producer writes for magic 1 and 2: FLG 0x60 (version 1, independent blocks), BD 0x40 (64 KiB blocks).
+_KAFKA_LZ4_HEADER = _LZ4_MAGIC + b"\x60\x40" + bytes([lz4_header_checksum(_LZ4_MAGIC + b"\x60\x40", 2)])
+
+
+def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    mv = memoryview(data)
+    for pos, size, stored, block_max in _lz4_blocks(data, magic):
         if stored:
             block = bytes(mv[pos : pos + size])
         else:
@@ -218,11 +237,29 @@ def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
                 block = lz4.block.decompress(mv[pos : pos + size], uncompressed_size=block_max)
             except lz4.block.LZ4BlockError as e:
                 raise DecompressionError(f"bad lz4 block: {e}") from None
-        pos += size + 4 * block_checksum
         total += len(block)
         if total > max_size:
             raise DecompressionError(f"lz4 payload decompresses to more than {max_size} bytes")
         out.append(block)
+    return b"".join(out)
+
+
+def _lz4_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: int, magic: int) -> tuple[np.ndarray, int]:
+    start = at
+    for pos, size, stored, block_max in _lz4_blocks(data, magic):
+        if at + block_max > len(out):
+            out = _grown(out, at, at + block_max)
+        if stored:
+            out[at : at + size] = np.frombuffer(data, np.uint8, size, pos)
+            at += size
+        else:
+            try:
+                at += cramjam.lz4.decompress_block_into(data[pos : pos + size], out[at : at + block_max])
+            except cramjam.DecompressionError as e:
+                raise DecompressionError(f"bad lz4 block: {e}") from None
+        if at - start > max_size:
+            raise DecompressionError(f"lz4 payload decompresses to more than {max_size} bytes")
+    return out, at
 
 
 def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
@@ -268,6 +305,24 @@ def _zstd_decompress(data: bytes, max_size: int) -> bytes:
         raise DecompressionError(f"bad zstd payload: {e}") from None
 
 
+def _zstd_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: int) -> tuple[np.ndarray, int]:
+    start = at
+    try:
+        with _ZSTD_D.stream_reader(data, read_across_frames=True) as reader:
+            while True:
+                if at == len(out):
+                    out = _grown(out, at, at + _ZSTD_CHUNK)
+                room = min(len(out) - at, max_size - (at - start) + 1)
+                got = reader.readinto(out[at : at + room])
+                if not got:
+                    return out, at
+                at += got
+                if at - start > max_size:
+                    raise DecompressionError(f"zstd payload decompresses to more than {max_size} bytes")
+    except zstandard.ZstdError as e:
+        raise DecompressionError(f"bad zstd payload: {e}") from None
+
+
 def _zstd_compress(data: bytes, level: int | None) -> bytes:
     # Streamed as zstd-jni's ZstdOutputStream does it: no content size in the frame header, the
     # data flushed as non-final block(s) at close, then an empty final block (01 00 00). This is
@@ -299,6 +354,31 @@ def decompress(codec: Codec, data: bytes, *, magic: int = 2, max_size: int = DEF
     if codec is Codec.ZSTD and magic < 2:
         raise UnsupportedCompressionError(f"zstd cannot be used with magic {magic} (Kafka requires magic 2)")
     return _DECOMPRESSORS[codec](bytes(data), max_size, magic)
+
+
+def _grown(out: np.ndarray, used: int, need: int) -> np.ndarray:
+    """A larger buffer (at least ``need`` bytes, doubling) holding ``out[:used]``."""
+    bigger = np.empty(max(need, 2 * len(out)), np.uint8)
+    bigger[:used] = out[:used]
+    return bigger
+
+
+def decompress_into(
+    codec: Codec, data: memoryview, out: np.ndarray, at: int, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> tuple[np.ndarray, int]:
+    """Decompress one batch payload into ``out`` (uint8) from byte ``at``, so that many batches
+    share one buffer; ``out`` is replaced by a larger copy when it runs short. Returns (the buffer,
+    the end of what was written). lz4 and zstd write in place; the other codecs go through
+    :func:`decompress`."""
+    if codec is Codec.LZ4:
+        return _lz4_decompress_into(data, out, at, max_size, magic)
+    if codec is Codec.ZSTD and magic >= 2:
+        return _zstd_decompress_into(data, out, at, max_size)
+    raw = decompress(codec, bytes(data), magic=magic, max_size=max_size)
+    if at + len(raw) > len(out):
+        out = _grown(out, at, at + len(raw))
+    out[at : at + len(raw)] = np.frombuffer(raw, np.uint8)
+    return out, at + len(raw)
 
 
 def compress(codec: Codec, data: bytes, *, magic: int = 2, level: int | None = None) -> bytes:

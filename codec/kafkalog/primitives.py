@@ -61,21 +61,17 @@ def _read_unsigned(buf: bytes | memoryview, pos: int, max_bytes: int, what: str)
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """Read a zig-zag varint (at most 5 bytes, a signed 32-bit value); return (value, next position)."""
+    """Read a zig-zag varint (at most 5 bytes); return (value, next position). As Kafka's
+    ByteUtils.readVarint, only the low 32 bits of a 5-byte encoding count (R-PRIM-04)."""
     raw, pos = _read_unsigned(buf, pos, 5, "varint")
-    value = zigzag_decode(raw)
-    if not -(1 << 31) <= value < (1 << 31):
-        raise CorruptRecordError("varint is outside the int32 range", position=pos)
-    return value, pos
+    return zigzag_decode(raw & 0xFFFFFFFF), pos
 
 
 def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """Read a zig-zag varlong (at most 10 bytes, a signed 64-bit value); return (value, next position)."""
+    """Read a zig-zag varlong (at most 10 bytes); return (value, next position). As Kafka's
+    ByteUtils.readVarlong, only the low 64 bits of a 10-byte encoding count (R-PRIM-04)."""
     raw, pos = _read_unsigned(buf, pos, 10, "varlong")
-    value = zigzag_decode(raw)
-    if not -(1 << 63) <= value < (1 << 63):
-        raise CorruptRecordError("varlong is outside the int64 range", position=pos)
-    return value, pos
+    return zigzag_decode(raw & 0xFFFFFFFFFFFFFFFF), pos
 
 
 def write_varint(value: int, out: bytearray) -> None:
