@@ -844,6 +844,8 @@ def replace_segments(lg: Log, new: list[Segment], old: list[Segment], now_ms: in
             renamed += moved
         if seg.base_offset not in new_bases:
             deleted_not_replaced.append(seg)
+    if renamed and lg.sync:  # beyond Kafka: no .swap may lose its suffix before the old files' .deleted names are durable
+        fsync_dir(lg.dir)
     for seg in new:
         _rename_segment_files(seg, SWAP_SUFFIX, "", "final", on_step, lg.sync)
     if lg.sync:

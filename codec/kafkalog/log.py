@@ -580,6 +580,8 @@ class Log:
             if os.path.isfile(path) and not name.endswith(".swap") and stem.isdigit() and lo <= int(stem) < hi:
                 log.info("deleting %s: compacted or split but not yet deleted", path)
                 os.unlink(path)
+        if swaps and self.sync:  # beyond Kafka: the old files must be gone for good before a .swap loses its suffix
+            fsync_dir(self.dir)
         for name in os.listdir(self.dir):
             path = os.path.join(self.dir, name)
             if os.path.isfile(path) and name.endswith(".swap"):
