@@ -159,3 +159,31 @@ def test_transaction_index_is_created_by_the_first_append(tmp_path: Path) -> Non
     assert reopened.all_aborted_txns() == read_txn_index(p) == [a]
     reopened.sanity_check()
     reopened.close()
+
+
+def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pwrite may write less than asked (a filling disk writes what fits first): index entries,
+    transaction entries and segment data are still written whole. Found by bench/faults.py, where a
+    short time index write left an entry with its last bytes zero."""
+    from kafkalog import RecordBatchBuilder
+    from kafkalog.segment import Segment
+
+    real = os.pwrite
+    monkeypatch.setattr(os, "pwrite", lambda fd, data, offset: real(fd, bytes(data)[:5], offset))
+    tix = MutableTimeIndex(tmp_path / "00000000000000000100.timeindex", 100, 120)
+    tix.maybe_append(1_700_000_001_187, 105)
+    tix.maybe_append(1_700_000_001_190, 109)
+    tix.close()
+    txn = MutableTransactionIndex(tmp_path / "00000000000000000100.txnindex", 100)
+    txn.append(AbortedTxn(0, 7, 101, 104, 100))
+    seg = Segment.open(tmp_path, 200, index_interval_bytes=0)
+    b = RecordBatchBuilder(200)
+    b.append(1_700_000_001_200, b"k", b"v" * 40)
+    data = b.build()
+    seg.append(200, 1_700_000_001_200, 200, data)
+    seg.close()
+    monkeypatch.setattr(os, "pwrite", real)
+    t = TimeIndex.read(tmp_path / "00000000000000000100.timeindex")
+    assert list(zip(t.timestamps.tolist(), t.offsets.tolist(), strict=True)) == [(1_700_000_001_187, 105), (1_700_000_001_190, 109)]
+    assert read_txn_index(tmp_path / "00000000000000000100.txnindex") == [AbortedTxn(0, 7, 101, 104, 100)]
+    assert (tmp_path / "00000000000000000200.log").read_bytes() == data

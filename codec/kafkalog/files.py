@@ -76,6 +76,18 @@ def segment_file_name(offset: int, suffix: str) -> str:
     return f"{offset:020d}{suffix}"
 
 
+def pwrite_all(fd: int, data: bytes | memoryview, offset: int) -> int:
+    """Write all of ``data`` at ``offset``, returning the offset after it. ``os.pwrite`` may write
+    less than asked (a disk filling up writes what fits first); the rest is written or its error
+    raised, so a caller never takes a partly written index entry or batch for a whole one."""
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, offset)
+        offset += n
+        view = view[n:]
+    return offset
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so that renames and new files in it survive a crash (Utils.flushDirIfExists).
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import CorruptIndexError, IndexFullError, IndexOffsetOverflowError, InvalidOffsetError
+from .files import pwrite_all
 
 __all__ = [
     "DEFAULT_MAX_INDEX_SIZE",
@@ -206,8 +207,8 @@ class _MutableIndex:
     """What Kafka's AbstractIndex does with the file: preallocation, entry count, resize, trim, flush.
 
     Entries live in memory as Python lists (read in bulk with numpy when an existing file is
-    opened) and each new entry is written in place with ``os.pwrite``; the file itself is the
-    one Kafka's memory map would leave behind.
+    opened) and each new entry is written in place, whole (:func:`~kafkalog.files.pwrite_all`);
+    the file itself is the one Kafka's memory map would leave behind.
     """
 
     ENTRY_SIZE = 0
@@ -296,7 +297,7 @@ class _MutableIndex:
         fd = self._check_open()
         if slot >= self._max_entries:
             raise IndexFullError(f"attempt to append to a full index (size = {self.entries})", file=self.path, position=slot * self.ENTRY_SIZE)
-        os.pwrite(fd, data, slot * self.ENTRY_SIZE)
+        pwrite_all(fd, data, slot * self.ENTRY_SIZE)
 
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded down to whole entries; False if unchanged."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .epoch import LeaderEpochCache
 from .errors import CorruptRecordError, IndexOffsetOverflowError
-from .files import segment_file_name
+from .files import pwrite_all, segment_file_name
 from .index import DEFAULT_MAX_INDEX_SIZE, MutableOffsetIndex, MutableTimeIndex
 from .producer_state import AppendOrigin, CompletedTxn, ProducerStateManager
 from .records.stream import Batch, LogReader
@@ -285,14 +285,7 @@ class Segment:
         )
 
     def _write(self, data: bytes | memoryview) -> None:
-        fd = self._log_fd()
-        view = memoryview(data)
-        pos = self._size
-        while view:
-            n = os.pwrite(fd, view, pos)
-            pos += n
-            view = view[n:]
-        self._size = pos
+        self._size = pwrite_all(self._log_fd(), data, self._size)
 
     def append(self, largest_offset: int, largest_timestamp: int, shallow_offset_of_max_timestamp: int, records: bytes) -> None:
         """Append one append's bytes and index them as Kafka does (LogSegment.append)."""

@@ -7,6 +7,7 @@ import struct
 from dataclasses import dataclass
 
 from .errors import CorruptIndexError
+from .files import pwrite_all
 
 __all__ = ["ABORTED_TXN", "AbortedTxn", "MutableTransactionIndex", "read_txn_index"]
 
@@ -89,7 +90,7 @@ class MutableTransactionIndex:
                 f"the last offset of appended transactions must increase: {txn.last_offset} is not greater than {last} in {self.path}"
             )
         fd = self._open()
-        os.pwrite(fd, txn.pack(), len(self._entries) * ABORTED_TXN.size)
+        pwrite_all(fd, txn.pack(), len(self._entries) * ABORTED_TXN.size)
         self._entries.append(txn)
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
