@@ -40,6 +40,7 @@ from kafkalog.primitives import crc32c
 from kafkalog.producer_state import JavaLongHashMap
 from kafkalog.records import LegacyBatch, RecordBatch, TimestampType
 from kafkalog.snapshot import read_producer_snapshot
+from kafkalog.validate import verify
 
 LOGDIR = GOLDEN / "kafka" / "logdir"
 CLOCK = 1700010000000  # the golden dirs' frozen clock for LogAppendTime
@@ -528,3 +529,25 @@ def test_temporary_files_are_removed_on_open(tmp_path: Path) -> None:
     Log.open(dst, sync=False).close()
     assert not (dst / "00000000000000000000.log.swap").exists()
     assert (dst / "00000000000000000000.log").read_bytes() == good
+
+
+@pytest.mark.rule("R-RCV-07")
+def test_recovery_keeps_a_full_index_sparse_instead_of_failing(tmp_path: Path) -> None:
+    """Each reopen restarts a segment's index byte count, so replaying a segment written across
+    restarts can want more index entries than its appends made; with a small segment.index.bytes
+    Kafka's load then fails on a full index. kafkalog stops adding entries (found by bench/crash.py)."""
+    d = tmp_path / "t-0"
+    cfg = LogConfig(segment_bytes=1 << 20, segment_index_bytes=64, index_interval_bytes=256)
+    offset = 0
+    for _cycle in range(30):
+        with Log.open(d, cfg) as lg:  # a clean close each time
+            for _ in range(2):
+                b = RecordBatchBuilder(0)
+                b.append(1_700_000_000_000 + offset, b"k", b"v" * 200)
+                lg.append(b.build())
+                offset += 1
+    with Log.open(d, cfg, recovery_point=0, had_clean_shutdown=False) as lg:
+        assert [r.offset for b in lg.batches() for r in b.records()] == list(range(60))
+        first = lg.segments[0]
+        assert first.time_index.entries <= first.time_index.max_entries and first.offset_index.entries <= first.offset_index.max_entries
+    assert verify(d).errors == []

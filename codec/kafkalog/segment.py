@@ -423,8 +423,12 @@ class Segment:
                 if batch.max_timestamp > self.max_timestamp_so_far:
                     self._max_ts_offset = (batch.max_timestamp, batch.last_offset)
                 if valid_bytes - last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(batch.last_offset, valid_bytes)
-                    self.time_index.maybe_append(*self.read_max_timestamp_and_offset_so_far())
+                    # Beyond Kafka (SPEC R-RCV-07): the replay can want more entries than the appends
+                    # made (each reopen restarts their byte count); a full index stays sparse instead
+                    # of failing the load with Kafka's "attempt to append to a full index".
+                    if not (self.offset_index.is_full() or self.time_index.is_full()):
+                        self.offset_index.append(batch.last_offset, valid_bytes)
+                        self.time_index.maybe_append(*self.read_max_timestamp_and_offset_so_far())
                     last_index_entry = valid_bytes
                 valid_bytes += batch.size_in_bytes
                 if isinstance(batch, RecordBatch):
