@@ -11,7 +11,7 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -35,6 +35,20 @@ def read_jsonl(path: Path) -> list[dict]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def dump_batches(lines: Iterable[dict], prefix: str = "") -> list[dict]:
+    """Kafka's dump lines grouped: its batches (each with its records under ``"records"``) of the
+    files whose name starts with ``prefix``, in dump order."""
+    out: list[dict] = []
+    for o in lines:
+        if not o["file"].startswith(prefix):
+            continue
+        if o["type"] == "batch":
+            out.append(dict(o, records=[]))
+        elif o["type"] == "record":
+            out[-1]["records"].append(o)
+    return out
 
 
 def real_set_root(set_dir: Path, expected: list[dict]) -> Path:

@@ -13,23 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GOLDEN, SHARED, need_shared, read_jsonl
+from helpers import GOLDEN, SHARED, dump_batches, need_shared, read_jsonl
 from kafkalog import ControlType, LogReader, RecordBatchBuilder
 from kafkalog.isolation import ReadCommittedFilter, consume, consumer_records
 from kafkalog.log import FetchIsolation, Log
 from kafkalog.txnindex import AbortedTxn
-
-
-def _dump_batches(dump: Path, prefix: str) -> list[dict]:
-    out: list[dict] = []
-    for o in read_jsonl(dump):
-        if not o["file"].startswith(prefix):
-            continue
-        if o["type"] == "batch":
-            out.append(dict(o, records=[]))
-        elif o["type"] == "record":
-            out[-1]["records"].append(o)
-    return sorted(out, key=lambda b: b["baseOffset"])
 
 
 def _expected(batches: list[dict]) -> tuple[list[int], list[int], int]:
@@ -61,7 +49,7 @@ def transactional(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path,
     root = SOURCES[request.param][0] if request.param == "golden" else need_shared("golden-kafka")
     d = tmp_path / "transactional-0"
     shutil.copytree(root / "logdir" / "transactional-0", d)
-    return d, _dump_batches(root / "dump" / "logdir.jsonl", "transactional-0/")
+    return d, sorted(dump_batches(read_jsonl(root / "dump" / "logdir.jsonl"), "transactional-0/"), key=lambda b: b["baseOffset"])
 
 
 @pytest.mark.rule("R-ISO-04")

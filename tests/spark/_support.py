@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark import cloudpickle
 
+from helpers import dump_batches  # noqa: F401 - re-exported for the Spark tests
 from kafkalog_spark.source import KafkaLogDataSource
 
 #: Row = (topic, partition, offset) -> (key hex, value hex, timestamp ms, timestampType, headers)
@@ -23,19 +24,6 @@ TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1, "NoTimestampType": -1}
 def split_tp(dirname: str) -> tuple[str, int]:
     topic, _, part = dirname.rpartition("-")
     return topic, int(part)
-
-
-def dump_batches(lines: Iterable[dict], prefix: str = "") -> list[dict]:
-    """The dump's batches (with their records under ``"records"``) of files starting with ``prefix``."""
-    out: list[dict] = []
-    for o in lines:
-        if not o["file"].startswith(prefix):
-            continue
-        if o["type"] == "batch":
-            out.append(dict(o, records=[]))
-        elif o["type"] == "record":
-            out[-1]["records"].append(o)
-    return out
 
 
 def expected_rows(batches: Iterable[dict], keep=None) -> dict[tuple[str, int, int], Row]:  # noqa: ANN001 - predicate
