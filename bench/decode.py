@@ -61,6 +61,7 @@ import kafkalog  # noqa: E402
 import records as recbench  # noqa: E402  (bench/records.py: data generator, peers, timing harness)
 from kafkalog import LogReader, RecordBatch, RecordBatchBuilder  # noqa: E402
 from kafkalog.arrow import to_arrow  # noqa: E402
+from kafkalog.compression import _lz4_blocks  # noqa: E402 - the frame walk Kafka-checked, shared with the decoder
 from kafkalog.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -114,28 +115,17 @@ def decode_objects(data: bytes, crc: bool) -> tuple[int, Record4 | None]:
     return n, (offset, timestamp, key, value) if n else None
 
 
-_LZ4_BLOCK_MAX = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
 _ZSTD = zstandard.ZstdDecompressor()
 
 
 def lz4_frame_blocks(frame: bytes) -> int:
-    """Decompress an lz4 frame as Kafka writes it (independent blocks) with lz4.block alone."""
-    flg, bd = frame[4], frame[5]
-    pos = 7 + (8 if flg & 0x08 else 0)
-    block_max = _LZ4_BLOCK_MAX[(bd >> 4) & 7]
+    """Decompress an lz4 frame as Kafka writes it (independent blocks; the frame walked by
+    kafkalog's checked block reader) with lz4.block alone."""
     total = 0
     mv = memoryview(frame)
-    while True:
-        (size,) = struct.unpack_from("<I", frame, pos)
-        pos += 4
-        if size == 0:
-            return total
-        raw = size & 0x7FFFFFFF
-        if size & 0x80000000:
-            total += raw
-        else:
-            total += len(lz4.block.decompress(mv[pos : pos + raw], uncompressed_size=block_max))
-        pos += raw + (4 if flg & 0x10 else 0)
+    for pos, size, stored, block_max in _lz4_blocks(frame, 2):
+        total += size if stored else len(lz4.block.decompress(mv[pos : pos + size], uncompressed_size=block_max))
+    return total
 
 
 #: One reused output buffer for the "into" ways (as big as one batch's records can be here).
@@ -144,23 +134,15 @@ _OUT = np.empty(8 << 20, np.uint8)
 
 def lz4_frame_blocks_into(frame: bytes) -> int:
     """The same frame walk, each block decompressed by cramjam into the reused buffer."""
-    flg, bd = frame[4], frame[5]
-    pos = 7 + (8 if flg & 0x08 else 0)
-    block_max = _LZ4_BLOCK_MAX[(bd >> 4) & 7]
     d = 0
     mv = memoryview(frame)
-    while True:
-        (size,) = struct.unpack_from("<I", frame, pos)
-        pos += 4
-        if size == 0:
-            return d
-        raw = size & 0x7FFFFFFF
-        if size & 0x80000000:
-            _OUT[d : d + raw] = np.frombuffer(frame, np.uint8, raw, pos)
-            d += raw
+    for pos, size, stored, block_max in _lz4_blocks(frame, 2):
+        if stored:
+            _OUT[d : d + size] = np.frombuffer(frame, np.uint8, size, pos)
+            d += size
         else:
-            d += cramjam.lz4.decompress_block_into(mv[pos : pos + raw], _OUT[d : d + block_max])
-        pos += raw + (4 if flg & 0x10 else 0)
+            d += cramjam.lz4.decompress_block_into(mv[pos : pos + size], _OUT[d : d + block_max])
+    return d
 
 
 def zstd_stream(frame: bytes) -> int:

@@ -21,7 +21,7 @@ from .errors import KafkaLogError
 from .log import Log, checkpoint_log_dir
 from .maintenance import _CONFIG_HELP, EXIT_BAD_DATA, EXIT_OK, EXIT_USAGE, PartitionDir, _config, _partitions
 from .maintenance import _describe as _describe_retention
-from .retention import RetentionResult, delete_old_segments
+from .retention import delete_old_segments
 
 __all__ = ["register"]
 
@@ -53,10 +53,6 @@ def _describe(p: PartitionDir, r: CompactResult, min_ratio: float, dry_run: bool
         f"{g.messages_read} -> {g.messages_written} records)" for g in c.groups
     )
     return f"{head}: cleaned {len(c.groups)} group(s): {groups}; next dirty offset {c.end_offset}"
-
-
-def _retention_did_something(r: RetentionResult) -> bool:
-    return bool(r.deleted_segments) or r.log_start_offset != r.log_start_offset_before
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
@@ -100,7 +96,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
             print(json.dumps({"dir": p.path, **result.to_json(), "retention": retention.to_json()}, separators=(",", ":")))
         else:
             print(_describe(p, result, config.min_cleanable_dirty_ratio, args.dry_run))
-            if _retention_did_something(retention):
+            if retention.changed:
                 print(_describe_retention(p, retention))
     for data_dir, logs in by_data_dir.items():
         checkpoint_log_dir(data_dir, logs)

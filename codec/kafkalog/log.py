@@ -57,7 +57,7 @@ from .errors import (
     UnexpectedAppendOffsetError,
 )
 from .files import fsync_dir, segment_file_name
-from .index import DEFAULT_MAX_INDEX_SIZE
+from .index import DEFAULT_MAX_INDEX_SIZE, base_offset_of
 from .primitives import crc32c
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -476,7 +476,7 @@ class Log:
             except IndexOffsetOverflowError as e:
                 segment = next((s for s in self.segments if s.log_path == e.file), None)
                 if segment is None and e.file is not None and os.path.dirname(e.file) == self.dir:
-                    segment = self._new_segment(int(os.path.basename(e.file)[:20]))  # met while loading it
+                    segment = self._new_segment(base_offset_of(e.file))  # met while loading it
                     self._add_segment(segment)
                 if segment is None or not segment.has_overflow():
                     raise

@@ -119,7 +119,7 @@ def _plan_dry(p: PartitionDir, config: LogConfig, now_ms: int, log_start_offset:
 
 def _describe(p: PartitionDir, r: RetentionResult) -> str:
     segs = r.deleted_segments
-    if not segs and r.log_start_offset == r.log_start_offset_before:
+    if not r.changed:
         return f"{p.path}: nothing to delete (log start offset {r.log_start_offset})"
     verb = "would delete" if r.dry_run else "deleted"
     why = ", ".join(f"{p_.reason.value}: {len(p_.segments)}" for p_ in r.passes)

@@ -33,7 +33,7 @@ from itertools import repeat
 
 import numpy as np
 
-from .columnar import ACCELERATED, _jit, _jit_inline
+from .columnar import ACCELERATED, _jit, _jit_inline, _varint
 from .records.record import Record
 from .records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
@@ -88,38 +88,17 @@ _I64_MIN = -(2**63)
 
 
 @_jit_inline
-def _uvarint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[np.uint64, int, bool]:
-    """Unsigned varint at ``pos`` (bytes before ``end``), at most ``max_bytes`` long: returns (its
-    low 64 bits, next position, ok). Not ok: truncated or too long. As in Kafka's ByteUtils, bits
-    past 64 are dropped (a varlong's 10th byte adds only its low bit)."""
-    result = np.uint64(0)
-    shift = np.uint64(0)
-    for _ in range(max_bytes):
-        if pos >= end:
-            return np.uint64(0), pos, False
-        b = np.uint64(buf[pos])
-        pos += 1
-        result |= (b & np.uint64(0x7F)) << shift
-        if b < np.uint64(0x80):
-            return result, pos, True
-        shift += np.uint64(7)
-    return np.uint64(0), pos, False
-
-
-@_jit_inline
 def _varlong(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, bool]:
-    """A zig-zag varlong (at most 10 bytes) as Kafka's ByteUtils.readVarlong reads it."""
-    raw, pos, ok = _uvarint(buf, pos, end, 10)
-    return np.int64(raw >> np.uint64(1)) ^ -np.int64(raw & np.uint64(1)), pos, ok
+    """A zig-zag varlong (at most 10 bytes), read by the columnar reader (ByteUtils' rules): (value, next position, ok)."""
+    v, p = _varint(buf, pos, end, 10)
+    return v, p, p >= 0
 
 
 @_jit_inline
 def _varint32(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, bool]:
-    """A zig-zag varint (at most 5 bytes) as Kafka's ByteUtils.readVarint reads it: the low 32
-    bits, so the value is always an int32."""
-    raw, pos, ok = _uvarint(buf, pos, end, 5)
-    raw &= np.uint64(0xFFFFFFFF)
-    return np.int64(raw >> np.uint64(1)) ^ -np.int64(raw & np.uint64(1)), pos, ok
+    """A zig-zag varint (at most 5 bytes; the low 32 bits, as ByteUtils keeps them), read by the columnar reader."""
+    v, p = _varint(buf, pos, end, 5)
+    return v, p, p >= 0
 
 
 @_jit

@@ -121,6 +121,11 @@ class RetentionResult:
     dry_run: bool = False
 
     @property
+    def changed(self) -> bool:
+        """Whether retention deleted a segment or moved the log start offset."""
+        return bool(self.deleted_segments) or self.log_start_offset != self.log_start_offset_before
+
+    @property
     def deleted_segments(self) -> list[SegmentInfo]:
         """Every segment deleted, oldest first."""
         return [s for p in self.passes for s in p.segments]

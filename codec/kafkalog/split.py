@@ -62,7 +62,8 @@ def split_overflowed_segment(lg: Log, segment: Segment, now_ms: int | None = Non
             for path in (s.log_path, s.index_path, s.time_index_path):
                 os.utime(path, ns=(mtime_ns, mtime_ns))
         if sum(s.size for s in new) != segment.size:
-            raise KafkaLogError(f"split segments hold {sum(s.size for s in new)} bytes, the original {segment.size}", file=segment.log_path)
+            raise KafkaLogError(f"split segments hold {sum(s.size for s in new)} bytes, the original {segment.size}",
+                                file=segment.log_path, position=segment.size, offset=segment.base_offset)
     except BaseException:
         for s in new:
             s.delete()
