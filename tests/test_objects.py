@@ -1,30 +1,25 @@
 """The compiled object path (kafkalog.objects) against the plain decoder ``records_plain``:
-same records, same errors, compiled (numba) and plain, and a pickle stream that can only build data."""
+same records, same errors, compiled (numba) and plain, made a group at a time, and no reference
+left over or missing."""
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
-import pickletools
 import random
 import struct
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import crc32c
-import numpy as np
 import pytest
 
 from kafkalog import Codec, KafkaLogError, LogReader, RecordBatch, RecordBatchBuilder, TimestampType, objects
 from kafkalog.columnar import ACCELERATED
 
-#: Every opcode objects._emit may write; nothing that imports, calls or sets attributes.
-ALLOWED_OPCODES = {
-    "PROTO", "EMPTY_LIST", "MARK", "APPENDS", "STOP", "BININT1", "BININT", "LONG1", "SHORT_BINBYTES",
-    "BINBYTES", "NONE", "EMPTY_TUPLE", "TUPLE", "TUPLE2", "SHORT_BINUNICODE", "BINUNICODE", "BINPUT",
-    "BINGET", "POP",
-}
 I64_MAX = 2**63 - 1
 
 
@@ -63,23 +58,8 @@ def _batches(seed: int, **kw: bool) -> list[RecordBatch]:
     return [_batch(rnd, codec, **kw) for codec in Codec for _ in range(3)]
 
 
-def _emitted(batch: RecordBatch, layout: int) -> tuple[int, bytes]:
-    """(status, stream) of objects._emit over ``batch`` with ``layout``."""
-    raw = batch.records_buffer()
-    out = np.empty(7 * len(raw) + 80 * batch.count + 64, np.uint8)
-    lat = bool(batch.attributes & 0x08)
-    status, end = objects._emit(raw, 0, batch.count, batch.base_offset, batch.base_timestamp, lat, batch.base_sequence, layout, out)
-    return status, out[:end].tobytes()
-
-
-def _stream(batch: RecordBatch, layout: int = objects._L_ALL) -> bytes:
-    status, stream = _emitted(batch, layout)
-    assert status == objects._OK
-    return stream
-
-
 def _regular_batches() -> list[RecordBatch]:
-    """Batches the compact layout covers: consecutive offsets, no headers, zero attributes (with
+    """Batches of what producers write: consecutive offsets, no headers, zero attributes (with
     and without a producer, CreateTime and LogAppendTime, every codec)."""
     out = []
     for codec in Codec:
@@ -107,31 +87,139 @@ def test_records_equal_plain_decoder(seed: int, lat: bool) -> None:
         assert batch.records() == want and list(batch) == want
 
 
+def _walker_ok(batch: RecordBatch) -> bool:
+    """Whether the walker made every record of ``batch`` itself (no hand-over to the plain decoder)."""
+    buf, start = objects._area(batch)
+    _out, pos = objects._make(batch, buf, start, batch.count)
+    return pos == len(buf)
+
+
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
-def test_fast_path_taken_for_ascii_headers_and_not_otherwise() -> None:
-    """The equality tests above must exercise the stream, not only the fallback."""
-    ascii_batches = _batches(1, ascii_headers=True)
-    assert all(objects._columns(b) is not None for b in ascii_batches)
+def test_walker_taken_for_ascii_headers_and_not_otherwise() -> None:
+    """The equality tests above must exercise the walker, not only the fallback."""
+    for batch in _batches(1, ascii_headers=True) + _regular_batches():
+        assert _walker_ok(batch), batch
     b = RecordBatchBuilder(0)
-    b.append(1, b"k", b"v", [("ü", b"x")])
-    assert objects._columns(RecordBatch(b.build())) is None  # non-ASCII header key: the plain decoder
+    b.append(1, b"k", b"v", [("\u00fc", b"x")])
+    batch = RecordBatch(b.build())
+    assert not _walker_ok(batch)  # non-ASCII header key: the plain decoder
+    assert objects.records(batch)[0].headers == (("\u00fc", b"x"),)
+
+
+def _long_batch(n: int, *, lat: bool = False, seq: int = -1, codec: Codec = Codec.NONE) -> RecordBatch:
+    b = RecordBatchBuilder(
+        1000, compression=codec, producer_id=-1 if seq < 0 else 5, producer_epoch=-1 if seq < 0 else 1, base_sequence=seq,
+        timestamp_type=TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME,
+        log_append_time=1_700_000_999_999 if lat else None,
+    )
+    for i in range(n):
+        b.append(1_700_000_000_000 + i // 3, b"key-%d" % i, b"v" * (i % 300), [("h", b"%d" % i)] if i % 5 == 0 else [])
+    return RecordBatch(b.build())
 
 
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
-def test_compact_layout_equals_plain_decoder() -> None:
-    """Batches with consecutive offsets, no headers and zero attributes take the compact layout
-    (range and repeat instead of stream fields), others the full one; both give the plain records."""
-    for batch in _regular_batches():
-        assert _emitted(batch, 0)[0] == objects._OK
-        want = batch.records_plain()
-        assert objects.records(batch) == want and list(batch) == want
-        assert [tuple(r) for r in objects.records(batch)] == [tuple(r) for r in want]
-    gappy = RecordBatchBuilder(0)
-    gappy.append(1, b"k", b"v", offset=0)
-    gappy.append(1, b"k", b"v", offset=2)
-    batch = RecordBatch(gappy.build())
-    assert _emitted(batch, 0)[0] == objects._RELAYOUT
-    assert objects.records(batch) == batch.records_plain() and [r.offset for r in batch] == [0, 2]
+def test_groups_join_up_to_the_plain_records() -> None:
+    """Iteration makes GROUP records per compiled call; timestamps shared across a group's edge,
+    sequences wrapping past Int32.MAX_VALUE and LogAppendTime come out as the plain decoder's."""
+    for n in (objects.GROUP - 1, objects.GROUP, objects.GROUP + 1, 3 * objects.GROUP + 7):
+        for batch in (_long_batch(n), _long_batch(n, lat=True, seq=2**31 - 200, codec=Codec.ZSTD)):
+            want = batch.records_plain()
+            assert list(objects.iter_records(batch)) == want and list(batch) == want
+            assert objects.records(batch) == want
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
+def test_iteration_raises_where_the_bad_record_is() -> None:
+    """As Kafka's record iterator does, iteration yields the records before a malformed one, then
+    raises the plain decoder's error; ``records()`` raises it before any record."""
+    batch = _long_batch(3 * objects.GROUP)
+    plain = batch.records_plain()
+    bad_index = 2 * objects.GROUP + 5
+    at = sum(r.size_in_bytes for r in plain[:bad_index])  # the bad record's first byte in the record area
+    data = bytearray(batch.data)
+    data[61 + at] = 0x7F  # its length varint now claims 63 bytes: the records no longer line up
+    bad = RecordBatch(bytes(data))
+    with pytest.raises(KafkaLogError) as plain_error:
+        bad.records_plain()
+    with pytest.raises(KafkaLogError) as list_error:
+        objects.records(bad)
+    assert (type(list_error.value), str(list_error.value)) == (type(plain_error.value), str(plain_error.value))
+    got = []
+    with pytest.raises(KafkaLogError) as iter_error:
+        for r in bad:
+            got.append(r)
+    assert (type(iter_error.value), str(iter_error.value)) == (type(plain_error.value), str(plain_error.value))
+    assert got == plain[: 2 * objects.GROUP]  # the groups made before the bad record's
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
+def test_references_are_counted_right() -> None:
+    """The walker takes one reference per slot it fills: no object outlives its records, none is
+    freed while a record holds it (the shared timestamp of a LogAppendTime batch included)."""
+    batch = _long_batch(300, lat=True, seq=4)
+    ts = batch.max_timestamp
+    before = sys.getrefcount(ts)
+    recs = objects.records(batch)
+    assert all(r.timestamp is ts for r in recs)
+    assert sys.getrefcount(ts) == before + len(recs)
+    r = recs[7]
+    assert sys.getrefcount(r.key) == sys.getrefcount(batch.records_plain()[7].key)  # held by its record alone
+    create = r.create_timestamp
+    holders = sum(1 for x in recs if x.create_timestamp is create)
+    assert holders > 1 and sys.getrefcount(create) == holders + 2  # each holder, ``create``, the argument
+    del recs, r, create
+    gc.collect()
+    assert sys.getrefcount(ts) == before
+    for batch in (_long_batch(500), _long_batch(500, lat=True, seq=9, codec=Codec.LZ4)):
+        list(batch)
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            for _ in range(40):
+                for _r in batch:
+                    pass
+                objects.records(batch)
+            gc.collect()
+            grown = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+        assert grown < 64 * 1024, grown  # a leaked key or value per record would be megabytes
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
+def test_plain_python_walker_makes_the_same_records(tmp_path: Path) -> None:
+    """The walker's source run without numba (KAFKALOG_NO_NUMBA=1, plain stand-ins for the C API)
+    makes the plain decoder's records itself, group by group, and reports a failed allocation as
+    MemoryError; the compiled run makes the same records."""
+    batches = _batches(5, ascii_headers=True) + _batches(6, ascii_headers=True, lat=True) + _regular_batches()[:6]
+    batches += [_long_batch(2 * objects.GROUP + 3, lat=True, seq=2**31 - 100, codec=Codec.GZIP)]
+    log = tmp_path / "x.log"
+    log.write_bytes(b"".join(b.data for b in batches))
+    code = (
+        "import sys, pickle, warnings; warnings.simplefilter('ignore')\n"
+        "from kafkalog import LogReader; from kafkalog import objects; from kafkalog.columnar import ACCELERATED\n"
+        "assert not ACCELERATED\n"
+        "bs = list(LogReader(sys.argv[1]).batches())\n"
+        "made = []\n"
+        "for b in bs:\n"
+        "    buf, start = objects._area(b); out, pos = objects._make(b, buf, start, b.count)\n"
+        "    assert pos == len(buf), b\n"
+        "    groups = list(objects._groups(b)); assert len(groups) == -(-b.count // objects.GROUP)\n"
+        "    assert [r for g in groups for r in g] == out == b.records_plain()\n"
+        "    made.append([tuple(r) for r in out])\n"
+        "objects._failed = lambda obj: True\n"
+        "try:\n"
+        "    objects._make(bs[0], *objects._area(bs[0]), bs[0].count); sys.exit('no MemoryError')\n"
+        "except MemoryError:\n"
+        "    pass\n"
+        "open(sys.argv[2], 'wb').write(pickle.dumps(made))"
+    )
+    env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
+    subprocess.run([sys.executable, "-c", code, str(log), str(tmp_path / "plain.pickle")], check=True, env=env)
+    plain = pickle.loads((tmp_path / "plain.pickle").read_bytes())
+    with LogReader(log) as r:
+        compiled = [[tuple(x) for x in objects.records(b)] for b in r.batches()]
+    assert plain == compiled
 
 
 def _one_record_batch(record_body: bytes, base_offset: int = 100, base_timestamp: int = 5) -> RecordBatch:
@@ -177,7 +265,7 @@ def test_varints_read_as_kafka_reads_them() -> None:
 
 @pytest.mark.rule("R-PRIM-04")
 def test_every_decoder_reads_over_long_varints_as_kafka() -> None:
-    """The plain decoder, the object stream and the columnar walker (verify's too) agree with Kafka's
+    """The plain decoder, the object walker and the columnar walker (verify's too) agree with Kafka's
     ByteUtils on encodings that carry bits past 32/64 (values worked out in the test above)."""
     from kafkalog.columnar import decode_columns
 
@@ -192,14 +280,6 @@ def test_every_decoder_reads_over_long_varints_as_kafka() -> None:
         assert list(objects.records(batch)) == [plain]
         cols = decode_columns(batch)
         assert (cols.offsets.tolist(), cols.timestamps.tolist()) == ([offset], [timestamp])
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
-def test_stream_holds_only_data_opcodes() -> None:
-    for batch in _batches(3, ascii_headers=True, lat=True) + _batches(4, ascii_headers=True):
-        ops = {op.name for op, _arg, _pos in pickletools.genops(_stream(batch))}
-        assert ops <= ALLOWED_OPCODES, ops - ALLOWED_OPCODES
-    for batch in _regular_batches():
-        ops = {op.name for op, _arg, _pos in pickletools.genops(_stream(batch, 0))}
-        assert ops <= ALLOWED_OPCODES, ops - ALLOWED_OPCODES
 
 
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
@@ -229,37 +309,6 @@ def test_malformed_record_areas_same_outcome(seed: int) -> None:
         except KafkaLogError as e:
             got = (type(e), str(e), e.position, e.offset)
         assert got == want
-
-
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
-def test_plain_python_emitter_writes_the_same_stream(tmp_path: Path) -> None:
-    """The emitter's source run without numba (KAFKALOG_NO_NUMBA=1) writes the same bytes, and
-    the records built from its stream are the plain decoder's."""
-    batches = _batches(5, ascii_headers=True) + _batches(6, ascii_headers=True, lat=True) + _regular_batches()[:6]
-    log = tmp_path / "x.log"
-    log.write_bytes(b"".join(b.data for b in batches))
-    code = (
-        "import sys, pickle, warnings; warnings.simplefilter('ignore');"
-        "from kafkalog import LogReader; from kafkalog import objects; from kafkalog.columnar import ACCELERATED;"
-        "assert not ACCELERATED;"
-        f"r = LogReader({str(log)!r});"
-        "bs = list(r.batches());"
-        "cols = [objects._columns(b) for b in bs];"
-        "assert all(c is not None for c in cols);"
-        "ok = [list(map(objects._make_record, zip(*c, strict=False))) == b.records_plain() for c, b in zip(cols, bs)];"
-        "assert all(ok), ok;"
-        "sys.path.insert(0, sys.argv[2]); from test_objects import _emitted;"
-        "open(sys.argv[1], 'wb').write(pickle.dumps([_emitted(b, lay) for b in bs for lay in (0, objects._L_ALL)]))"
-    )
-    env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
-    subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "plain.pickle"), str(Path(__file__).parent)], check=True, env=env
-    )
-    plain = pickle.loads((tmp_path / "plain.pickle").read_bytes())
-    with LogReader(log) as r:
-        compiled = [_emitted(b, lay) for b in r.batches() for lay in (0, objects._L_ALL)]
-    assert plain == compiled
-    assert {status for status, _stream in compiled} == {objects._OK, objects._RELAYOUT}
 
 
 def test_record_is_an_immutable_tuple_of_its_fields() -> None:

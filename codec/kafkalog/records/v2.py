@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ..compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec, codec_of, compress, decompress
@@ -214,6 +215,17 @@ def decode_records(
     return out
 
 
+_objects: ModuleType | None = None  # kafkalog.objects, which imports this module: bound on first use
+
+
+def _load_objects() -> ModuleType:
+    global _objects
+    from .. import objects
+
+    _objects = objects
+    return objects
+
+
 class RecordBatch:
     """A magic-2 batch over its bytes: header fields parsed eagerly, records decoded on demand."""
 
@@ -350,9 +362,7 @@ class RecordBatch:
             self.ensure_valid()
         if self.count == 0:
             return []
-        from ..objects import records  # here: objects imports this module
-
-        return records(self)
+        return (_objects or _load_objects()).records(self)
 
     def records_plain(self) -> list[Record]:
         """:meth:`records` by the plain-Python decoder (the reference the fast path is tested against)."""
@@ -381,9 +391,7 @@ class RecordBatch:
         already used can be freed before the next are made)."""
         if self.count == 0:
             return iter(())
-        from ..objects import iter_records
-
-        return iter_records(self)
+        return (_objects or _load_objects()).iter_records(self)
 
     def control_type(self, record: Record) -> ControlType:
         """The control type of one of this batch's records (the batch must be a control batch)."""
