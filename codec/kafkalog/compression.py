@@ -16,6 +16,7 @@ past it, so a small corrupt or hostile payload cannot allocate without bound.
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from enum import IntEnum
@@ -284,7 +285,18 @@ def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
 
 
 # --------------------------------------------------------------------------------------- zstd
-_ZSTD_D = zstandard.ZstdDecompressor()
+_ZSTD_LOCAL = threading.local()
+
+
+def _zstd_d() -> zstandard.ZstdDecompressor:
+    """This thread's decompressor: zstandard's must not be shared by threads (decoding at once,
+    they report corruption in good payloads)."""
+    d = getattr(_ZSTD_LOCAL, "d", None)
+    if d is None:
+        d = _ZSTD_LOCAL.d = zstandard.ZstdDecompressor()
+    return d
+
+
 _ZSTD_CHUNK = 1 << 20
 
 
@@ -292,7 +304,7 @@ def _zstd_decompress(data: bytes, max_size: int) -> bytes:
     out: list[bytes] = []
     total = 0
     try:
-        with _ZSTD_D.stream_reader(data, read_across_frames=True) as reader:
+        with _zstd_d().stream_reader(data, read_across_frames=True) as reader:
             while True:
                 chunk = reader.read(min(_ZSTD_CHUNK, max_size - total + 1))
                 if not chunk:
@@ -308,7 +320,7 @@ def _zstd_decompress(data: bytes, max_size: int) -> bytes:
 def _zstd_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: int) -> tuple[np.ndarray, int]:
     start = at
     try:
-        with _ZSTD_D.stream_reader(data, read_across_frames=True) as reader:
+        with _zstd_d().stream_reader(data, read_across_frames=True) as reader:
             while True:
                 if at == len(out):
                     out = _grown(out, at, at + _ZSTD_CHUNK)
