@@ -16,11 +16,14 @@ One run prints four tables:
    kafka-python: ``check_crcs=True``; kafkalog's readers do not check it unless asked).
 2. **decompression**: for lz4 and zstd, the time to decompress every batch payload with the codec
    library alone, the fastest way measured (each way decompresses every payload, in the same
-   interleaved rounds; the table names the winner): lz4 frame blocks with ``cramjam.lz4.decompress_block_into`` (what
-   kafkalog decodes with) or ``lz4.block.decompress``; zstd with ``zstandard`` streaming into a
-   reused buffer (what kafkalog decodes with) or to bytes. Each writes into one reused buffer or
-   fresh bytes, whichever it does best; vs kafkalog's full columnar decode of the same batches:
-   the ratio is what decoding adds on top of decompression.
+   interleaved rounds; the table names the winner): lz4 frame blocks with ``cramjam.lz4.decompress_block_into`` or
+   ``lz4.block.decompress``; zstd with ``zstandard`` streaming into a reused buffer or to bytes;
+   and, for both, "C library from compiled loop": one numba call that decompresses every payload
+   with the same C function, called the same way (``LZ4_decompress_safe`` over the lz4 frame
+   walk, ``ZSTD_decompressStream`` of the system's libzstd), as kafkalog's columnar decoder
+   (:mod:`kafkalog.native`), but walks no record. Each writes into one reused buffer or fresh
+   bytes, whichever it does best; vs kafkalog's full columnar decode of the same batches: the
+   ratio is what decoding adds on top of decompression.
 3. **index open**: ``OffsetIndex.read`` and ``TimeIndex.read`` of a 10 MiB file (Kafka's
    default ``segment.index.bytes``), best of 20, file in the page cache.
 4. **memory**: peak RSS (VmHWM, or ``ru_maxrss`` without /proc) of a fresh process reading a 2 GiB log (1 KiB values,
@@ -59,8 +62,9 @@ import zstandard
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kafkalog  # noqa: E402
 import records as recbench  # noqa: E402  (bench/records.py: data generator, peers, timing harness)
-from kafkalog import LogReader, RecordBatch, RecordBatchBuilder  # noqa: E402
+from kafkalog import LogReader, RecordBatch, RecordBatchBuilder, native  # noqa: E402
 from kafkalog.arrow import to_arrow  # noqa: E402
+from kafkalog.columnar import ACCELERATED, _lz4_frame  # noqa: E402 - the compiled loop's frame walk
 from kafkalog.compression import _lz4_blocks  # noqa: E402 - the frame walk Kafka-checked, shared with the decoder
 from kafkalog.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex  # noqa: E402
 
@@ -159,6 +163,47 @@ def zstd_stream_into(frame: bytes) -> int:
     return d
 
 
+def _native_all(payloads: np.ndarray, ends: np.ndarray, lz4: bool, zstd_ctx: np.ndarray, out: np.ndarray) -> int:
+    """Decompress every payload (``payloads`` up to ``ends[i]``) into ``out`` from byte 0, in one
+    compiled call with the C functions kafkalog's loop calls; the bytes written in all (-1: bad)."""
+    total = 0
+    start = 0
+    for i in range(ends.shape[0]):
+        end = ends[i]
+        if lz4:
+            got = _lz4_frame(payloads, start, end, out, 0, out.shape[0])
+        else:
+            got = native.zstd_frames(zstd_ctx, payloads, start, end - start, out, 0, out.shape[0])
+        if got < 0:
+            return -1
+        total += got
+        start = end
+    return total
+
+
+def native_prepare(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """Untimed: the payloads as one array and their ends, as the compiled loop reads them."""
+    return np.frombuffer(b"".join(payloads), np.uint8), np.cumsum([len(p) for p in payloads], dtype=np.int64)
+
+
+def native_all(codec: str) -> Callable[[np.ndarray, np.ndarray], int]:
+    def run(payloads: np.ndarray, ends: np.ndarray) -> int:
+        total = _native_all(payloads, ends, codec == "lz4", native.zstd_dctx(), _OUT)
+        if total < 0:
+            raise ValueError("a payload did not decompress")
+        return total
+
+    return run
+
+
+if ACCELERATED:  # not cached: the tests load this script under another module name, which numba's cache would keep
+    import numba
+
+    _native_all = numba.njit(nogil=True, boundscheck=False)(_native_all)
+#: The compiled-loop way runs where kafkalog's decoder would take it: numba on, the C function bound.
+NATIVE_WAY = {"lz4": ACCELERATED and native.NATIVE_LZ4, "zstd": ACCELERATED and native.NATIVE_ZSTD}
+NATIVE_WAY_NAME = "C library from compiled loop"
+
 #: Ways to decompress a batch payload with the codec library alone: the fastest counts.
 DECOMPRESS_ONLY: dict[str, dict[str, Callable[[bytes], int]]] = {
     "lz4": {"cramjam lz4 block_into": lz4_frame_blocks_into, "lz4.block": lz4_frame_blocks},
@@ -198,6 +243,7 @@ class DecompRow:
     columnar_s: float
     objects_s: float
     way: str  # the fastest way to decompress, which decompress_s measures
+    ways: tuple[tuple[str, float], ...] = ()  # every way and its seconds per batch
 
     @property
     def ratio(self) -> float:
@@ -248,6 +294,8 @@ def run_workload(
             return sum(map(only, chunk))
 
         tasks.append(recbench.Task(f"decompress only: {way}", lambda nb: (payloads[:nb],), decompress_all))
+    if NATIVE_WAY.get(codec):
+        tasks.append(recbench.Task(f"decompress only: {NATIVE_WAY_NAME}", lambda nb: native_prepare(payloads[:nb]), native_all(codec)))
     recbench.measure_group(tasks, len(ends), args.budget, args.repeat)
 
     by_name = {t.name: t for t in tasks}
@@ -278,7 +326,8 @@ def run_workload(
     o = by_name.get("kafkalog objects")
     if d is not None and c is not None and o is not None and not (c.error or o.error):
         way = d.name.split(": ", 1)[1]
-        decomp = DecompRow(codec, value_size, batch_records, d.best / d.nb, c.best / c.nb, o.best / o.nb, way)
+        every = tuple((t.name.split(": ", 1)[1], t.best / t.nb) for t in ways)
+        decomp = DecompRow(codec, value_size, batch_records, d.best / d.nb, c.best / c.nb, o.best / o.nb, way, every)
     order = ["kafkalog columnar", "kafkalog objects", "aiokafka", "kafka-python"]
     return [rows[k] for k in order if k in rows], decomp
 
@@ -431,7 +480,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     peers: dict[str, Any] = {}
-    labels = [f"kafkalog {kafkalog.__version__} (numba {'on' if kafkalog.columnar.ACCELERATED else 'off'})"]
+    labels = [f"kafkalog {kafkalog.__version__} (numba {'on' if kafkalog.columnar.ACCELERATED else 'off'}; "
+              f"C from compiled loop: lz4 {'on' if NATIVE_WAY['lz4'] else 'off'}, zstd {'on' if NATIVE_WAY['zstd'] else 'off'})"]
     for name, make in (("aiokafka", recbench.make_aiokafka), ("kafka-python", recbench.make_kafka_python)):
         got = make()
         if isinstance(got, str):
@@ -491,8 +541,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "columnar / decompress", "objects µs/batch", "objects / decompress"], body, {3, 4, 5, 6, 7}))
         print(
             "decompress only: the codec library alone on each batch payload, the fastest of the ways tried (named; see the "
-            "module docstring); kafkalog decodes lz4 with cramjam's block_into and zstd with zstandard's readinto."
+            f"module docstring); kafkalog decodes lz4 and zstd the '{NATIVE_WAY_NAME}' way where it is on (see the header "
+            "line), else with cramjam's block_into and zstandard's readinto, batch by batch."
         )
+        print()
+        body = [[d.codec, f"{d.value_size} B", str(d.batch_records), way, f"{s * 1e6:.1f}"] for d in decomp for way, s in d.ways]
+        print(table(["codec", "value", "rec/batch", "decompress-only way", "µs/batch"], body, {4}))
     if index_rows:
         print()
         print(table(["file", "size", "open (read) ms"], [[s, f"{b / 2**20:.1f} MiB", f"{t * 1e3:.2f}"] for s, b, t in index_rows], {1, 2}))

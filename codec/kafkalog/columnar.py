@@ -4,11 +4,14 @@ One function walks a batch's (decompressed) record area and writes each record's
 timestamp delta and the byte spans of its key, value and headers into numpy arrays; another
 gathers spans into contiguous Arrow-style (offsets, data) buffers. :func:`iter_chunks` runs them
 over many batches at once: one compiled pass frames a chunk of batches (a few MB), another walks
-all their records and copies keys and values out, so that Python runs once per chunk (plus one
-decompression call per compressed batch, into one reused buffer). All of it is plain Python that
-numba compiles (cached) when it is installed; ``KAFKALOG_NO_NUMBA=1`` forces the plain path. The
-record layout is ``schemas.RECORD_V2``; tests hold both paths to the object decoder, the plain
-reference decoder and Kafka's dumps.
+all their records and copies keys and values out, so that Python runs once per chunk. Compressed
+batches are first decompressed into one reused buffer: lz4 and zstd ones by one more compiled call
+that calls the codec libraries' C functions (:mod:`kafkalog.native`), any other batch, or one not
+framed as Kafka frames it, by :func:`kafkalog.compression.decompress_into`, which also reports what
+is wrong. All of it is plain Python that numba compiles (cached) when it is installed;
+``KAFKALOG_NO_NUMBA=1`` forces the plain path (cramjam and zstandard then stand in for the C
+calls). The record layout is ``schemas.RECORD_V2``; tests hold both paths to the object decoder,
+the plain reference decoder and Kafka's dumps.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .compression import Codec, decompress_into
+from . import native
+from .compression import _KAFKA_LZ4_HEADER, Codec, decompress_into
 from .errors import InvalidRecordError, KafkaLogError
 from .records.legacy import LegacyBatch
 from .records.stream import Batch, LogReader
@@ -811,34 +815,161 @@ def _decode_chunk(
     return walk.columns(n)
 
 
+#: :func:`_inflate_chunk` status besides 0 (done): ``dbuf`` needs room (grow it and call again),
+#: or the batch needs the codec module (:func:`_inflate_batch`), which decompresses or reports it.
+_I_ROOM = 1
+_I_PYTHON = 2
+_STATE_AT = 1  # the inflate state: (next batch, its first byte in dbuf)
+_KAFKA_LZ4 = np.frombuffer(_KAFKA_LZ4_HEADER, np.uint8)
+_LZ4_BLOCK = 64 * 1024  # the block maximum of Kafka's header (BD 0x40)
+
+
+@_jit_inline
+def _lz4_frame(data: np.ndarray, pos: int, end: int, dbuf: np.ndarray, at: int, max_size: int) -> int:
+    """Decompress the lz4 frame ``data[pos:end]`` into ``dbuf`` from ``at`` if it is exactly as
+    Kafka writes it (its 7-byte header, 64 KiB blocks without checksums): the end of what was
+    written, ``native.ROOM`` when ``dbuf`` lacks room, or ``native.BAD`` for anything else (a
+    different header, a bad block, more than ``max_size`` bytes), which the codec module then reads."""
+    if end - pos < 7:
+        return native.BAD
+    for j in range(7):
+        if data[pos + j] != _KAFKA_LZ4[j]:
+            return native.BAD
+    pos += 7
+    start = at
+    while True:
+        if pos + 4 > end:
+            return native.BAD
+        size = np.int64(data[pos]) | (np.int64(data[pos + 1]) << 8) | (np.int64(data[pos + 2]) << 16) | (np.int64(data[pos + 3]) << 24)
+        pos += 4
+        if size == 0:
+            return at  # the end mark (bytes after it are not read, as in Kafka)
+        stored = size & 0x80000000
+        size &= 0x7FFFFFFF
+        if size > _LZ4_BLOCK or pos + size > end:
+            return native.BAD
+        if at + _LZ4_BLOCK > dbuf.shape[0]:
+            return native.ROOM
+        if stored:
+            dbuf[at : at + size] = data[pos : pos + size]
+            at += size
+        else:
+            got = native.lz4_block(data, pos, size, dbuf, at, _LZ4_BLOCK)
+            if got < 0:
+                return native.BAD
+            at += got
+        if at - start > max_size:
+            return native.BAD
+        pos += size
+
+
+@_jit
+def _inflate_chunk(
+    data: np.ndarray, meta: np.ndarray, n: int, dbuf: np.ndarray, areas: np.ndarray, state: np.ndarray,
+    max_bytes: int, max_size: int, codecs: int, zstd: np.ndarray,
+) -> tuple[int, int]:
+    """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``,
+    writing each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``:
+    one call for a chunk, the codecs' C functions called from compiled code (:mod:`kafkalog.native`).
+    ``codecs`` has bit c set for each codec id c (lz4, zstd) this may decompress; ``zstd`` is the
+    thread's zstd context. Returns (status, batch): 0 and the batches done, or ``_I_ROOM`` /
+    ``_I_PYTHON`` and the batch to grow for or to hand over (any irregular batch, so that the codec
+    module raises its precise errors); ``state`` says where to resume."""
+    at = state[_STATE_AT]
+    for i in range(state[_STATE_BATCH], n):
+        state[_STATE_BATCH] = i
+        state[_STATE_AT] = at
+        count = meta[i, _M_COUNT]
+        start = at
+        if count:
+            codec = meta[i, _M_ATTRS] & ATTR_COMPRESSION_MASK
+            if not (codecs >> codec) & 1:
+                return _I_PYTHON, i
+            pos = meta[i, _M_POS] + HEADER_SIZE
+            end = meta[i, _M_POS] + meta[i, _M_SIZE]
+            if codec == 3:  # lz4; else zstd, the only other codec ``codecs`` may hold
+                at = _lz4_frame(data, pos, end, dbuf, at, max_size)
+            else:
+                room = dbuf.shape[0] - at
+                got = native.zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
+                if got == native.ROOM and room > max_size:
+                    got = native.BAD  # more than max_size bytes: the codec module says so
+                at = got if got < 0 else at + got
+                if got > max_size:
+                    at = native.BAD
+            if at == native.ROOM:
+                return _I_ROOM, i
+            if at < 0 or count > at - start:
+                return _I_PYTHON, i
+        areas[i, 0] = start
+        areas[i, 1] = at
+        if at > max_bytes:
+            state[_STATE_BATCH] = i + 1
+            state[_STATE_AT] = at
+            return 0, i + 1
+    state[_STATE_BATCH] = n
+    state[_STATE_AT] = at
+    return 0, n
+
+
+def _inflate_batch(data: np.ndarray, origin: int, meta: np.ndarray, i: int, reader: LogReader, dbuf: np.ndarray, at: int) -> tuple[np.ndarray, int]:
+    """Decompress batch ``i`` into ``dbuf`` from ``at`` with the codec module, raising its errors
+    (located at the batch) or a bad record count. Returns (the buffer, possibly grown; the end)."""
+    p, size, attrs, count, base_offset = (int(x) for x in meta[i, :5])
+    try:
+        dbuf, end = decompress_into(_CODECS[attrs & ATTR_COMPRESSION_MASK], memoryview(data)[p + HEADER_SIZE : p + size], dbuf, at,
+                                    magic=2, max_size=reader.max_decompressed_size)
+    except KafkaLogError as e:
+        raise e.located(file=reader.name, position=origin + p, offset=base_offset) from None
+    if count > end - at:
+        raise InvalidRecordError(f"invalid record count {count}", file=reader.name, position=origin + p, offset=base_offset)
+    return dbuf, end
+
+
+def _native_codecs() -> int:
+    """Bit c set for each codec id c that :func:`_inflate_chunk` decompresses itself."""
+    return (int(native.LZ4) << Codec.LZ4) | (int(native.ZSTD) << Codec.ZSTD)
+
+
 def _compressed_chunk(
     data: np.ndarray, origin: int, meta: np.ndarray, n: int, reader: LogReader, max_bytes: int, dbuf: np.ndarray, headers: bool,
     scratch: _Scratch,
 ) -> tuple[ChunkColumns, int, np.ndarray]:
     """Decompress batches ``0..n-1`` one after another into ``dbuf`` (grown as needed, reused by
     later chunks), stopping after the batch that passes ``max_bytes``, then walk them in one
-    compiled call (walking each group as it was decompressed measured slower). Returns
-    (columns, batches used, the buffer)."""
+    compiled call (walking each group as it was decompressed measured slower). lz4 and zstd
+    batches are decompressed by one compiled call (:func:`_inflate_chunk`); other batches, and
+    any it finds irregular, by the codec module. Returns (columns, batches used, the buffer)."""
     areas = np.zeros((n, 2), np.int64)  # record area of each batch in dbuf
-    d = 0
-    rows = 0
-    used = n
-    mv = memoryview(data)
+    state = np.zeros(2, np.int64)
+    codecs = _native_codecs()
+    zstd = native.zstd_dctx()
     max_size = reader.max_decompressed_size
-    for i, (p, size, attrs, count, base_offset, _ts, _max_ts) in enumerate(meta[:n].tolist()):
-        start = d
-        if count:
-            try:
-                dbuf, d = decompress_into(_CODECS[attrs & ATTR_COMPRESSION_MASK], mv[p + HEADER_SIZE : p + size], dbuf, d, magic=2, max_size=max_size)
-            except KafkaLogError as e:
-                raise e.located(file=reader.name, position=origin + p, offset=base_offset) from None
-            if count > d - start:
-                raise InvalidRecordError(f"invalid record count {count}", file=reader.name, position=origin + p, offset=base_offset)
-            rows += count
-        areas[i] = start, d
-        if d > max_bytes:
+    while True:
+        status, i = _inflate_chunk(data, meta, n, dbuf, areas, state, max_bytes, max_size, codecs, zstd)
+        if status == 0:
+            used = i
+            break
+        at = int(state[_STATE_AT])
+        if status == _I_ROOM:
+            # double (at least 1 MiB), within what one batch may need: max_size and an lz4 block
+            want = min(max(2 * len(dbuf), at + (1 << 20)), at + max_size + 2 * _LZ4_BLOCK)
+            dbuf = _grown_bytes(dbuf, at, want)
+            continue
+        dbuf, end = _inflate_batch(data, origin, meta, i, reader, dbuf, at)
+        areas[i] = at, end
+        state[_STATE_BATCH], state[_STATE_AT] = i + 1, end
+        if end > max_bytes:
             used = i + 1
             break
+    d = int(areas[used - 1, 1])
     walk = _ChunkWalk(dbuf, origin, meta, reader, headers, scratch, max(d, 1 << 16))
-    walk.walk(areas[:used], used, rows, compressed=True)
+    walk.walk(areas[:used], used, int(meta[:used, _M_COUNT].sum()), compressed=True)
     return walk.columns(used), used, dbuf
+
+
+def _grown_bytes(buf: np.ndarray, used: int, size: int) -> np.ndarray:
+    """A buffer of ``size`` bytes holding ``buf[:used]``."""
+    bigger = np.empty(size, np.uint8)
+    bigger[:used] = buf[:used]
+    return bigger

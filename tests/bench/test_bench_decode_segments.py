@@ -47,6 +47,10 @@ def test_decode_prints_every_table(decode: ModuleType, capsys: pytest.CaptureFix
                 assert r[7].endswith("x"), r
     decomp = [r for r in _rows(out, "lz4") + _rows(out, "zstd") if len(r) == 8]
     assert len(decomp) == 2 * 2 * 2, out
+    ways = [r for r in _rows(out, "lz4") + _rows(out, "zstd") if len(r) == 5]  # every decompress-only way of each workload
+    compiled = {decode.NATIVE_WAY_NAME} if all(decode.NATIVE_WAY.values()) else set()
+    assert {r[3] for r in ways} == set().union(*map(set, decode.DECOMPRESS_ONLY.values())) | compiled, out
+    assert len(ways) == 2 * 2 * (2 + len(compiled)) * 2, out
     assert _rows(out, ".index") and _rows(out, ".timeindex")
     memory = _rows(out, "objects") + _rows(out, "columnar")
     assert len(memory) == 2 and all(r[-1] == "" for r in memory), out
