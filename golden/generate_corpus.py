@@ -404,6 +404,22 @@ def _linked_lz4(data: bytearray, pos: int, b: dict) -> int:
 BOMB_BYTES = 1 << 30
 
 
+def zstd_truncated(d: Path) -> tuple[dict, list[dict] | None]:
+    """The first zstd batch without its frame's last (empty) block: every record still decodes,
+    but the frame never ends (zstd-jni: "Truncated source")."""
+    data = _read(KAFKA / "records" / "v2-zstd" / LOG)
+    b = batches_of(_records_lines("v2-zstd"), LOG)[0]
+    pos = b["position"]
+    end = pos + 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
+    batch = bytearray(data[pos:end])
+    assert batch[-3:] == b"\x01\x00\x00"  # the empty last block zstd-jni's stream writes at close
+    del batch[-3:]
+    batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
+    recrc_v2(batch, 0)
+    (d / LOG).write_bytes(batch)
+    return _finding("record-invalid", LOG, 0, b["baseOffset"], "DecompressionError", "KafkaException (zstd-jni ZstdIOException: Truncated source)"), None
+
+
 def bomb(d: Path) -> tuple[dict, list[dict] | None]:
     data = _read(KAFKA / "records" / "v2-zstd" / LOG)
     b = batches_of(_records_lines("v2-zstd"), LOG)[0]
@@ -539,6 +555,8 @@ BAD = [
         corruption="records/v2-lz4: FLG of the first batch's frame 0x60 -> 0x40, HC and CRC-32C recomputed"),
     Bad("decompression-bomb", "a 32 KB zstd batch that decompresses to 1 GiB of zeros", ["R-VAL-06", "R-VAL-07", "R-ZSTD-01"],
         bomb, "reject", corruption="records/v2-zstd first batch header with a zstd frame of 8192 RLE blocks of 128 KiB, CRC-32C recomputed"),
+    Bad("zstd-truncated-frame", "a zstd batch whose frame lacks its last block: all records decode, the frame never ends", ["R-ZSTD-03", "R-VAL-04"],
+        zstd_truncated, "reject", corruption="records/v2-zstd first batch with the empty last block (01 00 00) removed, size and CRC-32C recomputed"),
     Bad("index-position", "an offset index entry whose position is one byte off the batch it names", ["R-IDX-03", "R-IDX-06", "R-VFY-03"],
         index_position, "lines", corruption="golden-0 segment 0 .index: position of entry 1 + 1"),
     Bad("timeindex-order", "two time index entries swapped: timestamps and offsets out of order", ["R-TIDX-01", "R-VFY-04"],

@@ -110,6 +110,25 @@ def test_zstd_frames_without_content_size() -> None:
     assert zstandard.get_frame_parameters(ours).content_size == zstandard.CONTENTSIZE_UNKNOWN
 
 
+@pytest.mark.rule("R-ZSTD-03")
+def test_zstd_payload_ending_inside_a_frame_is_rejected() -> None:
+    """zstd-jni (Kafka's reader) raises "Truncated source" when the payload ends inside a frame;
+    python-zstandard's stream reader alone returns the part before."""
+    import zstandard
+
+    (m, _codec, raw), *_ = [p for p in _payloads("v2-zstd") if p[1] is Codec.ZSTD]
+    whole = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+    checked = zstandard.ZstdCompressor(write_checksum=True, write_content_size=True).compress(whole)
+    skippable = struct.pack("<II", 0x184D2A5E, 3) + b"abc"
+    for good, want in ((raw, whole), (raw + checked, whole * 2), (skippable + checked + skippable, whole)):
+        assert decompress(Codec.ZSTD, good, magic=m) == want
+    cut = [raw[:-1], raw[:-3], raw + raw[:10], raw + raw[:5], checked[:-2], checked + skippable[:6], raw[:5]]
+    for bad in cut:
+        with pytest.raises(DecompressionError):
+            decompress(Codec.ZSTD, bad, magic=m)
+    assert zstandard.ZstdDecompressor().stream_reader(raw[:-3]).read() == whole  # what the library alone says
+
+
 @pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
 def test_decompression_is_bounded(codec: Codec) -> None:
     bomb = compress(codec, bytes(4 << 20))

@@ -117,7 +117,8 @@ def _v2_crc_ok(data: bytes, pos: int) -> bool:
 
 
 @pytest.mark.parametrize("case,crc_ok", [("crc-v2", False), ("bad-varint", True), ("record-count", True),
-                                         ("undefined-codec", True), ("lz4-linked-blocks", True), ("decompression-bomb", True)])
+                                         ("undefined-codec", True), ("lz4-linked-blocks", True), ("decompression-bomb", True),
+                                         ("zstd-truncated-frame", True)])
 def test_bad_batches_break_only_what_they_say(case: str, crc_ok: bool) -> None:
     """Checked with the crc32c package: CRC flips break the CRC, every other corruption keeps it valid."""
     data = (CORPUS / "bad" / case / "00000000000000000000.log").read_bytes()
@@ -158,7 +159,7 @@ MAGIC1_CASES = {"kafka-logdir-legacy-0", "kafka-records-mixed-magic", "kafka-rec
 CRC_CASES = {"bad/crc-v2", "bad/crc-v1-wrapper"}
 REJECT_CASES = {"bad/bad-magic", "bad/bad-varint", "bad/batch-too-small", "bad/checkpoint-version", "bad/decompression-bomb",
                 "bad/lz4-linked-blocks", "bad/negative-length", "bad/partition-metadata", "bad/record-count",
-                "bad/snapshot-crc", "bad/undefined-codec"}
+                "bad/snapshot-crc", "bad/undefined-codec", "bad/zstd-truncated-frame"}
 
 
 def test_header_cases_are_those_with_headers_in_kafkas_dump() -> None:

@@ -298,6 +298,46 @@ def _zstd_d() -> zstandard.ZstdDecompressor:
 
 
 _ZSTD_CHUNK = 1 << 20
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = 0x184D2A50  # and the 15 magic numbers after it
+
+
+def _zstd_check_complete(data: bytes | memoryview | np.ndarray) -> None:
+    """Raise when the payload ends inside a zstd frame. zstandard's reader then returns what it
+    decoded as if the data ended there; zstd-jni, which Kafka reads with, reports a truncated
+    source. Walks frame and block headers only (RFC 8878, sections 3.1.1 and 3.1.2); the
+    decoder has checked everything else."""
+    data = memoryview(data).cast("B")  # Python ints when indexed, whatever the buffer
+    pos, n = 0, len(data)
+    while pos < n:
+        if n - pos < 4:
+            raise DecompressionError("zstd payload ends inside a frame header")
+        (magic,) = struct.unpack_from("<I", data, pos)
+        if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+            if n - pos < 8:
+                raise DecompressionError("zstd payload ends inside a skippable frame")
+            pos += 8 + struct.unpack_from("<I", data, pos + 4)[0]
+            continue
+        if magic != _ZSTD_MAGIC:
+            return  # not a frame: the decoder has already judged it
+        try:
+            header_size = zstandard.frame_header_size(data[pos : pos + 18])
+        except zstandard.ZstdError:
+            raise DecompressionError("zstd payload ends inside a frame header") from None
+        if pos + header_size > n:
+            raise DecompressionError("zstd payload ends inside a frame header")
+        checksum = 4 if data[pos + 4] & 0x04 else 0  # Content_Checksum_flag of the frame header descriptor
+        pos += header_size
+        last = False
+        while not last:
+            if n - pos < 3:
+                raise DecompressionError("zstd payload ends inside a frame (truncated source)")
+            header = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+            last = bool(header & 1)
+            pos += 3 + (1 if (header >> 1) & 3 == 1 else header >> 3)  # an RLE block stores one byte
+        pos += checksum
+    if pos > n:
+        raise DecompressionError("zstd payload ends inside a frame (truncated source)")
 
 
 def _zstd_decompress(data: bytes, max_size: int) -> bytes:
@@ -308,6 +348,7 @@ def _zstd_decompress(data: bytes, max_size: int) -> bytes:
             while True:
                 chunk = reader.read(min(_ZSTD_CHUNK, max_size - total + 1))
                 if not chunk:
+                    _zstd_check_complete(data)
                     return b"".join(out)
                 total += len(chunk)
                 if total > max_size:
@@ -327,6 +368,7 @@ def _zstd_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: 
                 room = min(len(out) - at, max_size - (at - start) + 1)
                 got = reader.readinto(out[at : at + room])
                 if not got:
+                    _zstd_check_complete(data)
                     return out, at
                 at += got
                 if at - start > max_size:

@@ -26,7 +26,8 @@ import cramjam
 import numpy as np
 import zstandard
 
-from .compression import _zstd_d
+from .compression import _zstd_check_complete, _zstd_d
+from .errors import DecompressionError
 
 __all__ = ["LZ4", "NATIVE_LZ4", "NATIVE_ZSTD", "ZSTD", "lz4_block", "zstd_dctx", "zstd_frames"]
 
@@ -111,18 +112,22 @@ def _plain_lz4_block(src: np.ndarray, pos: int, size: int, dst: np.ndarray, at: 
 
 def _plain_zstd_frames(ctx: np.ndarray, src: np.ndarray, pos: int, size: int, dst: np.ndarray, at: int, cap: int) -> int:
     """Decompress the zstd frames ``src[pos:pos+size]`` into ``dst[at:at+cap]``: their size,
-    :data:`ROOM` when they need more than ``cap`` bytes, :data:`BAD` when they are bad (a payload
-    ending inside a frame gives the frames before it, as the codec module's reader does)."""
+    :data:`ROOM` when they need more than ``cap`` bytes, :data:`BAD` when they are bad (or end
+    inside a frame)."""
     got = 0
     try:
         with _zstd_d().stream_reader(src[pos : pos + size], read_across_frames=True) as reader:
             while got < cap:
                 n = reader.readinto(dst[at + got : at + cap])
                 if not n:
+                    _zstd_check_complete(src[pos : pos + size])
                     return got
                 got += n
-            return ROOM if reader.read(1) else got
-    except zstandard.ZstdError:
+            if reader.read(1):
+                return ROOM
+            _zstd_check_complete(src[pos : pos + size])
+            return got
+    except (zstandard.ZstdError, DecompressionError):
         return BAD
 
 
