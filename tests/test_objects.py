@@ -131,7 +131,8 @@ def test_groups_join_up_to_the_plain_records() -> None:
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
 def test_iteration_raises_where_the_bad_record_is() -> None:
     """As Kafka's record iterator does, iteration yields the records before a malformed one, then
-    raises the plain decoder's error; ``records()`` raises it before any record."""
+    raises the plain decoder's error; ``records()`` raises it before any record. The bad record
+    sits inside a group (not at its start) and, in a second case, in a batch of one group."""
     batch = _long_batch(3 * objects.GROUP)
     plain = batch.records_plain()
     bad_index = 2 * objects.GROUP + 5
@@ -149,7 +150,17 @@ def test_iteration_raises_where_the_bad_record_is() -> None:
         for r in bad:
             got.append(r)
     assert (type(iter_error.value), str(iter_error.value)) == (type(plain_error.value), str(plain_error.value))
-    assert got == plain[: 2 * objects.GROUP]  # the groups made before the bad record's
+    assert got == plain[:bad_index]  # every record before the bad one, as Kafka's iterator returns them
+    small = _long_batch(objects.GROUP - 8)
+    plain = small.records_plain()
+    at = sum(r.size_in_bytes for r in plain[:100])
+    data = bytearray(small.data)
+    data[61 + at] = 0x7F
+    got = []
+    with pytest.raises(KafkaLogError):
+        for r in RecordBatch(bytes(data)):
+            got.append(r)
+    assert got == plain[:100]
 
 
 @pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
@@ -222,7 +233,7 @@ def test_plain_python_walker_makes_the_same_records(tmp_path: Path) -> None:
     assert plain == compiled
 
 
-def _one_record_batch(record_body: bytes, base_offset: int = 100, base_timestamp: int = 5) -> RecordBatch:
+def _one_record_batch(record_body: bytes, base_offset: int = 100, base_timestamp: int = 5, base_sequence: int = -1) -> RecordBatch:
     """A v2 batch holding one record with the given body (attributes byte first)."""
     body = bytearray()
     u = len(record_body) << 1
@@ -231,7 +242,8 @@ def _one_record_batch(record_body: bytes, base_offset: int = 100, base_timestamp
         u >>= 7
     body.append(u)
     body += record_body
-    data = bytearray(struct.pack(">qiibIhiqqqhii", base_offset, 0, -1, 2, 0, 0, 0, base_timestamp, base_timestamp, -1, -1, -1, 1))
+    data = bytearray(struct.pack(">qiibIhiqqqhii", base_offset, 0, -1, 2, 0, 0, 0, base_timestamp, base_timestamp,
+                                  -1 if base_sequence < 0 else 7, -1 if base_sequence < 0 else 0, base_sequence, 1))
     data += body
     struct.pack_into(">i", data, 8, len(data) - 12)
     struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
@@ -338,3 +350,33 @@ def test_record_is_an_immutable_tuple_of_its_fields() -> None:
         hash(r)
     with pytest.raises(TypeError):
         _ = r < r  # type: ignore[operator]
+
+
+def test_sequence_wraps_in_java_int_arithmetic() -> None:
+    """DefaultRecordBatch.incrementSequence (commit 1eb7644) compares ``sequence > Integer.MAX_VALUE -
+    increment`` in Java ints. For a negative offset delta (a crafted batch) that difference
+    overflows: base sequence 5 and delta -1 give -1 - (2147483647 - 5) - 1 = -2147483644, not 4.
+    A delta of 3 past base sequence 2147483646 wraps to 3 - (2147483647 - 2147483646) - 1 = 1."""
+    for base_sequence, delta_varint, want in ((5, b"\x01", -2147483644), (2147483646, b"\x06", 1), (5, b"\x06", 8)):
+        batch = _one_record_batch(b"\x00\x00" + delta_varint + b"\x02k\x02v\x00", base_sequence=base_sequence)
+        (plain,) = batch.records_plain()
+        assert plain.sequence == want
+        assert [r.sequence for r in objects.records(batch)] == [want] and [r.sequence for r in batch] == [want]
+
+
+def test_a_count_past_the_bytes_allocates_nothing_for_it() -> None:
+    """A record count the bytes cannot hold (each record takes at least 7) goes to the plain
+    decoder before any per-record list is made: no allocation in proportion to the count."""
+    b = RecordBatchBuilder(0)
+    b.append(1, b"k", bytes(1 << 20))
+    data = bytearray(b.build())
+    struct.pack_into(">i", data, 57, 2_000_000)  # recordsCount; the CRC does not matter here
+    batch = RecordBatch(bytes(data))
+    tracemalloc.start()
+    try:
+        with pytest.raises(KafkaLogError):
+            objects.records(batch)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, peak  # a list of two million slots alone is 16 MB

@@ -16,10 +16,13 @@ the plain reference decoder and Kafka's dumps.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +39,20 @@ __all__ = ["ACCELERATED", "CHUNK_BYTES", "BatchColumns", "ChunkColumns", "decode
 
 def _identity(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
+
+
+def _source_digest(*modules: str) -> str:
+    """A digest of sibling modules' source (and of the interpreter's version). A compiled function
+    that inlines another module's functions closes over it: numba checks its cache against the
+    defining file and the closure's values only, so an edit to the other module would otherwise
+    leave stale machine code in use."""
+    h = hashlib.sha256(sys.version.encode())
+    for name in modules:
+        try:
+            h.update((Path(__file__).parent / f"{name}.py").read_bytes())
+        except OSError:  # pragma: no cover - no source next to the package: key on the version alone
+            h.update(name.encode())
+    return h.hexdigest()
 
 
 try:  # pragma: no cover - depends on the environment
@@ -863,53 +880,61 @@ def _lz4_frame(data: np.ndarray, pos: int, end: int, dbuf: np.ndarray, at: int, 
         pos += size
 
 
-@_jit
-def _inflate_chunk(
-    data: np.ndarray, meta: np.ndarray, n: int, dbuf: np.ndarray, areas: np.ndarray, state: np.ndarray,
-    max_bytes: int, max_size: int, codecs: int, zstd: np.ndarray,
-) -> tuple[int, int]:
-    """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``,
-    writing each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``:
-    one call for a chunk, the codecs' C functions called from compiled code (:mod:`kafkalog.native`).
-    ``codecs`` has bit c set for each codec id c (lz4, zstd) this may decompress; ``zstd`` is the
-    thread's zstd context. Returns (status, batch): 0 and the batches done, or ``_I_ROOM`` /
-    ``_I_PYTHON`` and the batch to grow for or to hand over (any irregular batch, so that the codec
-    module raises its precise errors); ``state`` says where to resume."""
-    at = state[_STATE_AT]
-    for i in range(state[_STATE_BATCH], n):
-        state[_STATE_BATCH] = i
-        state[_STATE_AT] = at
-        count = meta[i, _M_COUNT]
-        start = at
-        if count:
-            codec = meta[i, _M_ATTRS] & ATTR_COMPRESSION_MASK
-            if not (codecs >> codec) & 1:
-                return _I_PYTHON, i
-            pos = meta[i, _M_POS] + HEADER_SIZE
-            end = meta[i, _M_POS] + meta[i, _M_SIZE]
-            if codec == 3:  # lz4; else zstd, the only other codec ``codecs`` may hold
-                at = _lz4_frame(data, pos, end, dbuf, at, max_size)
-            else:
-                room = dbuf.shape[0] - at
-                got = native.zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
-                if got == native.ROOM and room > max_size:
-                    got = native.BAD  # more than max_size bytes: the codec module says so
-                at = got if got < 0 else at + got
-                if got > max_size:
-                    at = native.BAD
-            if at == native.ROOM:
-                return _I_ROOM, i
-            if at < 0 or count > at - start:
-                return _I_PYTHON, i
-        areas[i, 0] = start
-        areas[i, 1] = at
-        if at > max_bytes:
-            state[_STATE_BATCH] = i + 1
+def _compile_inflate(deps: str) -> Callable[..., tuple[int, int]]:
+    """:func:`_inflate_chunk`, compiled with ``deps`` (the digest of :mod:`kafkalog.native`, whose
+    helpers it inlines) in its cache key."""
+
+    def _inflate_chunk(
+        data: np.ndarray, meta: np.ndarray, n: int, dbuf: np.ndarray, areas: np.ndarray, state: np.ndarray,
+        max_bytes: int, max_size: int, codecs: int, zstd: np.ndarray,
+    ) -> tuple[int, int]:
+        """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``,
+        writing each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``:
+        one call for a chunk, the codecs' C functions called from compiled code (:mod:`kafkalog.native`).
+        ``codecs`` has bit c set for each codec id c (lz4, zstd) this may decompress; ``zstd`` is the
+        thread's zstd context. Returns (status, batch): 0 and the batches done, or ``_I_ROOM`` /
+        ``_I_PYTHON`` and the batch to grow for or to hand over (any irregular batch, so that the codec
+        module raises its precise errors); ``state`` says where to resume."""
+        at = state[_STATE_AT]
+        for i in range(state[_STATE_BATCH], n):
+            state[_STATE_BATCH] = i
             state[_STATE_AT] = at
-            return 0, i + 1
-    state[_STATE_BATCH] = n
-    state[_STATE_AT] = at
-    return 0, n
+            count = meta[i, _M_COUNT]
+            start = at
+            if count:
+                codec = meta[i, _M_ATTRS] & ATTR_COMPRESSION_MASK
+                if not (codecs >> codec) & 1:
+                    return _I_PYTHON, i
+                pos = meta[i, _M_POS] + HEADER_SIZE
+                end = meta[i, _M_POS] + meta[i, _M_SIZE]
+                if codec == 3:  # lz4; else zstd, the only other codec ``codecs`` may hold
+                    at = _lz4_frame(data, pos, end, dbuf, at, max_size)
+                else:
+                    room = dbuf.shape[0] - at
+                    got = native.zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
+                    if got == native.ROOM and room > max_size:
+                        got = native.BAD  # more than max_size bytes: the codec module says so
+                    at = got if got < 0 else at + got
+                    if got > max_size:
+                        at = native.BAD
+                if at == native.ROOM:
+                    return _I_ROOM, i
+                if at < 0 or count > at - start:
+                    return _I_PYTHON, i
+            areas[i, 0] = start
+            areas[i, 1] = at
+            if at > max_bytes:
+                state[_STATE_BATCH] = i + 1
+                state[_STATE_AT] = at
+                return 0, i + 1
+        state[_STATE_BATCH] = n
+        state[_STATE_AT] = at
+        return 0, n if len(deps) else -1  # ``deps`` only keys the cache
+
+    return _jit(_inflate_chunk)  # type: ignore[no-any-return]
+
+
+_inflate_chunk = _compile_inflate(_source_digest("native"))
 
 
 def _inflate_batch(data: np.ndarray, origin: int, meta: np.ndarray, i: int, reader: LogReader, dbuf: np.ndarray, at: int) -> tuple[np.ndarray, int]:

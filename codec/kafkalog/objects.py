@@ -28,20 +28,29 @@ the object path then uses ``records_plain``, and tests hold both against it.
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections.abc import Iterator
 from itertools import chain
 
 import numpy as np
 
-from .columnar import ACCELERATED, _jit_inline, _varint
+from .columnar import ACCELERATED, _jit_inline, _source_digest, _varint
 from .records.record import Record
 from .records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
-__all__ = ["GROUP", "iter_records", "records"]
+__all__ = ["COMPILED", "GROUP", "iter_records", "records"]
+
+#: Whether records are made by compiled code: numba, CPython, 64-bit pointers (the walker stores
+#: 8-byte addresses). Else ``records_plain`` makes them.
+COMPILED = ACCELERATED and sys.implementation.name == "cpython" and ctypes.sizeof(ctypes.c_void_p) == 8
 
 #: Records made per compiled call while iterating (enough to make the call's cost negligible,
 #: few enough that a group's objects stay in cache and the collector sees few of them at once).
 GROUP = 128
+
+#: No v2 record is shorter: length varint, attributes, timestamp and offset deltas, key and value
+#: lengths, header count (one byte each). A count past bytes / 7 is wrong before any record is read.
+_MIN_RECORD = 7
 
 # statuses of _build (else it returns a position)
 _FALLBACK = -1  # let the plain decoder handle the batch from here (and raise its errors)
@@ -80,6 +89,10 @@ def _plain_api() -> tuple:
         t[i] = tuple(value) if isinstance(value, list) else value
         return 0
 
+    def seal(t: list, i: int, value: list) -> int:
+        t[i] = tuple(value)  # a list set before it was filled: copy it again, filled
+        return 0
+
     def put(out: list, i: int, rec: list) -> int:
         out[i] = tuple.__new__(Record, rec)
         return 0
@@ -96,10 +109,10 @@ def _plain_api() -> tuple:
     def clear_error() -> None:
         return None
 
-    return bytes_at, str_at, new_int, new_record, new_tuple, set_item, put, shared, drop, failed, clear_error
+    return bytes_at, str_at, new_int, new_record, new_tuple, set_item, seal, put, shared, drop, failed, clear_error
 
 
-if ACCELERATED:  # pragma: no branch - depends on the environment
+if COMPILED:  # pragma: no branch - depends on the environment
     import llvmlite.binding as _llvm
     from numba import types as _t
 
@@ -162,6 +175,11 @@ if ACCELERATED:  # pragma: no branch - depends on the environment
         return 0
 
     @_jit_inline
+    def _seal(t: int, i: int, value: int) -> int:
+        """Nothing to do: slot ``i`` of ``t`` already holds ``value`` (the plain run copies lists)."""
+        return 0
+
+    @_jit_inline
     def _put(out: int, i: int, rec: int) -> int:
         return _PyListSet(out, i, rec)
 
@@ -186,231 +204,290 @@ if ACCELERATED:  # pragma: no branch - depends on the environment
 
     #: The walker holds the GIL (it calls the C API), unlike the columnar walks.
     _jit_gil = _numba.njit(cache=True, nogil=False, boundscheck=False)
-else:  # pragma: no cover
-    _bytes_at, _str_at, _new_int, _new_record, _new_tuple, _set_item, _put, _shared, _drop, _failed, _clear_error = _plain_api()
+else:  # pragma: no cover - depends on the environment
+    _bytes_at, _str_at, _new_int, _new_record, _new_tuple, _set_item, _seal, _put, _shared, _drop, _failed, _clear_error = _plain_api()
 
     def _jit_gil(f):  # type: ignore[no-untyped-def]
         return f
 
 
-@_jit_gil
-def _build(
-    buf: np.ndarray,
-    pos: int,
-    count: int,
-    base_offset: int,
-    base_timestamp: int,
-    has_log_append_time: bool,
-    base_sequence: int,
-    batch_timestamp: object,
-    shared: np.ndarray,
-    out: object,
-) -> int:
-    """Make the ``count`` records of the record area ``buf`` from ``pos`` on and put them in the
-    list ``out`` (slots 0..count-1). ``shared`` holds the objects of the ``_S_*`` slots,
-    ``batch_timestamp`` the batch's max timestamp. Returns the position after them, or
-    _FALLBACK or _NO_MEMORY (then ``out`` may hold partial records: drop it)."""
-    n = buf.shape[0]
-    addr = buf.ctypes.data
-    last_ts = np.int64(0)
-    ts_obj = shared[_S_NONE]  # the object of last_ts, reused while records repeat it
-    for i in range(count):
-        record_start = pos
-        length, pos = _varint(buf, pos, n, 5)
-        if pos < 0 or length <= 0 or pos + length > n:
-            return _FALLBACK
-        end = pos + length
-        attrs = np.int64(buf[pos])
-        pos += 1
-        ts_delta, pos = _varint(buf, pos, end, 10)
-        if pos < 0:
-            return _FALLBACK
-        off_delta, pos = _varint(buf, pos, end, 5)
-        if pos < 0:
-            return _FALLBACK
-        if (off_delta > 0 and base_offset > _I64_MAX - off_delta) or (off_delta < 0 and base_offset < _I64_MIN - off_delta):
-            return _FALLBACK  # the offset leaves int64: the plain decoder's Python ints say what it is
-        klen, pos = _varint(buf, pos, end, 5)
-        if pos < 0:
-            return _FALLBACK
-        kstart = pos
-        if klen > 0:
-            pos += klen
-            if pos > end:
+@_jit_inline
+def _int32(v: int) -> int:
+    """``v`` as a Java int: its low 32 bits, signed."""
+    return ((v + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+@_jit_inline
+def _out_of_memory(rec: int) -> int:
+    """Release a record being made after an allocation failed; clear the error the C API set."""
+    _drop(rec)
+    _clear_error()
+    return _NO_MEMORY
+
+
+def _compile_build(deps: str) -> object:
+    """:func:`_build`, compiled with ``deps`` in its cache key: the digest of :mod:`kafkalog.columnar`
+    (whose varint reader it inlines), the tuple layout and the pointer size."""
+
+    def _build(
+        buf: np.ndarray,
+        pos: int,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        has_log_append_time: bool,
+        base_sequence: int,
+        batch_timestamp: object,
+        shared: np.ndarray,
+        out: object,
+    ) -> int:
+        """Make the ``count`` records of the record area ``buf`` from ``pos`` on and put them in the
+        list ``out`` (slots 0..count-1). ``shared`` holds the objects of the ``_S_*`` slots,
+        ``batch_timestamp`` the batch's max timestamp. Returns the position after them, or
+        _FALLBACK or _NO_MEMORY (then ``out`` may hold partial records: drop it)."""
+        n = buf.shape[0]
+        addr = buf.ctypes.data
+        last_ts = np.int64(0)
+        ts_obj = shared[_S_NONE]  # the object of last_ts, reused while records repeat it
+        for i in range(count):
+            record_start = pos
+            length, pos = _varint(buf, pos, n, 5)
+            if pos < 0 or length <= 0 or pos + length > n:
                 return _FALLBACK
-        vlen, pos = _varint(buf, pos, end, 5)
-        if pos < 0:
-            return _FALLBACK
-        vstart = pos
-        if vlen > 0:
-            pos += vlen
-            if pos > end:
-                return _FALLBACK
-        nh, pos = _varint(buf, pos, end, 5)
-        if pos < 0 or nh < 0 or nh > end - pos:
-            return _FALLBACK
-        hstart = pos
-        for _h in range(nh):  # check the headers before making anything of this record
-            hk, pos = _varint(buf, pos, end, 5)
-            if pos < 0 or hk < 0 or pos + hk > end:
-                return _FALLBACK
-            for k in range(pos, pos + hk):
-                if buf[k] >= 0x80:
-                    return _FALLBACK  # non-ASCII key: the plain decoder's "replace" decoding
-            pos += hk
-            hv, pos = _varint(buf, pos, end, 5)
+            end = pos + length
+            attrs = np.int64(buf[pos])
+            pos += 1
+            ts_delta, pos = _varint(buf, pos, end, 10)
             if pos < 0:
                 return _FALLBACK
-            if hv > 0:
-                pos += hv
+            off_delta, pos = _varint(buf, pos, end, 5)
+            if pos < 0:
+                return _FALLBACK
+            if (off_delta > 0 and base_offset > _I64_MAX - off_delta) or (off_delta < 0 and base_offset < _I64_MIN - off_delta):
+                return _FALLBACK  # the offset leaves int64: the plain decoder's Python ints say what it is
+            klen, pos = _varint(buf, pos, end, 5)
+            if pos < 0:
+                return _FALLBACK
+            kstart = pos
+            if klen > 0:
+                pos += klen
                 if pos > end:
                     return _FALLBACK
-        if pos != end:
-            return _FALLBACK
-        rec = _new_record(shared[_S_RECORD])
-        if _failed(rec):
-            _clear_error()
-            return _NO_MEMORY
-        ts = base_timestamp + ts_delta  # int64 arithmetic wraps, as Java's long does
-        if i == 0 or ts != last_ts:
-            ts_obj = _new_int(ts)
-            if _failed(ts_obj):
-                _drop(rec)
+            vlen, pos = _varint(buf, pos, end, 5)
+            if pos < 0:
+                return _FALLBACK
+            vstart = pos
+            if vlen > 0:
+                pos += vlen
+                if pos > end:
+                    return _FALLBACK
+            nh, pos = _varint(buf, pos, end, 5)
+            if pos < 0 or nh < 0 or nh > end - pos:
+                return _FALLBACK
+            hstart = pos
+            for _h in range(nh):  # check the headers before making anything of this record
+                hk, pos = _varint(buf, pos, end, 5)
+                if pos < 0 or hk < 0 or pos + hk > end:
+                    return _FALLBACK
+                for k in range(pos, pos + hk):
+                    if buf[k] >= 0x80:
+                        return _FALLBACK  # non-ASCII key: the plain decoder's "replace" decoding
+                pos += hk
+                hv, pos = _varint(buf, pos, end, 5)
+                if pos < 0:
+                    return _FALLBACK
+                if hv > 0:
+                    pos += hv
+                    if pos > end:
+                        return _FALLBACK
+            if pos != end:
+                return _FALLBACK
+            rec = _new_record(shared[_S_RECORD])
+            if _failed(rec):
                 _clear_error()
                 return _NO_MEMORY
-            last_ts = ts
-        else:
-            ts_obj = _shared(ts_obj)
-        _set_item(rec, 8, ts_obj)  # create_timestamp: the record's own
-        # the timestamp Kafka reports: the batch's under LogAppendTime
-        _set_item(rec, 1, _shared(batch_timestamp) if has_log_append_time else _shared(ts_obj))
-        bad = False
-        v = _new_int(base_offset + off_delta)
-        bad |= _failed(v)
-        _set_item(rec, 0, v)
-        if klen < 0:
-            v = _shared(shared[_S_NONE])
-        else:
-            v = _bytes_at(addr + kstart, klen)
-            bad |= _failed(v)
-        _set_item(rec, 2, v)
-        if vlen < 0:
-            v = _shared(shared[_S_NONE])
-        else:
-            v = _bytes_at(addr + vstart, vlen)
-            bad |= _failed(v)
-        _set_item(rec, 3, v)
-        if nh == 0:
-            _set_item(rec, 4, _shared(shared[_S_EMPTY]))
-        else:
-            headers = _new_tuple(nh)
-            bad |= _failed(headers)
-            hp = hstart
-            for h in range(nh):
+            ts = base_timestamp + ts_delta  # int64 arithmetic wraps, as Java's long does
+            if i == 0 or ts != last_ts:
+                ts_obj = _new_int(ts)
+                if _failed(ts_obj):
+                    return _out_of_memory(rec)
+                last_ts = ts
+            else:
+                ts_obj = _shared(ts_obj)
+            _set_item(rec, 8, ts_obj)  # create_timestamp: the record's own
+            # the timestamp Kafka reports: the batch's under LogAppendTime
+            _set_item(rec, 1, _shared(batch_timestamp) if has_log_append_time else _shared(ts_obj))
+            # On a failed allocation: release the record (its empty slots are NULL) and stop at once.
+            v = _new_int(base_offset + off_delta)
+            if _failed(v):
+                return _out_of_memory(rec)
+            _set_item(rec, 0, v)
+            if klen < 0:
+                v = _shared(shared[_S_NONE])
+            else:
+                v = _bytes_at(addr + kstart, klen)
+                if _failed(v):
+                    return _out_of_memory(rec)
+            _set_item(rec, 2, v)
+            if vlen < 0:
+                v = _shared(shared[_S_NONE])
+            else:
+                v = _bytes_at(addr + vstart, vlen)
+                if _failed(v):
+                    return _out_of_memory(rec)
+            _set_item(rec, 3, v)
+            if nh == 0:
+                _set_item(rec, 4, _shared(shared[_S_EMPTY]))
+            else:
+                headers = _new_tuple(nh)
                 if _failed(headers):
-                    break
-                pair = _new_tuple(2)
-                if _failed(pair):
-                    bad = True
-                    break
-                hk, hp = _varint(buf, hp, end, 5)
-                v = _str_at(addr + hp, hk)
-                bad |= _failed(v)
-                _set_item(pair, 0, v)
-                hp += hk
-                hv, hp = _varint(buf, hp, end, 5)
-                if hv < 0:
-                    v = _shared(shared[_S_NONE])
+                    return _out_of_memory(rec)
+                _set_item(rec, 4, headers)  # the record owns it; filled below (the plain run needs that order too)
+                hp = hstart
+                for h in range(nh):
+                    pair = _new_tuple(2)
+                    if _failed(pair):
+                        return _out_of_memory(rec)
+                    hk, hp = _varint(buf, hp, end, 5)
+                    if hk < 0 or hp + hk > end:  # checked above; read again, so checked again
+                        _drop(pair)
+                        _drop(rec)
+                        return _FALLBACK
+                    v = _str_at(addr + hp, hk)
+                    if _failed(v):
+                        _drop(pair)
+                        return _out_of_memory(rec)
+                    _set_item(pair, 0, v)
+                    hp += hk
+                    hv, hp = _varint(buf, hp, end, 5)
+                    if hv < 0:
+                        v = _shared(shared[_S_NONE])
+                    else:
+                        if hp + hv > end:
+                            _drop(pair)
+                            _drop(rec)
+                            return _FALLBACK
+                        v = _bytes_at(addr + hp, hv)
+                        if _failed(v):
+                            _drop(pair)
+                            return _out_of_memory(rec)
+                        hp += hv
+                    _set_item(pair, 1, v)
+                    _set_item(headers, h, pair)
+                _seal(rec, 4, headers)
+            # sequence, only with a producer (else -1), as DefaultRecordBatch.incrementSequence computes
+            # it in Java ints: past Int32.MAX_VALUE it wraps to 0
+            if base_sequence < 0:
+                v = _shared(shared[_S_MINUS_ONE])
+            else:
+                if base_sequence > _int32(_I32_MAX - off_delta):
+                    seq = _int32(off_delta - (_I32_MAX - base_sequence) - 1)
                 else:
-                    v = _bytes_at(addr + hp, hv)
-                    bad |= _failed(v)
-                    hp += hv
-                _set_item(pair, 1, v)
-                _set_item(headers, h, pair)  # filled first: the plain run copies lists into tuples here
-            _set_item(rec, 4, headers)
-        # sequence, only with a producer (else -1); Kafka wraps it past Int32.MAX_VALUE to 0
-        if base_sequence < 0:
-            v = _shared(shared[_S_MINUS_ONE])
-        else:
-            v = _new_int(off_delta - (_I32_MAX - base_sequence) - 1 if base_sequence > _I32_MAX - off_delta else base_sequence + off_delta)
-            bad |= _failed(v)
-        _set_item(rec, 5, v)
-        v = _new_int(pos - record_start)
-        bad |= _failed(v)
-        _set_item(rec, 6, v)
-        v = _new_int(attrs)
-        bad |= _failed(v)
-        _set_item(rec, 7, v)
-        if bad:
-            _drop(rec)  # empty slots are released as NULL
-            _clear_error()
-            return _NO_MEMORY
-        _put(out, i, rec)
-    return pos
+                    seq = _int32(base_sequence + off_delta)
+                v = _new_int(seq)
+                if _failed(v):
+                    return _out_of_memory(rec)
+            _set_item(rec, 5, v)
+            v = _new_int(pos - record_start)
+            if _failed(v):
+                return _out_of_memory(rec)
+            _set_item(rec, 6, v)
+            v = _new_int(attrs)
+            if _failed(v):
+                return _out_of_memory(rec)
+            _set_item(rec, 7, v)
+            _put(out, i, rec)
+        return pos if len(deps) else _FALLBACK  # ``deps`` only keys numba's cache
+
+    return _jit_gil(_build)
+
+
+_build = _compile_build(_source_digest("columnar") + f"/{tuple.__basicsize__}/{ctypes.sizeof(ctypes.c_void_p)}")
 
 
 #: ``shared`` for :func:`_build`: addresses when compiled (the tuple above keeps the objects alive).
-_SHARED = np.array([id(o) for o in _SHARED_OBJECTS], np.int64) if ACCELERATED else list(_SHARED_OBJECTS)
+_SHARED = np.array([id(o) for o in _SHARED_OBJECTS], np.int64) if COMPILED else list(_SHARED_OBJECTS)
 
 
 def _area(batch: RecordBatch) -> tuple[np.ndarray, int]:
-    """The batch's record area as uint8 (uncompressed: in place, no copy) and where records start."""
+    """The batch's record area as uint8 (uncompressed: in place, no copy) and where records start.
+    Immutable bytes: the walker reads lengths twice and must find them unchanged."""
     if batch.attributes & ATTR_COMPRESSION_MASK == 0:
-        return np.frombuffer(batch.data, np.uint8), HEADER_SIZE
+        data = batch.data
+        return np.frombuffer(data if type(data) is bytes else bytes(data), np.uint8), HEADER_SIZE
     return np.frombuffer(batch.records_buffer(), np.uint8), 0
 
 
+def _plausible(batch: RecordBatch, buf: np.ndarray, start: int) -> bool:
+    """Whether the record count fits the bytes (else the plain decoder reports it, and no list of
+    ``count`` slots is made for a count that is wrong)."""
+    return 0 < batch.count <= (len(buf) - start) // _MIN_RECORD
+
+
 def _make(batch: RecordBatch, buf: np.ndarray, pos: int, count: int) -> tuple[list[Record], int]:
-    """(the next ``count`` records from ``pos``, the position after them); the position is
-    _FALLBACK when the plain decoder must take over."""
+    """(the next ``count`` records from ``pos``, the position after them). The position is
+    _FALLBACK when the plain decoder must take over; the list then holds the records made before
+    that, then Nones."""
     out: list = [None] * count
     ts = batch.max_timestamp  # a local reference keeps it alive while the walker uses its address
     pos = _build(buf, pos, count, batch.base_offset, batch.base_timestamp, batch.attributes & ATTR_TIMESTAMP_TYPE != 0,
-                 batch.base_sequence, id(ts) if ACCELERATED else ts, _SHARED, id(out) if ACCELERATED else out)
+                 batch.base_sequence, id(ts) if COMPILED else ts, _SHARED, id(out) if COMPILED else out)
     if pos == _NO_MEMORY:
         raise MemoryError(f"no memory for the records of the batch at offset {batch.base_offset}")
     return out, pos
 
 
+def _made(out: list) -> list[Record]:
+    """The records made before the walker handed over (the leading non-None slots)."""
+    return out[: next((k for k, r in enumerate(out) if r is None), len(out))]
+
+
 def _walked(batch: RecordBatch) -> list[Record]:
     """All of ``batch``'s records through the walker (compiled or not), else the plain decoder's."""
     buf, start = _area(batch)
-    count = batch.count
-    if 0 < count <= len(buf) - start:
-        out, pos = _make(batch, buf, start, count)
+    if _plausible(batch, buf, start):
+        out, pos = _make(batch, buf, start, batch.count)
         if pos == len(buf):
             return out
     return batch.records_plain()
 
 
 def _groups(batch: RecordBatch) -> Iterator[list[Record]]:
-    """``batch``'s records, :data:`GROUP` at a time."""
+    """``batch``'s records, :data:`GROUP` at a time; where the walker hands over, the records it
+    made, then the plain decoder's from there (or its error)."""
     buf, pos = _area(batch)
     count = batch.count
     done = 0
-    if 0 < count <= len(buf) - pos:
+    if _plausible(batch, buf, pos):
         while done < count:
             k = min(GROUP, count - done)
             out, pos = _make(batch, buf, pos, k)
             if pos < 0:
+                out = _made(out)
+                done += len(out)
+                yield out
                 break
             yield out
             done += k
-    if done < count or pos != len(buf):  # the plain decoder raises its error, or reads on from here
+    if done < count or pos != len(buf):
         yield batch.records_plain()[done:]
 
 
 def records(batch: RecordBatch) -> list[Record]:
     """``batch.records()`` (no CRC check) through the compiled walker; same values and errors."""
-    return _walked(batch) if ACCELERATED else batch.records_plain()
+    return _walked(batch) if COMPILED else batch.records_plain()
 
 
 def iter_records(batch: RecordBatch) -> Iterator[Record]:
     """Like :func:`records`, but the records are made :data:`GROUP` at a time as iteration
-    reaches them. As in Kafka's record iterator, a record the decoder rejects raises when
-    iteration reaches it, after the records before it."""
-    if not ACCELERATED:
+    reaches them. As Kafka's record iterator does, a malformed record raises when iteration
+    reaches it, after the records before it (the plain decoder, without numba, raises first)."""
+    if not COMPILED:
         return iter(batch.records_plain())
     if batch.count <= GROUP:
-        return iter(_walked(batch))
+        buf, start = _area(batch)
+        if _plausible(batch, buf, start):
+            out, pos = _make(batch, buf, start, batch.count)
+            if pos == len(buf):
+                return iter(out)
     return chain.from_iterable(_groups(batch))

@@ -37,6 +37,7 @@ from .columnar import (
     _E_SIZE_MISMATCH,
     _MESSAGES,
     _jit,
+    _source_digest,
     _varint,
     decode_columns,
 )
@@ -174,105 +175,115 @@ def _frame(buf: np.ndarray, end: int, positions: np.ndarray, fill: bool) -> tupl
         pos += 12 + size
 
 
-@_jit
-def _walk_records(
-    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, base_ts: np.ndarray,
-    last_delta: np.ndarray, status: np.ndarray, where: np.ndarray, max_delta: np.ndarray,
-) -> None:
-    """Walk the records of uncompressed v2 batches (record area ``buf[starts[i]:ends[i]]``) as
-    DefaultRecord.readFrom reads them; per batch: status (0 ok), error position, largest timestamp delta."""
-    for i in range(starts.shape[0]):
-        pos = starts[i]
-        end_b = ends[i]
-        count = counts[i]
-        status[i] = 0
-        max_delta[i] = _I64_MIN
-        if count < 0 or count > end_b - pos:
-            status[i] = _E_COUNT
-            where[i] = pos
-            continue
-        prev = np.int64(-1)
-        for _ in range(count):
-            start = pos
-            length, pos = _varint(buf, pos, end_b, 5)
-            if pos < 0:
-                status[i] = pos
-                where[i] = start
-                break
-            end = pos + length
-            if length < 0 or end > end_b or pos >= end:
-                status[i] = _E_LENGTH
-                where[i] = start
-                break
-            pos += 1  # attributes
-            tsd, pos = _varint(buf, pos, end, 10)
-            if pos < 0:
-                status[i] = pos
-                where[i] = start
-                break
-            od, pos = _varint(buf, pos, end, 5)
-            if pos < 0:
-                status[i] = pos
-                where[i] = start
-                break
-            if od <= prev:
-                status[i] = _E_OFFSET_ORDER
-                where[i] = start
-                break
-            if od > last_delta[i]:
-                status[i] = _E_OFFSET_DELTA
-                where[i] = start
-                break
-            prev = od
-            if tsd > max_delta[i]:
-                max_delta[i] = tsd
-            ok = True
-            for _f in range(2):  # key, value
-                ln, pos = _varint(buf, pos, end, 5)
+def _compile_walk(deps: str) -> Callable[..., None]:
+    """:func:`_walk_records`, compiled with ``deps`` (the digest of :mod:`kafkalog.columnar`, whose
+    varint reader it inlines) in its cache key."""
+
+    def _walk_records(
+        buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, base_ts: np.ndarray,
+        last_delta: np.ndarray, status: np.ndarray, where: np.ndarray, max_delta: np.ndarray,
+    ) -> None:
+        """Walk the records of uncompressed v2 batches (record area ``buf[starts[i]:ends[i]]``) as
+        DefaultRecord.readFrom reads them; per batch: status (0 ok), error position, largest timestamp delta."""
+        if len(deps) == 0:  # never: ``deps`` only keys numba's cache
+            return
+        for i in range(starts.shape[0]):
+            pos = starts[i]
+            end_b = ends[i]
+            count = counts[i]
+            status[i] = 0
+            max_delta[i] = _I64_MIN
+            if count < 0 or count > end_b - pos:
+                status[i] = _E_COUNT
+                where[i] = pos
+                continue
+            prev = np.int64(-1)
+            for _ in range(count):
+                start = pos
+                length, pos = _varint(buf, pos, end_b, 5)
                 if pos < 0:
                     status[i] = pos
-                    ok = False
+                    where[i] = start
                     break
-                if ln > 0:
-                    pos += ln
-                if pos > end:
-                    status[i] = _E_FIELD
-                    ok = False
+                end = pos + length
+                if length < 0 or end > end_b or pos >= end:
+                    status[i] = _E_LENGTH
+                    where[i] = start
                     break
-            if not ok:
-                where[i] = start
-                break
-            nh, pos = _varint(buf, pos, end, 5)
-            if pos < 0 or nh < 0 or nh > end - pos:
-                status[i] = _E_HEADERS
-                where[i] = start
-                break
-            for _h in range(nh):
-                hk, pos = _varint(buf, pos, end, 5)
-                if pos < 0 or hk < 0 or pos + hk > end:
-                    ok = False
-                    break
-                pos += hk
-                hv, pos = _varint(buf, pos, end, 5)
+                pos += 1  # attributes
+                tsd, pos = _varint(buf, pos, end, 10)
                 if pos < 0:
-                    ok = False
+                    status[i] = pos
+                    where[i] = start
                     break
-                if hv > 0:
-                    pos += hv
-                if pos > end:
-                    ok = False
+                od, pos = _varint(buf, pos, end, 5)
+                if pos < 0:
+                    status[i] = pos
+                    where[i] = start
                     break
-            if not ok:
-                status[i] = _E_HEADERS
-                where[i] = start
-                break
-            if pos != end:
-                status[i] = _E_SIZE_MISMATCH
-                where[i] = start
-                break
-        if status[i] == 0 and pos != end_b:
-            status[i] = _E_LEFTOVER
-            where[i] = pos
+                if od <= prev:
+                    status[i] = _E_OFFSET_ORDER
+                    where[i] = start
+                    break
+                if od > last_delta[i]:
+                    status[i] = _E_OFFSET_DELTA
+                    where[i] = start
+                    break
+                prev = od
+                if tsd > max_delta[i]:
+                    max_delta[i] = tsd
+                ok = True
+                for _f in range(2):  # key, value
+                    ln, pos = _varint(buf, pos, end, 5)
+                    if pos < 0:
+                        status[i] = pos
+                        ok = False
+                        break
+                    if ln > 0:
+                        pos += ln
+                    if pos > end:
+                        status[i] = _E_FIELD
+                        ok = False
+                        break
+                if not ok:
+                    where[i] = start
+                    break
+                nh, pos = _varint(buf, pos, end, 5)
+                if pos < 0 or nh < 0 or nh > end - pos:
+                    status[i] = _E_HEADERS
+                    where[i] = start
+                    break
+                for _h in range(nh):
+                    hk, pos = _varint(buf, pos, end, 5)
+                    if pos < 0 or hk < 0 or pos + hk > end:
+                        ok = False
+                        break
+                    pos += hk
+                    hv, pos = _varint(buf, pos, end, 5)
+                    if pos < 0:
+                        ok = False
+                        break
+                    if hv > 0:
+                        pos += hv
+                    if pos > end:
+                        ok = False
+                        break
+                if not ok:
+                    status[i] = _E_HEADERS
+                    where[i] = start
+                    break
+                if pos != end:
+                    status[i] = _E_SIZE_MISMATCH
+                    where[i] = start
+                    break
+            if status[i] == 0 and pos != end_b:
+                status[i] = _E_LEFTOVER
+                where[i] = pos
+
+    return _jit(_walk_records)  # type: ignore[no-any-return]
+
+
+_walk_records = _compile_walk(_source_digest("columnar"))
 
 
 # ------------------------------------------------------------------------------------ segments

@@ -52,11 +52,18 @@ def _wrap64(value: int) -> int:
     return ((value - _INT64_MIN) & _MASK64) + _INT64_MIN
 
 
+def _int32(v: int) -> int:
+    """``v`` as a Java int: its low 32 bits, signed."""
+    return ((v + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
 def increment_sequence(sequence: int, increment: int) -> int:
-    """Add to a producer sequence number, wrapping past Int32.MAX_VALUE to 0 as Kafka does."""
-    if sequence > _INT32_MAX - increment:
-        return increment - (_INT32_MAX - sequence) - 1
-    return sequence + increment
+    """Add to a producer sequence number, wrapping past Int32.MAX_VALUE to 0 as Kafka does, in
+    Java int arithmetic (a negative increment, possible only in a crafted batch, overflows
+    ``Int32.MAX_VALUE - increment`` there: DefaultRecordBatch.incrementSequence @1eb7644)."""
+    if sequence > _int32(_INT32_MAX - increment):
+        return _int32(increment - (_INT32_MAX - sequence) - 1)
+    return _int32(sequence + increment)
 
 
 def _bad(msg: str, pos: int) -> CorruptRecordError:
@@ -387,8 +394,8 @@ class RecordBatch:
             raise e.located(file=self.file, position=self.position, offset=self.base_offset) from None
 
     def __iter__(self) -> Iterator[Record]:
-        """The records without a CRC check, each made as iteration reaches it (so that records
-        already used can be freed before the next are made)."""
+        """The records without a CRC check, made a few at a time as iteration reaches them (so
+        that records already used can be freed); a malformed record raises when it is reached."""
         if self.count == 0:
             return iter(())
         return (_objects or _load_objects()).iter_records(self)
