@@ -352,6 +352,7 @@ def test_record_is_an_immutable_tuple_of_its_fields() -> None:
         _ = r < r  # type: ignore[operator]
 
 
+@pytest.mark.rule("R-V2-16")
 def test_sequence_wraps_in_java_int_arithmetic() -> None:
     """DefaultRecordBatch.incrementSequence (commit 1eb7644) compares ``sequence > Integer.MAX_VALUE -
     increment`` in Java ints. For a negative offset delta (a crafted batch) that difference
