@@ -218,6 +218,25 @@ def _int32(v: int) -> int:
 
 
 @_jit_inline
+def _span(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int]:
+    """A key or value at ``pos``: (its length, -1 for null; its first byte; the position after
+    it, or -1 when its length varint is bad or it runs past ``end``)."""
+    n, pos = _varint(buf, pos, end, 5)
+    start = pos
+    if pos >= 0 and n > 0:
+        pos += n
+        if pos > end:
+            pos = -1
+    return n, start, pos
+
+
+@_jit_inline
+def _nullable_bytes(addr: int, n: int, none: int) -> int:
+    """The ``n`` bytes at ``addr``, or None (shared) when ``n`` is negative: a key, value or header value."""
+    return _shared(none) if n < 0 else _bytes_at(addr, n)
+
+
+@_jit_inline
 def _out_of_memory(rec: int) -> int:
     """Release a record being made after an allocation failed; clear the error the C API set."""
     _drop(rec)
@@ -265,22 +284,12 @@ def _compile_build(deps: str) -> object:
                 return _FALLBACK
             if (off_delta > 0 and base_offset > _I64_MAX - off_delta) or (off_delta < 0 and base_offset < _I64_MIN - off_delta):
                 return _FALLBACK  # the offset leaves int64: the plain decoder's Python ints say what it is
-            klen, pos = _varint(buf, pos, end, 5)
+            klen, kstart, pos = _span(buf, pos, end)
             if pos < 0:
                 return _FALLBACK
-            kstart = pos
-            if klen > 0:
-                pos += klen
-                if pos > end:
-                    return _FALLBACK
-            vlen, pos = _varint(buf, pos, end, 5)
+            vlen, vstart, pos = _span(buf, pos, end)
             if pos < 0:
                 return _FALLBACK
-            vstart = pos
-            if vlen > 0:
-                pos += vlen
-                if pos > end:
-                    return _FALLBACK
             nh, pos = _varint(buf, pos, end, 5)
             if pos < 0 or nh < 0 or nh > end - pos:
                 return _FALLBACK
@@ -322,19 +331,13 @@ def _compile_build(deps: str) -> object:
             if _failed(v):
                 return _out_of_memory(rec)
             _set_item(rec, 0, v)
-            if klen < 0:
-                v = _shared(shared[_S_NONE])
-            else:
-                v = _bytes_at(addr + kstart, klen)
-                if _failed(v):
-                    return _out_of_memory(rec)
+            v = _nullable_bytes(addr + kstart, klen, shared[_S_NONE])
+            if _failed(v):
+                return _out_of_memory(rec)
             _set_item(rec, 2, v)
-            if vlen < 0:
-                v = _shared(shared[_S_NONE])
-            else:
-                v = _bytes_at(addr + vstart, vlen)
-                if _failed(v):
-                    return _out_of_memory(rec)
+            v = _nullable_bytes(addr + vstart, vlen, shared[_S_NONE])
+            if _failed(v):
+                return _out_of_memory(rec)
             _set_item(rec, 3, v)
             if nh == 0:
                 _set_item(rec, 4, _shared(shared[_S_EMPTY]))
@@ -348,32 +351,24 @@ def _compile_build(deps: str) -> object:
                     pair = _new_tuple(2)
                     if _failed(pair):
                         return _out_of_memory(rec)
-                    hk, hp = _varint(buf, hp, end, 5)
-                    if hk < 0 or hp + hk > end:  # checked above; read again, so checked again
-                        _drop(pair)
+                    _set_item(headers, h, pair)  # owned through the record from here
+                    hk, ks, hp = _span(buf, hp, end)
+                    if hp < 0 or hk < 0:  # checked above; read again, so checked again
                         _drop(rec)
                         return _FALLBACK
-                    v = _str_at(addr + hp, hk)
+                    v = _str_at(addr + ks, hk)
                     if _failed(v):
-                        _drop(pair)
                         return _out_of_memory(rec)
                     _set_item(pair, 0, v)
-                    hp += hk
-                    hv, hp = _varint(buf, hp, end, 5)
-                    if hv < 0:
-                        v = _shared(shared[_S_NONE])
-                    else:
-                        if hp + hv > end:
-                            _drop(pair)
-                            _drop(rec)
-                            return _FALLBACK
-                        v = _bytes_at(addr + hp, hv)
-                        if _failed(v):
-                            _drop(pair)
-                            return _out_of_memory(rec)
-                        hp += hv
+                    hv, vs, hp = _span(buf, hp, end)
+                    if hp < 0:
+                        _drop(rec)
+                        return _FALLBACK
+                    v = _nullable_bytes(addr + vs, hv, shared[_S_NONE])
+                    if _failed(v):
+                        return _out_of_memory(rec)
                     _set_item(pair, 1, v)
-                    _set_item(headers, h, pair)
+                    _seal(headers, h, pair)
                 _seal(rec, 4, headers)
             # sequence, only with a producer (else -1), as DefaultRecordBatch.incrementSequence computes
             # it in Java ints: past Int32.MAX_VALUE it wraps to 0
