@@ -111,6 +111,20 @@ def _varint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[int, i
 
 
 @_jit_inline
+def _span(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int]:
+    """A length-prefixed field at ``pos`` (key, value, header value): (its length, -1 for null;
+    its first byte; the position after it, or an error code: the varint's, or ``_E_FIELD`` when
+    the field runs past ``end``). The one span reader of the compiled record walks."""
+    n, pos = _varint(buf, pos, end, 5)
+    start = pos
+    if pos >= 0 and n > 0:
+        pos += n
+        if pos > end:
+            pos = _E_FIELD
+    return n, start, pos
+
+
+@_jit_inline
 def _short_varint(buf: np.ndarray, pos: int) -> tuple[int, int]:
     """A zig-zag varint of one or two bytes at ``pos`` (the caller keeps both in the buffer):
     (value, next position), or next position -1 when it is longer."""
@@ -149,24 +163,11 @@ def _record(buf: np.ndarray, pos: int, n: int, cols: np.ndarray, i: int, hdr: np
     if pos < 0:
         return pos, start, nh_total
     cols[0, i] = v
-    v, pos = _varint(buf, pos, end, 5)
-    if pos < 0:
-        return pos, start, nh_total
-    cols[2, i] = pos
-    cols[3, i] = v
-    if v > 0:
-        pos += v
-    if pos > end:
-        return _E_FIELD, start, nh_total
-    v, pos = _varint(buf, pos, end, 5)
-    if pos < 0:
-        return pos, start, nh_total
-    cols[4, i] = pos
-    cols[5, i] = v
-    if v > 0:
-        pos += v
-    if pos > end:
-        return _E_FIELD, start, nh_total
+    for f in (2, 4):  # key, value: start and length
+        v, cols[f, i], pos = _span(buf, pos, end)
+        if pos < 0:
+            return pos, start, nh_total
+        cols[f + 1, i] = v
     nh, pos = _varint(buf, pos, end, 5)
     if pos < 0:
         return pos, start, nh_total

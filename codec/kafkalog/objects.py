@@ -34,7 +34,7 @@ from itertools import chain
 
 import numpy as np
 
-from .columnar import ACCELERATED, _jit_inline, _source_digest, _varint
+from .columnar import ACCELERATED, _jit_inline, _source_digest, _span, _varint
 from .records.record import Record
 from .records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
@@ -215,19 +215,6 @@ else:  # pragma: no cover - depends on the environment
 def _int32(v: int) -> int:
     """``v`` as a Java int: its low 32 bits, signed."""
     return ((v + 0x80000000) & 0xFFFFFFFF) - 0x80000000
-
-
-@_jit_inline
-def _span(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int]:
-    """A key or value at ``pos``: (its length, -1 for null; its first byte; the position after
-    it, or -1 when its length varint is bad or it runs past ``end``)."""
-    n, pos = _varint(buf, pos, end, 5)
-    start = pos
-    if pos >= 0 and n > 0:
-        pos += n
-        if pos > end:
-            pos = -1
-    return n, start, pos
 
 
 @_jit_inline

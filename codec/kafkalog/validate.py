@@ -30,7 +30,6 @@ from .checkpoints import (
     read_partition_metadata,
 )
 from .columnar import (
-    _E_FIELD,
     _E_HEADERS,
     _E_LEFTOVER,
     _E_LENGTH,
@@ -38,6 +37,7 @@ from .columnar import (
     _MESSAGES,
     _jit,
     _source_digest,
+    _span,
     _varint,
     decode_columns,
 )
@@ -234,15 +234,9 @@ def _compile_walk(deps: str) -> Callable[..., None]:
                     max_delta[i] = tsd
                 ok = True
                 for _f in range(2):  # key, value
-                    ln, pos = _varint(buf, pos, end, 5)
+                    _ln, _s, pos = _span(buf, pos, end)
                     if pos < 0:
                         status[i] = pos
-                        ok = False
-                        break
-                    if ln > 0:
-                        pos += ln
-                    if pos > end:
-                        status[i] = _E_FIELD
                         ok = False
                         break
                 if not ok:
