@@ -7,6 +7,8 @@ One run prints four tables:
    1,000), the records/s and MB/s (log bytes) of
    * ``kafkalog columnar``: ``kafkalog.arrow.to_arrow(LogReader(bytes))`` (Arrow record batches:
      key, value, offset, timestamp; decoded a chunk of batches at a time, no Python object per record),
+   * ``kafkalog columnar views``: the same with ``views=True`` (key and value as Arrow binary
+     views into each chunk's decompressed records: no key or value is copied),
    * ``kafkalog objects``: ``for r in batch`` over ``LogReader(bytes).batches()``, touching key,
      value, offset and timestamp of each :class:`kafkalog.Record`,
    * ``aiokafka`` and ``kafka-python``: their ``MemoryRecords`` batches and records, touching the
@@ -89,11 +91,11 @@ def log(msg: str) -> None:
 
 
 # ------------------------------------------------------------------------------------ decoders
-def decode_columnar(data: bytes, crc: bool) -> tuple[int, Record4 | None]:
+def decode_columnar(data: bytes, crc: bool, views: bool = False) -> tuple[int, Record4 | None]:
     """Arrow batches of every record: count them and read back the last one."""
     n = 0
     last = None
-    for rb in to_arrow(LogReader(data), columns=ARROW_COLUMNS, max_rows=32768):
+    for rb in to_arrow(LogReader(data), columns=ARROW_COLUMNS, max_rows=32768, views=views):
         n += rb.num_rows
         last = rb
     if last is None:
@@ -101,6 +103,10 @@ def decode_columnar(data: bytes, crc: bool) -> tuple[int, Record4 | None]:
     i = last.num_rows - 1
     ts_us = last.column("timestamp").cast("int64")[i].as_py()
     return n, (last.column("offset")[i].as_py(), ts_us // 1000, last.column("key")[i].as_py(), last.column("value")[i].as_py())
+
+
+def decode_columnar_views(data: bytes, crc: bool) -> tuple[int, Record4 | None]:
+    return decode_columnar(data, crc, views=True)
 
 
 def decode_objects(data: bytes, crc: bool) -> tuple[int, Record4 | None]:
@@ -241,6 +247,7 @@ class DecompRow:
     batch_records: int
     decompress_s: float
     columnar_s: float
+    views_s: float
     objects_s: float
     way: str  # the fastest way to decompress, which decompress_s measures
     ways: tuple[tuple[str, float], ...] = ()  # every way and its seconds per batch
@@ -265,9 +272,10 @@ def run_workload(
 
     impls: dict[str, Callable[[bytes, bool], tuple[int, Record4 | None]]] = {
         "kafkalog columnar": decode_columnar,
+        "kafkalog columnar views": decode_columnar_views,
         "kafkalog objects": decode_objects,
     }
-    crcs = {"kafkalog columnar": False, "kafkalog objects": False}
+    crcs = {"kafkalog columnar": False, "kafkalog columnar views": False, "kafkalog objects": False}
     rows: dict[str, Row] = {}
     for name, peer in peers.items():
         why = peer.unavailable(codec)
@@ -323,12 +331,13 @@ def run_workload(
     ways = [t for t in tasks if t.name.startswith("decompress only") and not t.error and t.nb]
     d = min(ways, key=lambda t: t.best / t.nb, default=None)  # per batch: tasks may cover different prefixes
     c = by_name.get("kafkalog columnar")
+    v = by_name.get("kafkalog columnar views")
     o = by_name.get("kafkalog objects")
-    if d is not None and c is not None and o is not None and not (c.error or o.error):
+    if d is not None and c is not None and v is not None and o is not None and not (c.error or v.error or o.error):
         way = d.name.split(": ", 1)[1]
         every = tuple((t.name.split(": ", 1)[1], t.best / t.nb) for t in ways)
-        decomp = DecompRow(codec, value_size, batch_records, d.best / d.nb, c.best / c.nb, o.best / o.nb, way, every)
-    order = ["kafkalog columnar", "kafkalog objects", "aiokafka", "kafka-python"]
+        decomp = DecompRow(codec, value_size, batch_records, d.best / d.nb, c.best / c.nb, v.best / v.nb, o.best / o.nb, way, every)
+    order = ["kafkalog columnar", "kafkalog columnar views", "kafkalog objects", "aiokafka", "kafka-python"]
     return [rows[k] for k in order if k in rows], decomp
 
 
@@ -402,7 +411,7 @@ def rss_child(path: str, mode: str) -> None:
                 for r in batch:
                     n += r.value is not None
         else:
-            for rb in to_arrow(reader, columns=ARROW_COLUMNS, max_rows=RSS_ARROW_ROWS):
+            for rb in to_arrow(reader, columns=ARROW_COLUMNS, max_rows=RSS_ARROW_ROWS, views=mode == "views"):
                 n += rb.num_rows
     after = _peak_kib()
     print(before, after, n)
@@ -515,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             nb, nr = write_big_log(path, args.rss_log_mb << 20)
             size = os.path.getsize(path)
             log(f"wrote a {size / 2**20:,.0f} MiB log ({nb:,} batches) in {time.perf_counter() - t0:.1f}s")
-            for mode in ("objects", "columnar"):
+            for mode in ("objects", "columnar", "views"):
                 before, after, n, secs = peak_rss(path, mode)
                 ok = "" if n == nr else f"read {n:,} of {nr:,} records!"
                 rss_rows.append((mode, size, before, after, n, secs, ok))
@@ -534,11 +543,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         body = [
             [d.codec, f"{d.value_size} B", str(d.batch_records), f"{d.decompress_s * 1e6:.1f} ({d.way})", f"{d.columnar_s * 1e6:.1f}",
-             f"{d.ratio:.2f}x", f"{d.objects_s * 1e6:.1f}", f"{d.objects_s / d.decompress_s:.2f}x"]
+             f"{d.ratio:.2f}x", f"{d.views_s * 1e6:.1f}", f"{d.views_s / d.decompress_s:.2f}x", f"{d.objects_s * 1e6:.1f}",
+             f"{d.objects_s / d.decompress_s:.2f}x"]
             for d in decomp
         ]
         print(table(["codec", "value", "rec/batch", "decompress only µs/batch (fastest way)", "columnar µs/batch",
-                     "columnar / decompress", "objects µs/batch", "objects / decompress"], body, {3, 4, 5, 6, 7}))
+                     "columnar / decompress", "views µs/batch", "views / decompress", "objects µs/batch", "objects / decompress"],
+                    body, {3, 4, 5, 6, 7, 8, 9}))
         print(
             "decompress only: the codec library alone on each batch payload, the fastest of the ways tried (named; see the "
             f"module docstring); kafkalog decodes lz4 and zstd the '{NATIVE_WAY_NAME}' way where it is on (see the header "
@@ -557,7 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(["path", "log", "RSS before read MB", "peak RSS MB", "growth MB", "records", "seconds", "note"], body, {1, 2, 3, 4, 5, 6}))
         print(
             "Peak RSS of a fresh process (VmHWM) reading the log with LogReader(path): objects = for r in batch; columnar = "
-            f"to_arrow(reader, max_rows={RSS_ARROW_ROWS}). 'before' = after imports (numpy, numba, pyarrow), before reading."
+            f"to_arrow(reader, max_rows={RSS_ARROW_ROWS}); views = the same with views=True. 'before' = after imports (numpy, numba, pyarrow), before reading."
         )
     load_end = os.getloadavg()[0]
     print()

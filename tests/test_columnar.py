@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from helpers import GOLDEN, read_jsonl
 from kafkalog import Codec, InvalidRecordError, KafkaLogError, LogReader, RecordBatchBuilder
-from kafkalog.arrow import KAFKA_SCHEMA, to_arrow
+from kafkalog.arrow import KAFKA_SCHEMA, KAFKA_VIEW_SCHEMA, to_arrow
 from kafkalog.columnar import decode_columns, iter_columns
 
 KAFKA = GOLDEN / "kafka"
@@ -128,15 +128,18 @@ def test_malformed_record_area_raises_with_position() -> None:
 
 # ------------------------------------------------------------------ chunked decoding (to_arrow(LogReader))
 def _table(source: object, **kw: object) -> pa.Table:
-    return pa.Table.from_batches(list(to_arrow(source, topic="t", include_headers=True, **kw)), schema=KAFKA_SCHEMA)  # type: ignore[arg-type]
+    schema = KAFKA_VIEW_SCHEMA if kw.get("views") else KAFKA_SCHEMA
+    return pa.Table.from_batches(list(to_arrow(source, topic="t", include_headers=True, **kw)), schema=schema)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("views", [False, True])
 @pytest.mark.parametrize("folder", ["records", "logdir"])
-def test_chunked_rows_equal_kafkas_dump(folder: str) -> None:
-    """Whole files through the chunked path (from a path, a small window forcing re-reads) match Kafka's dump."""
+def test_chunked_rows_equal_kafkas_dump(folder: str, views: bool) -> None:
+    """Whole files through the chunked path (from a path, a small window forcing re-reads) match
+    Kafka's dump, keys and values copied out or as views into each chunk's bytes."""
     for rel, expected in _kafka_records(folder).items():
         with LogReader(KAFKA / folder / rel) as reader:
-            rows = _table(reader, max_bytes=256, max_rows=7).to_pylist()
+            rows = _table(reader, max_bytes=256, max_rows=7, views=views).to_pylist()
         assert [r["offset"] for r in rows] == [e["offset"] for e in expected], rel
         for got, exp in zip(rows, expected, strict=True):
             assert got["key"] == (None if exp["key"] is None else bytes.fromhex(exp["key"]))
@@ -146,18 +149,24 @@ def test_chunked_rows_equal_kafkas_dump(folder: str) -> None:
             assert (got["headers"] or []) == hdrs
 
 
+@pytest.mark.parametrize("views", [False, True])
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize(("max_rows", "max_bytes"), [(32768, 8 << 20), (50, 4096), (1, 1)])
-def test_chunked_equals_per_batch(seed: int, max_rows: int, max_bytes: int, tmp_path: Path) -> None:
+def test_chunked_equals_per_batch(seed: int, max_rows: int, max_bytes: int, views: bool, tmp_path: Path) -> None:
     """Every codec, nulls, headers, offset gaps, LogAppendTime, long keys: the chunked path gives the
-    per-batch path's rows, from bytes, a path and a file object, whatever the chunk budget."""
+    per-batch path's rows, from bytes, a path and a file object, whatever the chunk budget. With
+    views, every batch is read only after the whole log was (a reused buffer would show)."""
     data = b"".join(_random_batches(seed)) + _log_append_batch() + _long_keys_batch()
     with LogReader(data) as r:
         want = _table(r.batches())
     (tmp_path / "x.log").write_bytes(data)
     for source in (LogReader(data), LogReader(tmp_path / "x.log"), LogReader(io.BytesIO(data))):
         with source:
-            got = _table(source, max_rows=max_rows, max_bytes=max_bytes)
+            got = _table(source, max_rows=max_rows, max_bytes=max_bytes, views=views)
+        if views:
+            assert got.schema.field("value").type == pa.binary_view()
+            for b in got.to_batches():
+                b.validate(full=True)
         assert got.to_pylist() == want.to_pylist()
         assert all(b.num_rows <= max(max_rows, 100) for b in to_arrow(LogReader(data), max_rows=max_rows, max_bytes=max_bytes))
 
@@ -249,15 +258,26 @@ def test_plain_python_chunked_path_matches(tmp_path: Path) -> None:
         "from kafkalog.columnar import ACCELERATED; assert not ACCELERATED;"
         f"r = LogReader({str(tmp_path / 'x.log')!r});"
         "t = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000)));"
-        "w = pa.ipc.new_file(sys.argv[1], t.schema); w.write_table(t); w.close()"
+        "w = pa.ipc.new_file(sys.argv[1], t.schema); w.write_table(t); w.close();"
+        "r = LogReader(sys.argv[2]);"
+        "t = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000, views=True)));"
+        "w = pa.ipc.new_file(sys.argv[3], t.schema); w.write_table(t); w.close()"
     )
     env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "plain.arrow")], check=True, env=env)
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "plain.arrow"), str(tmp_path / "x.log"), str(tmp_path / "views.arrow")], check=True, env=env)
     plain = pa.ipc.open_file(str(tmp_path / "plain.arrow")).read_all()
     with LogReader(data) as r:
         ours = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000)))
     assert plain.num_rows == ours.num_rows > 0
     assert plain.equals(ours)
+    # views: the same bytes for each key and value (the view words differ only where a plain and
+    # a compiled walk pick different buffers, which they do not)
+    plain_views = pa.ipc.open_file(str(tmp_path / "views.arrow")).read_all()
+    with LogReader(data) as r:
+        our_views = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000, views=True)))
+    assert plain_views.schema.field("value").type == pa.binary_view()
+    assert plain_views.equals(our_views)
+    assert plain_views.to_pylist() == ours.to_pylist()
 
 
 _RECORD = st.tuples(
@@ -269,12 +289,53 @@ _RECORD = st.tuples(
 )
 
 
+def test_views_point_into_the_chunk() -> None:
+    """With views, keys and values are not copied: each value buffer is the chunk's own bytes
+    (the decompressed record areas), with the framing between values, and short spans inline."""
+    b = RecordBatchBuilder(0, compression=Codec.LZ4)
+    for i in range(50):
+        b.append(i, None if i % 5 == 0 else b"k%d" % i, b"v" * (i * 3))
+    data = b.build()
+    (rb,) = to_arrow(LogReader(data), views=True)
+    rb.validate(full=True)
+    values = rb.column("value")
+    assert values.type == pa.binary_view()
+    assert values.to_pylist() == [b"v" * (i * 3) for i in range(50)]
+    assert rb.column("key").to_pylist() == [None if i % 5 == 0 else b"k%d" % i for i in range(50)]
+    from kafkalog.compression import decompress
+
+    area = decompress(Codec.LZ4, data[61:])
+    assert values.buffers()[2].to_pybytes() == area  # the decompressed records themselves
+    views = np.frombuffer(values.buffers()[1], np.uint32).reshape(-1, 4)
+    assert views[1].tolist() == [3, int.from_bytes(b"vvv\0", "little"), 0, 0]  # 3 bytes: inline
+    assert views[49, 0] == 147 and views[49, 2] == 0  # a long one: length, prefix, buffer 0, offset
+    assert area[views[49, 3] : views[49, 3] + 147] == b"v" * 147
+
+
+def test_views_past_the_offset_limit_are_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk whose bytes span more than view offsets hold gets copied keys and values, still typed as views."""
+    from kafkalog import columnar
+
+    data = b"".join(_random_batches(1))
+    with LogReader(data) as r:
+        want = _table(r.batches()).to_pylist()
+    monkeypatch.setattr(columnar, "_VIEW_LIMIT", 0)
+    with LogReader(data) as r:
+        chunks = list(columnar.iter_chunks(r, views=True))
+    assert chunks and all(c.view_data is None for c in chunks if isinstance(c, columnar.ChunkColumns))
+    with LogReader(data) as r:
+        got = _table(r, views=True)
+    assert got.schema.field("key").type == pa.binary_view()
+    assert got.to_pylist() == want
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     batches=st.lists(st.tuples(st.sampled_from(list(Codec)), st.lists(_RECORD, min_size=1, max_size=12)), min_size=1, max_size=5),
     max_rows=st.integers(1, 40),
+    views=st.booleans(),
 )
-def test_chunked_equals_plain_reference_decoder(batches: list, max_rows: int) -> None:
+def test_chunked_equals_plain_reference_decoder(batches: list, max_rows: int, views: bool) -> None:
     """Hypothesis-made batches: the chunked Arrow rows equal the plain reference decoder's records."""
     parts = []
     base = 0
@@ -290,7 +351,7 @@ def test_chunked_equals_plain_reference_decoder(batches: list, max_rows: int) ->
     with LogReader(data) as r:
         want = [(x.offset, x.timestamp, x.key, x.value, list(x.headers)) for batch in r.batches() for x in batch.records_plain()]
     with LogReader(data) as r:
-        rows = _table(r, max_rows=max_rows, max_bytes=max_rows * 40).to_pylist()
+        rows = _table(r, max_rows=max_rows, max_bytes=max_rows * 40, views=views).to_pylist()
     got = [
         (g["offset"], (g["timestamp"] - EPOCH) // timedelta(milliseconds=1), g["key"], g["value"], [(h["key"], h["value"]) for h in g["headers"] or []])
         for g in rows

@@ -138,6 +138,21 @@ def _short_varint(buf: np.ndarray, pos: int) -> tuple[int, int]:
     return np.int64(0), np.int64(-1)
 
 
+@_jit_inline
+def _inline_view(buf: np.ndarray, start: int, n: int) -> tuple[int, int]:
+    """The two little-endian words of the Arrow binary view of a span of 0-12 bytes
+    ``buf[start:start+n]``: its length, then its bytes inline, zero-padded (all zeros when null)."""
+    lo = np.uint64(max(n, 0))
+    hi = np.uint64(0)
+    for j in range(n):
+        b = np.uint64(buf[start + j])
+        if j < 4:
+            lo |= b << np.uint64(32 + 8 * j)
+        else:
+            hi |= b << np.uint64(8 * (j - 4))
+    return lo, hi
+
+
 @_jit
 def _record(buf: np.ndarray, pos: int, n: int, cols: np.ndarray, i: int, hdr: np.ndarray, nh_total: int) -> tuple[int, int, int]:
     """Read record ``i`` at ``pos`` (record area ending at ``n``) field by field, as
@@ -202,13 +217,17 @@ def _record(buf: np.ndarray, pos: int, n: int, cols: np.ndarray, i: int, hdr: np
 
 @_jit
 def _walk_records(
-    buf: np.ndarray, pos: int, end_area: int, count: int, cols: np.ndarray, row: int, hdr: np.ndarray, nh_total: int
+    buf: np.ndarray, pos: int, end_area: int, count: int, cols: np.ndarray, row: int, hdr: np.ndarray, nh_total: int,
+    views: np.ndarray, base: int,
 ) -> tuple[int, int, int]:
     """Walk ``count`` records of the record area ``buf[pos:end_area]``, writing their fields to
     columns ``row..row+count-1`` of ``cols`` (offset delta, timestamp delta, key start, key length,
     value start, value length, header count, record start, attributes: one argument rather than
     nine, as numba's dispatch costs per argument) and header spans to ``hdr`` rows from
-    ``nh_total`` while it has room. Returns (status, position, headers seen); status 0 is success.
+    ``nh_total`` while it has room. Unless ``views`` is empty, each record's key and value Arrow
+    binary views (offsets from ``base``) also go to its rows 0 and 1: 16 bytes each, the
+    layout of :func:`_inline_view` for up to 12 bytes, else length, first 4 bytes, buffer 0, offset.
+    Returns (status, position, headers seen); status 0 is success.
 
     Records whose varints all have one or two bytes and that have no headers (what producers
     write for records under 8 KiB) take a straight-line path, three times faster compiled; any
@@ -218,6 +237,8 @@ def _walk_records(
     )
     n = end_area
     last = min(n, buf.shape[0] - 1)  # straight-line records end before this, so their reads stay in buf
+    with_views = views.shape[1] > 0
+    key_views, value_views = views[0], views[1]
     for i in range(row, row + count):
         fast = False
         a = t = o = k = ks = v = vs = end = np.int64(0)
@@ -267,15 +288,37 @@ def _walk_records(
             status, pos, nh_total = _record(buf, pos, n, cols, i, hdr, nh_total)
             if status != 0:
                 return status, pos, nh_total
+            ks, k, vs, v = cols[2, i], cols[3, i], cols[4, i], cols[5, i]
+        if with_views:
+            # each span's Arrow binary view: a longer one's length, first 4 bytes, buffer 0 and offset
+            # from ``base``, written out here (through a function it measured several times slower)
+            if k > 12:
+                key_views[2 * i] = np.uint64(k) | (np.uint64(buf[ks]) << np.uint64(32)) | (np.uint64(buf[ks + 1]) << np.uint64(40)) | (
+                    np.uint64(buf[ks + 2]) << np.uint64(48)) | (np.uint64(buf[ks + 3]) << np.uint64(56))
+                key_views[2 * i + 1] = np.uint64(ks - base) << np.uint64(32)
+            else:
+                key_views[2 * i], key_views[2 * i + 1] = _inline_view(buf, ks, k)
+            if v > 12:
+                value_views[2 * i] = np.uint64(v) | (np.uint64(buf[vs]) << np.uint64(32)) | (np.uint64(buf[vs + 1]) << np.uint64(40)) | (
+                    np.uint64(buf[vs + 2]) << np.uint64(48)) | (np.uint64(buf[vs + 3]) << np.uint64(56))
+                value_views[2 * i + 1] = np.uint64(vs - base) << np.uint64(32)
+            else:
+                value_views[2 * i], value_views[2 * i + 1] = _inline_view(buf, vs, v)
     if pos != n:
         return _E_LEFTOVER, pos, nh_total
     return 0, pos, nh_total
 
 
+_NO_VIEWS = np.empty((2, 0), np.uint64)
+_NO_BYTES = np.empty(0, np.uint8)
+#: Views hold 32-bit offsets: a chunk whose bytes span more than this copies keys and values instead.
+_VIEW_LIMIT = 2**31 - 1
+
+
 @_jit
-def _walk(buf: np.ndarray, count: int, cols: np.ndarray, hdr: np.ndarray) -> tuple[int, int, int]:
+def _walk(buf: np.ndarray, count: int, cols: np.ndarray, hdr: np.ndarray, views: np.ndarray) -> tuple[int, int, int]:
     """Walk the ``count`` records of one record area (all of ``buf``); see :func:`_walk_records`."""
-    return _walk_records(buf, 0, buf.shape[0], count, cols, 0, hdr, 0)
+    return _walk_records(buf, 0, buf.shape[0], count, cols, 0, hdr, 0, views, 0)
 
 
 @_jit
@@ -355,10 +398,10 @@ def decode_columns(batch: RecordBatch) -> BatchColumns:
     i64 = np.empty((9, count), dtype=np.int64)
     off_delta, ts_delta, ks, kl, vs, vl, hc, rs, at = i64
     hdr = _NO_HEADER_ROWS
-    status, where, nh = _walk(buf, count, i64, hdr)
+    status, where, nh = _walk(buf, count, i64, hdr, _NO_VIEWS)
     if status == 0 and nh:
         hdr = np.empty((nh, 4), dtype=np.int64)
-        status, where, nh = _walk(buf, count, i64, hdr)
+        status, where, nh = _walk(buf, count, i64, hdr, _NO_VIEWS)
     if status != 0:
         uncompressed = batch.attributes & ATTR_COMPRESSION_MASK == 0
         msg = _MESSAGES.get(status, "invalid record")
@@ -494,34 +537,36 @@ _STATE_BATCH, _STATE_ROW, _STATE_KEY_END, _STATE_VALUE_END, _STATE_HEADERS = ran
 @_jit
 def _walk_chunk(
     buf: np.ndarray, meta: np.ndarray, areas: np.ndarray, n: int, cols: np.ndarray, hdr: np.ndarray,
-    kv_offsets: np.ndarray, key_data: np.ndarray, value_data: np.ndarray, state: np.ndarray,
+    kv_offsets: np.ndarray, key_data: np.ndarray, value_data: np.ndarray, state: np.ndarray, views: np.ndarray, base: int,
 ) -> tuple[int, int, int]:
     """Walk the records of batches ``state[0]..n-1`` (batch i's record area is ``buf[areas[i, 0]:areas[i, 1]]``)
     into consecutive columns of ``cols`` from row ``state[1]``, making offsets absolute and
     timestamps as Kafka reports them (LogAppendTime: the batch's max timestamp), and copy each
     batch's keys and values, while they are in cache, to ``key_data`` / ``value_data`` with Arrow
-    offsets in ``kv_offsets`` rows 0 and 1. ``state`` (next batch, next row, key bytes, value
-    bytes, headers seen) is kept so that a call that ran out of room (``_NEED_ROOM``) can resume.
-    Returns (status, batch, position); status 0 is success."""
+    offsets in ``kv_offsets`` rows 0 and 1; or, unless ``views`` is empty, write their Arrow
+    binary views there instead (offsets from ``base``: no copy). ``state`` (next batch, next row,
+    key bytes, value bytes, headers seen) is kept so that a call that ran out of room
+    (``_NEED_ROOM``) can resume. Returns (status, batch, position); status 0 is success."""
     row = state[_STATE_ROW]
     kpos = state[_STATE_KEY_END]
     vpos = state[_STATE_VALUE_END]
     nh = state[_STATE_HEADERS]
     key_start, key_len, val_start, val_len = cols[2], cols[3], cols[4], cols[5]
     key_off, val_off = kv_offsets[0], kv_offsets[1]
+    copy = views.shape[1] == 0
     for i in range(state[_STATE_BATCH], n):
         count = meta[i, _M_COUNT]
         if count == 0:
             continue  # a batch the cleaner emptied: its record area is not read, as in Kafka
         room = areas[i, 1] - areas[i, 0]
-        if kpos + room > key_data.shape[0] or vpos + room > value_data.shape[0]:
+        if copy and (kpos + room > key_data.shape[0] or vpos + room > value_data.shape[0]):
             state[_STATE_BATCH] = i
             state[_STATE_ROW] = row
             state[_STATE_KEY_END] = kpos
             state[_STATE_VALUE_END] = vpos
             state[_STATE_HEADERS] = nh
             return _NEED_ROOM, i, 0
-        status, where, nh = _walk_records(buf, areas[i, 0], areas[i, 1], count, cols, row, hdr, nh)
+        status, where, nh = _walk_records(buf, areas[i, 0], areas[i, 1], count, cols, row, hdr, nh, views, base)
         if status != 0:
             return status, i, where
         base_offset = np.int64(meta[i, _M_BASE_OFFSET])
@@ -531,8 +576,9 @@ def _walk_chunk(
         for r in range(row, row + count):
             cols[0, r] += base_offset
             cols[1, r] = max_ts if log_append else cols[1, r] + base_ts  # int64 wraps, as Java's long
-        kpos = gather(buf, key_start[row : row + count], key_len[row : row + count], key_off[row : row + count + 1], key_data, kpos)
-        vpos = gather(buf, val_start[row : row + count], val_len[row : row + count], val_off[row : row + count + 1], value_data, vpos)
+        if copy:
+            kpos = gather(buf, key_start[row : row + count], key_len[row : row + count], key_off[row : row + count + 1], key_data, kpos)
+            vpos = gather(buf, val_start[row : row + count], val_len[row : row + count], val_off[row : row + count + 1], value_data, vpos)
         row += count
     state[_STATE_BATCH] = n
     state[_STATE_ROW] = row
@@ -548,8 +594,9 @@ def _walk_chunk(
 class ChunkColumns:
     """The records of consecutive v2 batches as arrays over one buffer ``buf`` (uint8): the log
     bytes for uncompressed batches, their decompressed record areas otherwise. Only ``key_data``
-    and ``value_data`` are the chunk's own: ``buf`` and the other arrays are reused by the next
-    chunk, so copy out what must outlive it (:func:`kafkalog.arrow.columns_to_arrow` does)."""
+    and ``value_data`` (or, with views, ``key_views``, ``value_views`` and ``view_data``) are the
+    chunk's own: ``buf`` and the other arrays are reused by the next chunk, so copy out what must
+    outlive it (:func:`kafkalog.arrow.columns_to_arrow` does)."""
 
     buf: np.ndarray
     offsets: np.ndarray  # int64, absolute
@@ -563,10 +610,13 @@ class ChunkColumns:
     timestamp_types: np.ndarray  # int32 per record: 0 CreateTime, 1 LogAppendTime
     positions: np.ndarray  # int64 file position of each batch
     counts: np.ndarray  # int64 records of each batch
-    key_offsets: np.ndarray  # int64 Arrow offsets (n + 1) into key_data: the keys, copied out of ``buf``
+    key_offsets: np.ndarray  # int64 Arrow offsets (n + 1) into key_data: the keys, copied out of ``buf`` (empty with views)
     key_data: np.ndarray
     value_offsets: np.ndarray  # the same for values
     value_data: np.ndarray
+    key_views: np.ndarray | None = None  # with views: each key's 16-byte Arrow binary view (uint64 pairs) into view_data
+    value_views: np.ndarray | None = None  # the same for values
+    view_data: np.ndarray | None = None  # the bytes the views point into: the chunk's own, not reused
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -580,7 +630,7 @@ _CODECS = tuple(Codec)  # by id (the framing takes ids 1-4 only)
 
 def iter_chunks(
     reader: LogReader, *, max_rows: int = 32768, max_bytes: int = CHUNK_BYTES, headers: bool = True,
-    alloc: Callable[[int], np.ndarray] | None = None,
+    alloc: Callable[[int], np.ndarray] | None = None, views: bool = False,
 ) -> Iterator[ChunkColumns | BatchColumns]:
     """Decode every batch of ``reader`` (from ``reader.start``), chunk by chunk: runs of v2 batches
     become one :class:`ChunkColumns` of at most ``max_rows`` records (unless one batch holds more)
@@ -591,15 +641,19 @@ def iter_chunks(
     makes the uint8 arrays keys and values are copied to (default ``np.empty``; the Arrow path
     takes them from Arrow's memory pool, which keeps freed pages for the next chunk). The work
     arrays are kept per thread for the next call: a chunk's other arrays are valid until the next
-    chunk (or call)."""
+    chunk (or call). ``views=True`` gives each chunk Arrow binary views of its keys and values
+    (``key_views``, ``value_views``) into bytes it owns (``view_data``: its decompressed record
+    areas, or the log bytes read for it) instead of copying them out: no copy of any key or value."""
     scratch = _Scratch.take(alloc or _np_bytes)
     try:
-        yield from _chunks(reader, max_rows, max_bytes, headers, scratch)
+        yield from _chunks(reader, max_rows, max_bytes, headers, scratch, views)
     finally:
         scratch.give_back()
 
 
-def _chunks(reader: LogReader, max_rows: int, max_bytes: int, headers: bool, scratch: _Scratch) -> Iterator[ChunkColumns | BatchColumns]:
+def _chunks(
+    reader: LogReader, max_rows: int, max_bytes: int, headers: bool, scratch: _Scratch, views: bool
+) -> Iterator[ChunkColumns | BatchColumns]:
     src = _Source(reader, max_bytes)
     meta = scratch.meta  # batches of the current chunk
     pos = reader.start
@@ -611,12 +665,19 @@ def _chunks(reader: LogReader, max_rows: int, max_bytes: int, headers: bool, scr
         status, stop, n, _rows = _frame_chunk(data, pos - origin, stop_end, compressed, max_bytes, max_rows, meta)
         if n:
             if compressed:
-                chunk, used, dbuf = _compressed_chunk(data, origin, meta, n, reader, max_bytes, dbuf, headers, scratch)
-                scratch.dbuf = dbuf
+                if views:  # the chunk keeps its buffer: a new one each time
+                    dbuf = scratch.alloc(scratch.view_dbuf)
+                chunk, used, dbuf = _compressed_chunk(data, origin, meta, n, reader, max_bytes, dbuf, headers, scratch, views)
+                if views:
+                    scratch.view_dbuf = min(len(dbuf), 2 * max_bytes + (1 << 20))  # one huge batch sets no precedent
+                else:
+                    scratch.dbuf = dbuf
                 if used < n:
                     status, stop = _F_FULL, int(meta[used - 1, _M_POS] + meta[used - 1, _M_SIZE])
             else:
-                chunk = _decode_chunk(data, origin, meta, n, _areas(meta, n), reader, headers, scratch)
+                chunk = _decode_chunk(data, origin, meta, n, _areas(meta, n), reader, headers, scratch, views)
+                if chunk.view_data is not None:
+                    src.lend()
             yield chunk
         pos = origin + stop
         reader.valid_bytes = pos - reader.start
@@ -650,6 +711,7 @@ class _Source:
     def __init__(self, reader: LogReader, size: int) -> None:
         self.reader = reader
         self.end = reader.end
+        self.lent = False
         if reader._buf is not None:
             self.data = np.frombuffer(reader._buf, np.uint8)
             self.origin = 0
@@ -661,9 +723,16 @@ class _Source:
             self.final = False
             self._load(reader.start)
 
+    def lend(self) -> None:
+        """A chunk points into the current window: read on into a new buffer, not over it."""
+        self.lent = True
+
     def _load(self, pos: int) -> None:
         fh = self.reader._fh
         assert fh is not None
+        if self.lent:
+            self.data = np.empty(len(self.data), np.uint8)
+            self.lent = False
         fh.seek(pos)
         want = min(len(self.data), self.end - pos)
         if want <= 0:
@@ -688,6 +757,7 @@ class _Source:
             need = 12 + int(_be32(data, stop + 8))
         if need > len(self.data) and pos + need <= self.end:
             self.data = np.empty(need, np.uint8)
+            self.lent = False
         self._load(pos)
 
 
@@ -713,6 +783,7 @@ class _Scratch:
         self.alloc = alloc
         self.meta = np.empty((_CHUNK_BATCHES, _META_COLUMNS), np.int64)
         self.dbuf = np.empty(0, np.uint8)  # decompressed record areas
+        self.view_dbuf = 0  # with views, each chunk decompresses into its own buffer: the last one's size
         self.cols = np.empty((9, 0), np.int64)
         self.kv = np.empty((2, 1), np.int64)
         self.hdr = np.empty((0, 4), np.int64)
@@ -755,12 +826,22 @@ class _ChunkWalk:
     """The compiled walk of one chunk's batches (resumable: it grows its arrays when records
     outgrow them and carries on); raises the per-batch path's errors."""
 
-    def __init__(self, buf: np.ndarray, origin: int, meta: np.ndarray, reader: LogReader, headers: bool, scratch: _Scratch, area: int) -> None:
+    def __init__(
+        self, buf: np.ndarray, origin: int, meta: np.ndarray, reader: LogReader, headers: bool, scratch: _Scratch, area: int,
+        views: tuple[int, int] | None = None,
+    ) -> None:
+        """``views``: (first, end) of the bytes of ``buf`` to point views into, instead of copying
+        keys and values out; ignored past :data:`_VIEW_LIMIT` bytes (views hold 32-bit offsets)."""
         self.buf, self.origin, self.meta, self.reader, self.headers, self.scratch = buf, origin, meta, reader, headers, scratch
         scratch.state[:] = 0
         scratch.kv[:, 0] = 0
-        self.value_data = scratch.alloc(area)  # values cannot outgrow the record areas
-        self.key_data = scratch.alloc(min(area, 1 << 12))  # sized after the first batch (see walk)
+        self.view_span = views if views is not None and views[1] - views[0] <= _VIEW_LIMIT else None
+        self.views = _NO_VIEWS
+        if self.view_span is None:
+            self.value_data = scratch.alloc(area)  # values cannot outgrow the record areas
+            self.key_data = scratch.alloc(min(area, 1 << 12))  # sized after the first batch (see walk)
+        else:
+            self.value_data = self.key_data = _NO_BYTES
         self.area = area
         self.rows = 0
 
@@ -770,12 +851,19 @@ class _ChunkWalk:
         sc.ensure(rows, rows if self.headers else 0)
         self.rows = rows
         state = sc.state
-        first = state[_STATE_BATCH] == 0 and upto > 1  # walk one batch, then size the keys' array from it
+        base = 0
+        if self.view_span is not None:
+            base = self.view_span[0]
+            self.views = sc.alloc(32 * rows).view(np.uint64).reshape(2, 2 * rows)
+        # walk one batch, then size the keys' array from it
+        first = state[_STATE_BATCH] == 0 and upto > 1 and self.view_span is None
         with np.errstate(over="ignore"):  # the plain path's int64 scalars wrap as numba's and Java's do
             while True:
                 hdr = sc.hdr if self.headers else sc.hdr[:0]
                 stop = 1 if first else upto
-                status, i, where = _walk_chunk(self.buf, self.meta, areas, stop, sc.cols, hdr, sc.kv, self.key_data, self.value_data, state)
+                status, i, where = _walk_chunk(
+                    self.buf, self.meta, areas, stop, sc.cols, hdr, sc.kv, self.key_data, self.value_data, state, self.views, base
+                )
                 if first and status == 0:
                     first = False
                     done, keys = int(state[_STATE_ROW]), int(state[_STATE_KEY_END])
@@ -816,19 +904,26 @@ class _ChunkWalk:
         types = np.repeat(((meta[:n, _M_ATTRS] & ATTR_TIMESTAMP_TYPE) != 0).astype(np.int32), counts)
         nh = int(sc.state[_STATE_HEADERS]) if self.headers else 0
         c = sc.cols[:, :rows]
+        views = {}
+        if self.view_span is not None:
+            first, end = self.view_span
+            views = {"key_views": self.views[0], "value_views": self.views[1], "view_data": self.buf[first:end]}
         return ChunkColumns(
             self.buf, c[0], c[1], c[2], c[3], c[4], c[5], c[6], sc.hdr[:nh], types,
             meta[:n, _M_POS] + self.origin, counts.copy(),
             sc.kv[0, : rows + 1], self.key_data[: int(sc.state[_STATE_KEY_END])],
             sc.kv[1, : rows + 1], self.value_data[: int(sc.state[_STATE_VALUE_END])],
+            **views,
         )
 
 
 def _decode_chunk(
     buf: np.ndarray, origin: int, meta: np.ndarray, n: int, areas: np.ndarray, reader: LogReader, headers: bool, scratch: _Scratch,
+    views: bool,
 ) -> ChunkColumns:
-    """Walk uncompressed batches ``0..n-1`` in one compiled call."""
-    walk = _ChunkWalk(buf, origin, meta, reader, headers, scratch, int((areas[:, 1] - areas[:, 0]).sum()))
+    """Walk uncompressed batches ``0..n-1`` in one compiled call (with ``views``, views into ``buf``)."""
+    span = (int(meta[0, _M_POS]), int(areas[n - 1, 1])) if views else None
+    walk = _ChunkWalk(buf, origin, meta, reader, headers, scratch, int((areas[:, 1] - areas[:, 0]).sum()), span)
     walk.walk(areas, n, int(meta[:n, _M_COUNT].sum()), compressed=False)
     return walk.columns(n)
 
@@ -959,13 +1054,14 @@ def _native_codecs() -> int:
 
 def _compressed_chunk(
     data: np.ndarray, origin: int, meta: np.ndarray, n: int, reader: LogReader, max_bytes: int, dbuf: np.ndarray, headers: bool,
-    scratch: _Scratch,
+    scratch: _Scratch, views: bool,
 ) -> tuple[ChunkColumns, int, np.ndarray]:
     """Decompress batches ``0..n-1`` one after another into ``dbuf`` (grown as needed, reused by
     later chunks), stopping after the batch that passes ``max_bytes``, then walk them in one
     compiled call (walking each group as it was decompressed measured slower). lz4 and zstd
     batches are decompressed by one compiled call (:func:`_inflate_chunk`); other batches, and
-    any it finds irregular, by the codec module. Returns (columns, batches used, the buffer)."""
+    any it finds irregular, by the codec module. With ``views``, keys and values are views into
+    ``dbuf``, which the chunk then owns. Returns (columns, batches used, the buffer)."""
     areas = np.zeros((n, 2), np.int64)  # record area of each batch in dbuf
     state = np.zeros(2, np.int64)
     codecs = _native_codecs()
@@ -989,7 +1085,7 @@ def _compressed_chunk(
             used = i + 1
             break
     d = int(areas[used - 1, 1])
-    walk = _ChunkWalk(dbuf, origin, meta, reader, headers, scratch, max(d, 1 << 16))
+    walk = _ChunkWalk(dbuf, origin, meta, reader, headers, scratch, max(d, 1 << 16), (0, d) if views else None)
     walk.walk(areas[:used], used, int(meta[:used, _M_COUNT].sum()), compressed=True)
     return walk.columns(used), used, dbuf
 

@@ -36,24 +36,24 @@ def test_decode_prints_every_table(decode: ModuleType, capsys: pytest.CaptureFix
     )
     out = capsys.readouterr().out
     assert rc == 0, out
-    impls = {"kafkalog columnar", "kafkalog objects", "aiokafka", "kafka-python"}
+    impls = {"kafkalog columnar", "kafkalog columnar views", "kafkalog objects", "aiokafka", "kafka-python"}
     for codec in ("none", "lz4", "zstd"):
         rows = [r for r in _rows(out, codec) if len(r) == 9]
         assert {r[3] for r in rows} == impls, out
-        assert len(rows) == 4 * 2 * 2  # implementations x value sizes x batch sizes
+        assert len(rows) == 5 * 2 * 2  # implementations x value sizes x batch sizes
         for r in rows:
             assert r[5].endswith(" M") or r[8].startswith("n/a"), r
             if r[3] != "aiokafka" and not r[8].startswith("n/a"):
                 assert r[7].endswith("x"), r
-    decomp = [r for r in _rows(out, "lz4") + _rows(out, "zstd") if len(r) == 8]
+    decomp = [r for r in _rows(out, "lz4") + _rows(out, "zstd") if len(r) == 10]
     assert len(decomp) == 2 * 2 * 2, out
     ways = [r for r in _rows(out, "lz4") + _rows(out, "zstd") if len(r) == 5]  # every decompress-only way of each workload
     compiled = {decode.NATIVE_WAY_NAME} if all(decode.NATIVE_WAY.values()) else set()
     assert {r[3] for r in ways} == set().union(*map(set, decode.DECOMPRESS_ONLY.values())) | compiled, out
     assert len(ways) == 2 * 2 * (2 + len(compiled)) * 2, out
     assert _rows(out, ".index") and _rows(out, ".timeindex")
-    memory = _rows(out, "objects") + _rows(out, "columnar")
-    assert len(memory) == 2 and all(r[-1] == "" for r in memory), out
+    memory = _rows(out, "objects") + _rows(out, "columnar") + _rows(out, "views")
+    assert len(memory) == 3 and all(r[-1] == "" for r in memory), out
 
 
 def test_segments_prints_the_table(segments: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
