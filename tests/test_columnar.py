@@ -312,6 +312,39 @@ def test_views_point_into_the_chunk() -> None:
     assert area[views[49, 3] : views[49, 3] + 147] == b"v" * 147
 
 
+@pytest.mark.parametrize("codec", [Codec.NONE, Codec.LZ4])
+def test_chunk_buffers_are_reused_only_once_released(codec: Codec, tmp_path: Path) -> None:
+    """Buffers a chunk's views point into come back for later chunks once the caller drops its
+    batches (memory stays faulted in), never while a batch still refers to them."""
+    parts = []
+    for i in range(40):
+        b = RecordBatchBuilder(i * 50, compression=codec)
+        for j in range(50):
+            b.append(j, b"key-%012d" % j, bytes([i]) * 200)
+        parts.append(b.build())
+    (tmp_path / "x.log").write_bytes(b"".join(parts))
+
+    def value_buffers(keep: list) -> list[int]:
+        out = []
+        with LogReader(tmp_path / "x.log") as r:
+            for rb in to_arrow(r, views=True, max_rows=100, max_bytes=20_000):
+                out.append(rb.column("value").buffers()[2].address)
+                keep.append(rb)
+                if len(keep) > 1:
+                    keep.pop(0)
+        return out
+
+    kept: list = []
+    dropped = value_buffers(kept)
+    assert len(dropped) >= 20 and len(set(dropped)) <= 5  # reused
+    held: list = []
+    with LogReader(tmp_path / "x.log") as r:
+        for rb in to_arrow(r, views=True, max_rows=100, max_bytes=20_000):
+            held.append(rb)
+    assert len({rb.column("value").buffers()[2].address for rb in held}) == len(held) >= 20  # all still distinct
+    assert [v for rb in held for v in rb.column("value").to_pylist()] == [bytes([i]) * 200 for i in range(40) for _ in range(50)]
+
+
 def test_views_past_the_offset_limit_are_copied(monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk whose bytes span more than view offsets hold gets copied keys and values, still typed as views."""
     from kafkalog import columnar

@@ -58,13 +58,8 @@ def _binary(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], arrow_ty
     return pa.Array.from_buffers(arrow_type, n, [_validity(lens), pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _pool_bytes(n: int) -> np.ndarray:
-    """``n`` writable bytes from Arrow's memory pool (it reuses freed pages: fresh ones fault)."""
-    return np.frombuffer(pa.allocate_buffer(n), np.uint8)
-
-
 def _pool_copy(a: np.ndarray, dtype: type, scale: int = 1) -> np.ndarray:
-    """``a * scale`` as ``dtype`` in memory from Arrow's pool (see :func:`_pool_bytes`)."""
+    """``a * scale`` as ``dtype`` in memory from Arrow's pool."""
     out = np.frombuffer(pa.allocate_buffer(len(a) * np.dtype(dtype).itemsize), dtype)
     if scale == 1:
         np.copyto(out, a, casting="unsafe")
@@ -206,7 +201,7 @@ def to_arrow(
     Spark 4 does not). Each batch then holds its chunk's bytes, record framing included."""
     if isinstance(source, LogReader):
         pieces: Iterable[BatchColumns | ChunkColumns] = iter_chunks(
-            source, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, alloc=_pool_bytes, views=views
+            source, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views
         )
     else:
         pieces = iter_columns(source)

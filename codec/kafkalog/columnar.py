@@ -638,13 +638,13 @@ def iter_chunks(
     the per-batch path then reports) becomes a :class:`BatchColumns`. Memory stays bounded by a
     chunk; ``reader.tail`` and ``reader.valid_bytes`` are set as :meth:`LogReader.batches` sets them.
     ``headers=False`` skips the header spans (their counts are still read and checked). ``alloc(n)``
-    makes the uint8 arrays keys and values are copied to (default ``np.empty``; the Arrow path
-    takes them from Arrow's memory pool, which keeps freed pages for the next chunk). The work
+    makes the uint8 arrays keys and values are copied to (default: buffers taken back once nothing
+    refers to them, so that reading on reuses memory the system would otherwise take back). The work
     arrays are kept per thread for the next call: a chunk's other arrays are valid until the next
     chunk (or call). ``views=True`` gives each chunk Arrow binary views of its keys and values
     (``key_views``, ``value_views``) into bytes it owns (``view_data``: its decompressed record
     areas, or the log bytes read for it) instead of copying them out: no copy of any key or value."""
-    scratch = _Scratch.take(alloc or _np_bytes)
+    scratch = _Scratch.take(alloc)
     try:
         yield from _chunks(reader, max_rows, max_bytes, headers, scratch, views)
     finally:
@@ -654,7 +654,7 @@ def iter_chunks(
 def _chunks(
     reader: LogReader, max_rows: int, max_bytes: int, headers: bool, scratch: _Scratch, views: bool
 ) -> Iterator[ChunkColumns | BatchColumns]:
-    src = _Source(reader, max_bytes)
+    src = _Source(reader, max_bytes, scratch.own)
     meta = scratch.meta  # batches of the current chunk
     pos = reader.start
     reader.tail = None
@@ -666,7 +666,7 @@ def _chunks(
         if n:
             if compressed:
                 if views:  # the chunk keeps its buffer: a new one each time
-                    dbuf = scratch.alloc(scratch.view_dbuf)
+                    dbuf = scratch.own(scratch.view_dbuf)
                 chunk, used, dbuf = _compressed_chunk(data, origin, meta, n, reader, max_bytes, dbuf, headers, scratch, views)
                 if views:
                     scratch.view_dbuf = min(len(dbuf), 2 * max_bytes + (1 << 20))  # one huge batch sets no precedent
@@ -708,9 +708,10 @@ class _Source:
     """The reader's bytes as uint8 windows: all of an in-memory buffer, or a file read a few MB at
     a time into one reused buffer (grown only for a batch larger than it)."""
 
-    def __init__(self, reader: LogReader, size: int) -> None:
+    def __init__(self, reader: LogReader, size: int, fresh: Callable[[int], np.ndarray]) -> None:
         self.reader = reader
         self.end = reader.end
+        self.fresh = fresh  # a buffer to read on into when a chunk points into the current one
         self.lent = False
         if reader._buf is not None:
             self.data = np.frombuffer(reader._buf, np.uint8)
@@ -731,7 +732,7 @@ class _Source:
         fh = self.reader._fh
         assert fh is not None
         if self.lent:
-            self.data = np.empty(len(self.data), np.uint8)
+            self.data = self.fresh(len(self.data))
             self.lent = False
         fh.seek(pos)
         want = min(len(self.data), self.end - pos)
@@ -769,18 +770,53 @@ def _areas(meta: np.ndarray, n: int) -> np.ndarray:
     return areas
 
 
-def _np_bytes(n: int) -> np.ndarray:
-    return np.empty(n, np.uint8)
+
+class _Recycled:
+    """Byte buffers that chunks own (views point into them), taken back for a later chunk once
+    nothing refers to them any more: no Arrow batch, array or slice. Memory freed to the allocator
+    is otherwise returned to the system within milliseconds (mimalloc, Arrow's default pool,
+    purges it), and faulting it in again costs more than the walk. Only where CPython's reference
+    counts say so reliably (with the GIL); elsewhere each buffer is new."""
+
+    KEEP = 5  # buffers held: two for the chunk being read, two for the one the caller still uses, a spare
+    IDLE = 2  # buffers held between calls
+
+    def __init__(self) -> None:
+        self.held: list[np.ndarray] = []
+        self.counted = hasattr(sys, "getrefcount") and getattr(sys, "_is_gil_enabled", lambda: True)()
+
+    def __call__(self, n: int) -> np.ndarray:
+        """``n`` bytes (uninitialised) that no one else refers to."""
+        if not self.counted:
+            return np.empty(n, np.uint8)
+        held = self.held
+        for i in range(len(held)):
+            if len(held[i]) >= n and sys.getrefcount(held[i]) == 2:  # the list's reference and the argument's
+                return held[i][:n]
+        a = np.empty(max(n, 1 << 16), np.uint8)
+        for i in range(len(held)):
+            if sys.getrefcount(held[i]) == 2:  # a free one too small: replace it
+                held[i] = a
+                return a[:n]
+        if len(held) < self.KEEP:
+            held.append(a)
+        return a[:n]
+
+    def trim(self) -> None:
+        """Hold fewer buffers while no call reads (a call holds more again as it needs them)."""
+        del self.held[self.IDLE :]
 
 
 class _Scratch:
     """Work arrays reused from chunk to chunk and from call to call in a thread (fresh pages
-    cost more than the walk itself), and the allocator of each chunk's own key and value bytes."""
+    cost more than the walk itself), and the allocator of each chunk's own key and value bytes
+    (by default :class:`_Recycled` buffers, which views also point into)."""
 
     _spare = threading.local()
 
-    def __init__(self, alloc: Callable[[int], np.ndarray]) -> None:
-        self.alloc = alloc
+    def __init__(self, alloc: Callable[[int], np.ndarray] | None) -> None:
+        self.own = _Recycled()  # the buffers chunks own
+        self.alloc = alloc or self.own
         self.meta = np.empty((_CHUNK_BATCHES, _META_COLUMNS), np.int64)
         self.dbuf = np.empty(0, np.uint8)  # decompressed record areas
         self.view_dbuf = 0  # with views, each chunk decompresses into its own buffer: the last one's size
@@ -790,20 +826,21 @@ class _Scratch:
         self.state = np.zeros(5, np.int64)
 
     @classmethod
-    def take(cls, alloc: Callable[[int], np.ndarray]) -> _Scratch:
+    def take(cls, alloc: Callable[[int], np.ndarray] | None) -> _Scratch:
         """This thread's spare arrays (a generator running beside another gets its own)."""
         sc = getattr(cls._spare, "scratch", None)
         if sc is None:
             return cls(alloc)
         cls._spare.scratch = None
-        sc.alloc = alloc
+        sc.alloc = alloc or sc.own
         return sc
 
     def give_back(self) -> None:
         """Keep the arrays for the thread's next call, unless one batch blew them up."""
         if self.dbuf.nbytes > 2 * CHUNK_BYTES + (1 << 20) or self.cols.nbytes > 4 * CHUNK_BYTES or self.hdr.nbytes > 4 * CHUNK_BYTES:
             return
-        self.alloc = _np_bytes
+        self.alloc = self.own
+        self.own.trim()
         type(self)._spare.scratch = self
 
     def ensure(self, rows: int, headers: int) -> None:
@@ -854,7 +891,7 @@ class _ChunkWalk:
         base = 0
         if self.view_span is not None:
             base = self.view_span[0]
-            self.views = sc.alloc(32 * rows).view(np.uint64).reshape(2, 2 * rows)
+            self.views = sc.own(32 * rows).view(np.uint64).reshape(2, 2 * rows)
         # walk one batch, then size the keys' array from it
         first = state[_STATE_BATCH] == 0 and upto > 1 and self.view_span is None
         with np.errstate(over="ignore"):  # the plain path's int64 scalars wrap as numba's and Java's do
