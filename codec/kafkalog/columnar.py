@@ -776,7 +776,9 @@ class _Recycled:
     nothing refers to them any more: no Arrow batch, array or slice. Memory freed to the allocator
     is otherwise returned to the system within milliseconds (mimalloc, Arrow's default pool,
     purges it), and faulting it in again costs more than the walk. Only where CPython's reference
-    counts say so reliably (with the GIL); elsewhere each buffer is new."""
+    counts say so reliably (with the GIL); elsewhere each buffer is new. What "only the list refers
+    to it" reads as is measured once, on an array held the same way, rather than assumed (how a
+    call counts its argument differs between CPython versions)."""
 
     KEEP = 5  # buffers held: two for the chunk being read, two for the one the caller still uses, a spare
     IDLE = 2  # buffers held between calls
@@ -784,6 +786,8 @@ class _Recycled:
     def __init__(self) -> None:
         self.held: list[np.ndarray] = []
         self.counted = hasattr(sys, "getrefcount") and getattr(sys, "_is_gil_enabled", lambda: True)()
+        probe = [np.empty(1, np.uint8)]
+        self.alone = sys.getrefcount(probe[0]) if self.counted else -1  # the count of a buffer only held
 
     def __call__(self, n: int) -> np.ndarray:
         """``n`` bytes (uninitialised) that no one else refers to."""
@@ -791,11 +795,11 @@ class _Recycled:
             return np.empty(n, np.uint8)
         held = self.held
         for i in range(len(held)):
-            if len(held[i]) >= n and sys.getrefcount(held[i]) == 2:  # the list's reference and the argument's
+            if len(held[i]) >= n and sys.getrefcount(held[i]) == self.alone:
                 return held[i][:n]
         a = np.empty(max(n, 1 << 16), np.uint8)
         for i in range(len(held)):
-            if sys.getrefcount(held[i]) == 2:  # a free one too small: replace it
+            if sys.getrefcount(held[i]) == self.alone:  # a free one too small: replace it
                 held[i] = a
                 return a[:n]
         if len(held) < self.KEEP:
