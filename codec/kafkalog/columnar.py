@@ -352,8 +352,8 @@ _MESSAGES = {
 
 
 @dataclass
-class BatchColumns:
-    """The records of one batch as arrays over its record buffer ``buf`` (uint8)."""
+class _RecordColumns:
+    """Each record's fields as arrays over one buffer ``buf`` (uint8): what both column forms hold."""
 
     buf: np.ndarray
     offsets: np.ndarray  # int64, absolute
@@ -363,15 +363,21 @@ class BatchColumns:
     val_start: np.ndarray
     val_len: np.ndarray
     hdr_count: np.ndarray
-    headers: np.ndarray  # (n, 4): key start, key len, value start, value len (-1: null)
+    headers: np.ndarray  # (n, 4): key start, key len, value start, value len (-1: null); a chunk's is empty unless asked for
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+@dataclass
+class BatchColumns(_RecordColumns):
+    """The records of one batch as arrays over its record buffer ``buf`` (uint8)."""
+
     batch: Batch  # the batch these columns came from (its header fields apply to every row)
     raw: bytes = b""  # ``buf`` as bytes (slicing it gives keys and values without a copy through numpy)
     rec_start: np.ndarray | None = None  # each record's first byte in ``buf``
     attrs: np.ndarray | None = None  # each record's attributes byte
     create_timestamps: np.ndarray | None = None  # each record's stored timestamp (base + delta)
-
-    def __len__(self) -> int:
-        return len(self.offsets)
 
     @property
     def timestamp_type_id(self) -> int:
@@ -591,22 +597,13 @@ def _walk_chunk(
 
 
 @dataclass
-class ChunkColumns:
+class ChunkColumns(_RecordColumns):
     """The records of consecutive v2 batches as arrays over one buffer ``buf`` (uint8): the log
     bytes for uncompressed batches, their decompressed record areas otherwise. Only ``key_data``
     and ``value_data`` (or, with views, ``key_views``, ``value_views`` and ``view_data``) are the
     chunk's own: ``buf`` and the other arrays are reused by the next chunk, so copy out what must
     outlive it (:func:`kafkalog.arrow.columns_to_arrow` does)."""
 
-    buf: np.ndarray
-    offsets: np.ndarray  # int64, absolute
-    timestamps: np.ndarray  # int64, ms, as Kafka reports them
-    key_start: np.ndarray
-    key_len: np.ndarray  # -1: null
-    val_start: np.ndarray
-    val_len: np.ndarray
-    hdr_count: np.ndarray
-    headers: np.ndarray  # (n, 4) as in BatchColumns; empty unless headers were asked for
     timestamp_types: np.ndarray  # int32 per record: 0 CreateTime, 1 LogAppendTime
     positions: np.ndarray  # int64 file position of each batch
     counts: np.ndarray  # int64 records of each batch
@@ -617,9 +614,6 @@ class ChunkColumns:
     key_views: np.ndarray | None = None  # with views: each key's 16-byte Arrow binary view (uint64 pairs) into view_data
     value_views: np.ndarray | None = None  # the same for values
     view_data: np.ndarray | None = None  # the bytes the views point into: the chunk's own, not reused
-
-    def __len__(self) -> int:
-        return len(self.offsets)
 
 
 #: Defaults for chunked decoding: bytes of log (or of decompressed records) per chunk, batches per chunk.
