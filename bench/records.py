@@ -342,8 +342,9 @@ class Task:
 def measure_group(tasks: list[Task], available: int, budget: float, repeat: int) -> None:
     """Time each task on as many of ``available`` batches as fit ``budget`` seconds, interleaved.
 
-    A pilot on about 1% of the batches (at least 2) estimates each task's cost per batch and warms
-    it up; the timed runs then cover every batch, or a prefix that fits the budget. Runs go round
+    A pilot on about 1% of the batches (at least 2), run twice, warms each task up (the first call
+    may compile or load code) and then estimates its cost per batch; the timed runs cover every
+    batch, or a prefix that fits the budget. Runs go round
     robin over the tasks (up to ``repeat`` rounds, a task dropping out once another run would take
     it past the budget) and each task's best run counts: on a shared 2-core box single runs vary by
     up to 2x, and interleaving exposes every implementation to the same load swings.
@@ -351,7 +352,9 @@ def measure_group(tasks: list[Task], available: int, budget: float, repeat: int)
     pilot = min(available, max(2, available // 100))
     for t in tasks:
         try:
-            dt, _ = _timed(t.fn, t.prepare(pilot))
+            args = t.prepare(pilot)
+            _timed(t.fn, args)
+            dt, _ = _timed(t.fn, args)
         except Exception as e:  # a peer failing is reported in its row, not fatal
             t.error = f"{type(e).__name__}: {e}"
             continue
