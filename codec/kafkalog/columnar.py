@@ -216,82 +216,61 @@ def _record(buf: np.ndarray, pos: int, n: int, cols: np.ndarray, i: int, hdr: np
 
 
 @_jit
-def _walk_records(
-    buf: np.ndarray, pos: int, end_area: int, count: int, cols: np.ndarray, row: int, hdr: np.ndarray, nh_total: int,
-    views: np.ndarray, base: int,
-) -> tuple[int, int, int]:
-    """Walk ``count`` records of the record area ``buf[pos:end_area]``, writing their fields to
-    columns ``row..row+count-1`` of ``cols`` (offset delta, timestamp delta, key start, key length,
-    value start, value length, header count, record start, attributes: one argument rather than
-    nine, as numba's dispatch costs per argument) and header spans to ``hdr`` rows from
-    ``nh_total`` while it has room. Unless ``views`` is empty, each record's key and value Arrow
-    binary views (offsets from ``base``) also go to its rows 0 and 1: 16 bytes each, the
-    layout of :func:`_inline_view` for up to 12 bytes, else length, first 4 bytes, buffer 0, offset.
-    Returns (status, position, headers seen); status 0 is success.
-
-    Records whose varints all have one or two bytes and that have no headers (what producers
-    write for records under 8 KiB) take a straight-line path, three times faster compiled; any
-    other record, valid or not, is read by :func:`_record`, which also names what is wrong."""
-    off_delta, ts_delta, key_start, key_len, val_start, val_len, hdr_count, rec_start, attrs = (
+def _straight_records(
+    buf: np.ndarray, pos: int, end_area: int, i: int, stop: int, cols: np.ndarray, views: np.ndarray, base: int,
+    base_offset: int, base_ts: int, max_ts: int, log_append: bool,
+) -> tuple[int, int]:
+    """Read records ``i..stop-1`` from ``pos`` as :func:`_walk_records` does while they take the
+    straight line: every varint of one or two bytes and no headers (what producers write for
+    records under 8 KiB). Returns (the first record not read, its position); the caller reads
+    that one with :func:`_record`. A loop of its own, with no call in it, runs several times faster
+    compiled than one that also holds the general reader."""
+    offsets, timestamps, key_start, key_len, val_start, val_len, hdr_count, rec_start, attrs = (
         cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8]
     )
-    n = end_area
-    last = min(n, buf.shape[0] - 1)  # straight-line records end before this, so their reads stay in buf
+    last = min(end_area, buf.shape[0] - 1)  # straight-line records end before this, so their reads stay in buf
     with_views = views.shape[1] > 0
     key_views, value_views = views[0], views[1]
-    for i in range(row, row + count):
-        fast = False
-        a = t = o = k = ks = v = vs = end = np.int64(0)
-        while pos + 1 < last:  # one pass: break leaves the straight line
-            length, p = _short_varint(buf, pos)
-            if p < 0:
-                break
-            end = p + length
-            if length < 6 or end > last:
-                break
-            # a body of 6+ bytes holds the attributes and the next three varints' bytes
-            a = np.int64(buf[p])
-            t, p = _short_varint(buf, p + 1)
-            if p < 0:
-                break
-            o, p = _short_varint(buf, p)
-            if p < 0:
-                break
-            k, p = _short_varint(buf, p)
-            if p < 0:
-                break
-            ks = p
-            if k > 0:
-                p += k
-            if p >= end:
-                break
-            v, p = _short_varint(buf, p)
-            if p < 0:
-                break
-            vs = p
-            if v > 0:
-                p += v
-            fast = p + 1 == end and buf[p] == 0  # no headers, and the fields fill the record
+    while i < stop and pos + 1 < last:
+        length, p = _short_varint(buf, pos)
+        end = p + length
+        if p < 0 or length < 6 or end > last:
             break
-        if fast:
-            rec_start[i] = pos
-            attrs[i] = a
-            ts_delta[i] = t
-            off_delta[i] = o
-            key_start[i] = ks
-            key_len[i] = k
-            val_start[i] = vs
-            val_len[i] = v
-            hdr_count[i] = 0
-            pos = end
-        else:
-            status, pos, nh_total = _record(buf, pos, n, cols, i, hdr, nh_total)
-            if status != 0:
-                return status, pos, nh_total
-            ks, k, vs, v = cols[2, i], cols[3, i], cols[4, i], cols[5, i]
+        # a body of 6+ bytes holds the attributes and the next three varints' bytes
+        a = np.int64(buf[p])
+        t, p = _short_varint(buf, p + 1)
+        if p < 0:
+            break
+        o, p = _short_varint(buf, p)
+        if p < 0:
+            break
+        k, p = _short_varint(buf, p)
+        if p < 0:
+            break
+        ks = p
+        if k > 0:
+            p += k
+        if p >= end:
+            break
+        v, p = _short_varint(buf, p)
+        if p < 0:
+            break
+        vs = p
+        if v > 0:
+            p += v
+        if p + 1 != end or buf[p] != 0:  # headers follow, or the fields do not fill the record
+            break
+        offsets[i] = o + base_offset
+        timestamps[i] = max_ts if log_append else t + base_ts  # int64 wraps, as Java's long
+        rec_start[i] = pos
+        attrs[i] = a
+        key_start[i] = ks
+        key_len[i] = k
+        val_start[i] = vs
+        val_len[i] = v
+        hdr_count[i] = 0
         if with_views:
-            # each span's Arrow binary view: a longer one's length, first 4 bytes, buffer 0 and offset
-            # from ``base``, written out here (through a function it measured several times slower)
+            # written out here: through a function (even an inlined one) this loop measured 3x slower
             if k > 12:
                 key_views[2 * i] = np.uint64(k) | (np.uint64(buf[ks]) << np.uint64(32)) | (np.uint64(buf[ks + 1]) << np.uint64(40)) | (
                     np.uint64(buf[ks + 2]) << np.uint64(48)) | (np.uint64(buf[ks + 3]) << np.uint64(56))
@@ -304,7 +283,58 @@ def _walk_records(
                 value_views[2 * i + 1] = np.uint64(vs - base) << np.uint64(32)
             else:
                 value_views[2 * i], value_views[2 * i + 1] = _inline_view(buf, vs, v)
-    if pos != n:
+        pos = end
+        i += 1
+    return i, pos
+
+
+@_jit
+def _span_views(buf: np.ndarray, cols: np.ndarray, views: np.ndarray, i: int, base: int) -> None:
+    """Write row ``i``'s key and value Arrow binary views (rows 0 and 1 of ``views``) from its spans
+    in ``cols``: for records :func:`_record` reads, where speed matters less than one definition."""
+    for f in range(2):
+        start, n, out = cols[2 + 2 * f, i], cols[3 + 2 * f, i], views[f]
+        if n > 12:
+            out[2 * i] = np.uint64(n) | (np.uint64(buf[start]) << np.uint64(32)) | (np.uint64(buf[start + 1]) << np.uint64(40)) | (
+                np.uint64(buf[start + 2]) << np.uint64(48)) | (np.uint64(buf[start + 3]) << np.uint64(56))
+            out[2 * i + 1] = np.uint64(start - base) << np.uint64(32)
+        else:
+            out[2 * i], out[2 * i + 1] = _inline_view(buf, start, n)
+
+
+@_jit
+def _walk_records(
+    buf: np.ndarray, pos: int, end_area: int, count: int, cols: np.ndarray, row: int, hdr: np.ndarray, nh_total: int,
+    views: np.ndarray, base: int, base_offset: int, base_ts: int, max_ts: int, log_append: bool,
+) -> tuple[int, int, int]:
+    """Walk ``count`` records of the record area ``buf[pos:end_area]``, writing their fields to
+    columns ``row..row+count-1`` of ``cols`` (offset, timestamp, key start, key length,
+    value start, value length, header count, record start, attributes: one argument rather than
+    nine, as numba's dispatch costs per argument) and header spans to ``hdr`` rows from
+    ``nh_total`` while it has room. Unless ``views`` is empty, each record's key and value Arrow
+    binary views (offsets from ``base``) also go to its rows 0 and 1: 16 bytes each, the
+    layout of :func:`_inline_view` for up to 12 bytes, else length, first 4 bytes, buffer 0, offset.
+    Offsets are ``base_offset`` plus each delta and timestamps ``base_ts`` plus each delta, or
+    ``max_ts`` for every record when ``log_append`` (LogAppendTime, as Kafka reports it); zeros
+    and False keep the deltas. Returns (status, position, headers seen); status 0 is success.
+
+    Runs of straight-line records go to :func:`_straight_records`; any other record, valid or
+    not, is read by :func:`_record`, which also names what is wrong."""
+    stop = row + count
+    i = row
+    while True:
+        i, pos = _straight_records(buf, pos, end_area, i, stop, cols, views, base, base_offset, base_ts, max_ts, log_append)
+        if i == stop:
+            break
+        status, pos, nh_total = _record(buf, pos, end_area, cols, i, hdr, nh_total)
+        if status != 0:
+            return status, pos, nh_total
+        cols[0, i] += base_offset
+        cols[1, i] = max_ts if log_append else cols[1, i] + base_ts
+        if views.shape[1] > 0:
+            _span_views(buf, cols, views, i, base)
+        i += 1
+    if pos != end_area:
         return _E_LEFTOVER, pos, nh_total
     return 0, pos, nh_total
 
@@ -318,7 +348,7 @@ _VIEW_LIMIT = 2**31 - 1
 @_jit
 def _walk(buf: np.ndarray, count: int, cols: np.ndarray, hdr: np.ndarray, views: np.ndarray) -> tuple[int, int, int]:
     """Walk the ``count`` records of one record area (all of ``buf``); see :func:`_walk_records`."""
-    return _walk_records(buf, 0, buf.shape[0], count, cols, 0, hdr, 0, views, 0)
+    return _walk_records(buf, 0, buf.shape[0], count, cols, 0, hdr, 0, views, 0, 0, 0, 0, False)
 
 
 @_jit
@@ -572,16 +602,12 @@ def _walk_chunk(
             state[_STATE_VALUE_END] = vpos
             state[_STATE_HEADERS] = nh
             return _NEED_ROOM, i, 0
-        status, where, nh = _walk_records(buf, areas[i, 0], areas[i, 1], count, cols, row, hdr, nh, views, base)
+        status, where, nh = _walk_records(
+            buf, areas[i, 0], areas[i, 1], count, cols, row, hdr, nh, views, base,
+            meta[i, _M_BASE_OFFSET], meta[i, _M_BASE_TS], meta[i, _M_MAX_TS], (meta[i, _M_ATTRS] & ATTR_TIMESTAMP_TYPE) != 0,
+        )
         if status != 0:
             return status, i, where
-        base_offset = np.int64(meta[i, _M_BASE_OFFSET])
-        base_ts = np.int64(meta[i, _M_BASE_TS])
-        log_append = meta[i, _M_ATTRS] & ATTR_TIMESTAMP_TYPE
-        max_ts = meta[i, _M_MAX_TS]
-        for r in range(row, row + count):
-            cols[0, r] += base_offset
-            cols[1, r] = max_ts if log_append else cols[1, r] + base_ts  # int64 wraps, as Java's long
         if copy:
             kpos = gather(buf, key_start[row : row + count], key_len[row : row + count], key_off[row : row + count + 1], key_data, kpos)
             vpos = gather(buf, val_start[row : row + count], val_len[row : row + count], val_off[row : row + count + 1], value_data, vpos)
