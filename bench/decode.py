@@ -25,7 +25,11 @@ One run prints four tables:
    walk, ``ZSTD_decompressStream`` of the system's libzstd), as kafkalog's columnar decoder
    (:mod:`kafkalog.native`), but walks no record. Each writes into one reused buffer or fresh
    bytes, whichever it does best; vs kafkalog's full columnar decode of the same batches: the
-   ratio is what decoding adds on top of decompression.
+   ratio is what decoding adds on top of decompression. Beside it, the **floor**: one compiled
+   loop that does only what any columnar decoder must (frame each batch, decompress it into a
+   buffer kept hot in cache, read each record's length, deltas and key and value lengths, write
+   its offset, timestamp and key and value views), timed in the same rounds: the least decoding
+   can add here.
 3. **index open**: ``OffsetIndex.read`` and ``TimeIndex.read`` of a 10 MiB file (Kafka's
    default ``segment.index.bytes``), best of 20, file in the page cache.
 4. **memory**: peak RSS (VmHWM, or ``ru_maxrss`` without /proc) of a fresh process reading a 2 GiB log (1 KiB values,
@@ -66,7 +70,7 @@ import kafkalog  # noqa: E402
 import records as recbench  # noqa: E402  (bench/records.py: data generator, peers, timing harness)
 from kafkalog import LogReader, RecordBatch, RecordBatchBuilder, native  # noqa: E402
 from kafkalog.arrow import to_arrow  # noqa: E402
-from kafkalog.columnar import ACCELERATED, _lz4_frame  # noqa: E402 - the compiled loop's frame walk
+from kafkalog.columnar import ACCELERATED, _lz4_frame, _short_varint  # noqa: E402 - the compiled loop's frame walk and varints
 from kafkalog.compression import _lz4_blocks  # noqa: E402 - the frame walk Kafka-checked, shared with the decoder
 from kafkalog.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex  # noqa: E402
 
@@ -202,13 +206,96 @@ def native_all(codec: str) -> Callable[[np.ndarray, np.ndarray], int]:
     return run
 
 
+def _floor_all(log: np.ndarray, lz4: bool, zstd_ctx: np.ndarray, out: np.ndarray, offsets: np.ndarray, timestamps: np.ndarray,
+               key_views: np.ndarray, value_views: np.ndarray) -> int:
+    """The least a columnar decoder does, in one compiled loop: frame each batch of ``log`` (read
+    its size, base offset, base timestamp and count), decompress its records as :func:`_native_all`
+    does into ``out`` from byte 0 (hot in cache: no decoder that keeps the bytes has that), then
+    read each record (length, timestamp and offset deltas, key and value lengths: varints of one or
+    two bytes) and write only its offset, timestamp and key and value Arrow binary views (the
+    layout for over 12 bytes, which every key and value here is; nothing checked beyond the
+    record's size). Returns the records read, or -1 for a payload or record this minimal walk
+    does not read. Written out in the loop (numba compiles helpers that take arrays slower)."""
+    pos = 0
+    row = 0
+    while pos + 61 <= log.shape[0]:
+        size = (np.int64(log[pos + 8]) << 24) | (np.int64(log[pos + 9]) << 16) | (np.int64(log[pos + 10]) << 8) | np.int64(log[pos + 11])
+        end = pos + 12 + size
+        base_offset = np.int64(0)
+        base_ts = np.int64(0)
+        for j in range(8):
+            base_offset = (base_offset << 8) | np.int64(log[pos + j])
+            base_ts = (base_ts << 8) | np.int64(log[pos + 27 + j])
+        count = (np.int64(log[pos + 57]) << 24) | (np.int64(log[pos + 58]) << 16) | (np.int64(log[pos + 59]) << 8) | np.int64(log[pos + 60])
+        if lz4:
+            got = _lz4_frame(log, pos + 61, end, out, 0, out.shape[0])
+        else:
+            got = native.zstd_frames(zstd_ctx, log, pos + 61, end - pos - 61, out, 0, out.shape[0])
+        if got < 0 or row + count > offsets.shape[0]:
+            return -1
+        p = 0
+        for _ in range(count):
+            if p + 8 > got:
+                return -1
+            b0 = np.int64(out[p])
+            b1 = np.int64(out[p + 1])
+            two = b0 >> 7
+            raw = (b0 & 0x7F) | ((b1 << 7) & -two)  # a one- or two-byte length (all here are)
+            p += 1 + two
+            rec_end = p + (raw >> 1)
+            ts, p = _short_varint(out, p + 1)  # after the attributes
+            off, p = _short_varint(out, p)
+            k, p = _short_varint(out, p)
+            if p < 0 or k <= 12 or p + k + 2 > rec_end:
+                return -1
+            key_views[2 * row] = np.uint64(k) | (np.uint64(out[p]) << np.uint64(32)) | (np.uint64(out[p + 1]) << np.uint64(40)) | (
+                np.uint64(out[p + 2]) << np.uint64(48)) | (np.uint64(out[p + 3]) << np.uint64(56))
+            key_views[2 * row + 1] = np.uint64(p) << np.uint64(32)
+            p += k
+            v, p = _short_varint(out, p)
+            if p < 0 or v <= 12 or p + v + 1 > rec_end:
+                return -1
+            value_views[2 * row] = np.uint64(v) | (np.uint64(out[p]) << np.uint64(32)) | (np.uint64(out[p + 1]) << np.uint64(40)) | (
+                np.uint64(out[p + 2]) << np.uint64(48)) | (np.uint64(out[p + 3]) << np.uint64(56))
+            value_views[2 * row + 1] = np.uint64(p) << np.uint64(32)
+            p += v
+            if (raw & 1) or p + 1 != rec_end:
+                return -1
+            offsets[row] = base_offset + off
+            timestamps[row] = base_ts + ts
+            row += 1
+            p = rec_end
+        pos = end
+    return row
+
+
 if ACCELERATED:  # not cached: the tests load this script under another module name, which numba's cache would keep
     import numba
 
     _native_all = numba.njit(nogil=True, boundscheck=False)(_native_all)
+    _floor_all = numba.njit(nogil=True, boundscheck=False)(_floor_all)
 #: The compiled-loop way runs where kafkalog's decoder would take it: numba on, the C function bound.
 NATIVE_WAY = {"lz4": ACCELERATED and native.NATIVE_LZ4, "zstd": ACCELERATED and native.NATIVE_ZSTD}
 NATIVE_WAY_NAME = "C library from compiled loop"
+FLOOR_NAME = "decode floor"
+
+
+def floor_all(codec: str, records: int) -> Callable[[np.ndarray], tuple[int, int, int]]:
+    """:func:`_floor_all` over a log prefix, with output arrays for ``records`` records made once
+    (as kafkalog's are reused); returns (records, the last one's offset and timestamp)."""
+    offsets = np.empty(records, np.int64)
+    timestamps = np.empty(records, np.int64)
+    key_views = np.empty(2 * records, np.uint64)
+    value_views = np.empty(2 * records, np.uint64)
+
+    def run(log: np.ndarray) -> tuple[int, int, int]:
+        n = _floor_all(log, codec == "lz4", native.zstd_dctx(), _OUT, offsets, timestamps, key_views, value_views)
+        if n <= 0:
+            raise ValueError("the minimal walk did not read a batch")
+        return n, int(offsets[n - 1]), int(timestamps[n - 1])
+
+    return run
+
 
 #: Ways to decompress a batch payload with the codec library alone: the fastest counts.
 DECOMPRESS_ONLY: dict[str, dict[str, Callable[[bytes], int]]] = {
@@ -249,6 +336,7 @@ class DecompRow:
     columnar_s: float
     views_s: float
     objects_s: float
+    floor_s: float | None  # the compiled minimal decoder (:func:`_floor_all`) per batch; None where it does not run
     way: str  # the fastest way to decompress, which decompress_s measures
     ways: tuple[tuple[str, float], ...] = ()  # every way and its seconds per batch
 
@@ -304,6 +392,8 @@ def run_workload(
         tasks.append(recbench.Task(f"decompress only: {way}", lambda nb: (payloads[:nb],), decompress_all))
     if NATIVE_WAY.get(codec):
         tasks.append(recbench.Task(f"decompress only: {NATIVE_WAY_NAME}", lambda nb: native_prepare(payloads[:nb]), native_all(codec)))
+        log_array = np.frombuffer(data, np.uint8)
+        tasks.append(recbench.Task(FLOOR_NAME, lambda nb: (log_array[: ends[nb - 1]],), floor_all(codec, records)))
     recbench.measure_group(tasks, len(ends), args.budget, args.repeat)
 
     by_name = {t.name: t for t in tasks}
@@ -333,10 +423,17 @@ def run_workload(
     c = by_name.get("kafkalog columnar")
     v = by_name.get("kafkalog columnar views")
     o = by_name.get("kafkalog objects")
+    f = by_name.get(FLOOR_NAME)
+    floor_s = None
+    if f is not None and not f.error:
+        want = min(records, f.nb * batch_records)
+        if f.result != (want, *w.expected(want - 1)[:2]):
+            raise AssertionError(f"{FLOOR_NAME} misread {codec} v{value_size} x{batch_records}: {f.result}")
+        floor_s = f.best / f.nb
     if d is not None and c is not None and v is not None and o is not None and not (c.error or v.error or o.error):
         way = d.name.split(": ", 1)[1]
         every = tuple((t.name.split(": ", 1)[1], t.best / t.nb) for t in ways)
-        decomp = DecompRow(codec, value_size, batch_records, d.best / d.nb, c.best / c.nb, v.best / v.nb, o.best / o.nb, way, every)
+        decomp = DecompRow(codec, value_size, batch_records, d.best / d.nb, c.best / c.nb, v.best / v.nb, o.best / o.nb, floor_s, way, every)
     order = ["kafkalog columnar", "kafkalog columnar views", "kafkalog objects", "aiokafka", "kafka-python"]
     return [rows[k] for k in order if k in rows], decomp
 
@@ -544,16 +641,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         body = [
             [d.codec, f"{d.value_size} B", str(d.batch_records), f"{d.decompress_s * 1e6:.1f} ({d.way})", f"{d.columnar_s * 1e6:.1f}",
              f"{d.ratio:.2f}x", f"{d.views_s * 1e6:.1f}", f"{d.views_s / d.decompress_s:.2f}x", f"{d.objects_s * 1e6:.1f}",
-             f"{d.objects_s / d.decompress_s:.2f}x"]
+             f"{d.objects_s / d.decompress_s:.2f}x",
+             "-" if d.floor_s is None else f"{d.floor_s * 1e6:.1f}", "-" if d.floor_s is None else f"{d.floor_s / d.decompress_s:.2f}x"]
             for d in decomp
         ]
         print(table(["codec", "value", "rec/batch", "decompress only µs/batch (fastest way)", "columnar µs/batch",
-                     "columnar / decompress", "views µs/batch", "views / decompress", "objects µs/batch", "objects / decompress"],
-                    body, {3, 4, 5, 6, 7, 8, 9}))
+                     "columnar / decompress", "views µs/batch", "views / decompress", "objects µs/batch", "objects / decompress",
+                     "floor µs/batch", "floor / decompress"],
+                    body, {3, 4, 5, 6, 7, 8, 9, 10, 11}))
         print(
             "decompress only: the codec library alone on each batch payload, the fastest of the ways tried (named; see the "
             f"module docstring); kafkalog decodes lz4 and zstd the '{NATIVE_WAY_NAME}' way where it is on (see the header "
-            "line), else with cramjam's block_into and zstandard's readinto, batch by batch."
+            "line), else with cramjam's block_into and zstandard's readinto, batch by batch. floor: the least a columnar "
+            "decoder does, in one compiled loop (frame each batch, decompress it the compiled way into a buffer kept hot in "
+            "cache, read each record's length, deltas and key and value lengths, write its offset, timestamp and key and "
+            "value views, nothing else): the ratio a decoder that did only that would reach."
         )
         print()
         body = [[d.codec, f"{d.value_size} B", str(d.batch_records), way, f"{s * 1e6:.1f}"] for d in decomp for way, s in d.ways]
