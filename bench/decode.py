@@ -26,10 +26,11 @@ One run prints four tables:
    (:mod:`kafkalog.native`), but walks no record. Each writes into one reused buffer or fresh
    bytes, whichever it does best; vs kafkalog's full columnar decode of the same batches: the
    ratio is what decoding adds on top of decompression. Beside it, the **floor**: one compiled
-   loop that does only what any columnar decoder must (frame each batch, decompress it into a
-   buffer kept hot in cache, read each record's length, deltas and key and value lengths, write
-   its offset, timestamp and key and value views), timed in the same rounds: the least decoding
-   can add here.
+   call that does only what a columnar decoder must, with kafkalog's own pieces (its framing pass
+   over the batch headers, then for each batch: decompress into a buffer kept hot in cache, read
+   each record's length, deltas and key and value lengths with its varint reader, write its
+   offset, timestamp and key and value views), timed in the same rounds: the least a decoder
+   built this way can add.
 3. **index open**: ``OffsetIndex.read`` and ``TimeIndex.read`` of a 10 MiB file (Kafka's
    default ``segment.index.bytes``), best of 20, file in the page cache.
 4. **memory**: peak RSS (VmHWM, or ``ru_maxrss`` without /proc) of a fresh process reading a 2 GiB log (1 KiB values,
@@ -70,9 +71,21 @@ import kafkalog  # noqa: E402
 import records as recbench  # noqa: E402  (bench/records.py: data generator, peers, timing harness)
 from kafkalog import LogReader, RecordBatch, RecordBatchBuilder, native  # noqa: E402
 from kafkalog.arrow import to_arrow  # noqa: E402
-from kafkalog.columnar import ACCELERATED, _lz4_frame, _short_varint  # noqa: E402 - the compiled loop's frame walk and varints
+from kafkalog.columnar import (  # noqa: E402 - the compiled loops' framing, lz4 frame walk and varints
+    _M_BASE_OFFSET,
+    _M_BASE_TS,
+    _M_COUNT,
+    _M_POS,
+    _M_SIZE,
+    _META_COLUMNS,
+    ACCELERATED,
+    _frame_chunk,
+    _lz4_frame,
+    _short_varint,
+)
 from kafkalog.compression import _lz4_blocks  # noqa: E402 - the frame walk Kafka-checked, shared with the decoder
 from kafkalog.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex  # noqa: E402
+from kafkalog.records.v2 import HEADER_SIZE  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 VALUE_SIZES = (100, 1024)
@@ -206,43 +219,36 @@ def native_all(codec: str) -> Callable[[np.ndarray, np.ndarray], int]:
     return run
 
 
-def _floor_all(log: np.ndarray, lz4: bool, zstd_ctx: np.ndarray, out: np.ndarray, offsets: np.ndarray, timestamps: np.ndarray,
-               key_views: np.ndarray, value_views: np.ndarray) -> int:
-    """The least a columnar decoder does, in one compiled loop: frame each batch of ``log`` (read
-    its size, base offset, base timestamp and count), decompress its records as :func:`_native_all`
-    does into ``out`` from byte 0 (hot in cache: no decoder that keeps the bytes has that), then
-    read each record (length, timestamp and offset deltas, key and value lengths: varints of one or
-    two bytes) and write only its offset, timestamp and key and value Arrow binary views (the
-    layout for over 12 bytes, which every key and value here is; nothing checked beyond the
-    record's size). Returns the records read, or -1 for a payload or record this minimal walk
-    does not read. Written out in the loop (numba compiles helpers that take arrays slower)."""
-    pos = 0
+def _floor_all(log: np.ndarray, meta: np.ndarray, lz4: bool, zstd_ctx: np.ndarray, out: np.ndarray, offsets: np.ndarray,
+               timestamps: np.ndarray, key_views: np.ndarray, value_views: np.ndarray) -> int:
+    """The least a columnar decoder does, in one compiled loop: frame the batches of ``log`` with
+    kafkalog's framing pass (into ``meta``, a row per batch), decompress each one's records as
+    :func:`_native_all` does into ``out`` from byte 0 (hot in cache: no decoder that keeps the
+    bytes has that), then read each record (length, timestamp and offset deltas, key and value
+    lengths: varints of one or two bytes) and write only its offset, timestamp and key and value
+    Arrow binary views (the layout for over 12 bytes, which every key and value here is; nothing
+    checked beyond the record's size). Returns the records read, or -1 for a payload or record
+    this minimal walk does not read. Written out in the loop (numba compiles helpers that take
+    arrays slower)."""
+    _status, _stop, n, rows = _frame_chunk(log, 0, log.shape[0], True, log.shape[0], offsets.shape[0], meta)
+    if rows > offsets.shape[0]:
+        return -1
     row = 0
-    while pos + 61 <= log.shape[0]:
-        size = (np.int64(log[pos + 8]) << 24) | (np.int64(log[pos + 9]) << 16) | (np.int64(log[pos + 10]) << 8) | np.int64(log[pos + 11])
-        end = pos + 12 + size
-        base_offset = np.int64(0)
-        base_ts = np.int64(0)
-        for j in range(8):
-            base_offset = (base_offset << 8) | np.int64(log[pos + j])
-            base_ts = (base_ts << 8) | np.int64(log[pos + 27 + j])
-        count = (np.int64(log[pos + 57]) << 24) | (np.int64(log[pos + 58]) << 16) | (np.int64(log[pos + 59]) << 8) | np.int64(log[pos + 60])
+    for i in range(n):
+        start = meta[i, _M_POS] + HEADER_SIZE
+        end = meta[i, _M_POS] + meta[i, _M_SIZE]
         if lz4:
-            got = _lz4_frame(log, pos + 61, end, out, 0, out.shape[0])
+            got = _lz4_frame(log, start, end, out, 0, out.shape[0])
         else:
-            got = native.zstd_frames(zstd_ctx, log, pos + 61, end - pos - 61, out, 0, out.shape[0])
-        if got < 0 or row + count > offsets.shape[0]:
+            got = native.zstd_frames(zstd_ctx, log, start, end - start, out, 0, out.shape[0])
+        if got < 0:
             return -1
         p = 0
-        for _ in range(count):
-            if p + 8 > got:
+        for _ in range(meta[i, _M_COUNT]):
+            length, p = _short_varint(out, p)
+            rec_end = p + length
+            if p < 0 or rec_end > got:
                 return -1
-            b0 = np.int64(out[p])
-            b1 = np.int64(out[p + 1])
-            two = b0 >> 7
-            raw = (b0 & 0x7F) | ((b1 << 7) & -two)  # a one- or two-byte length (all here are)
-            p += 1 + two
-            rec_end = p + (raw >> 1)
             ts, p = _short_varint(out, p + 1)  # after the attributes
             off, p = _short_varint(out, p)
             k, p = _short_varint(out, p)
@@ -259,13 +265,12 @@ def _floor_all(log: np.ndarray, lz4: bool, zstd_ctx: np.ndarray, out: np.ndarray
                 np.uint64(out[p + 2]) << np.uint64(48)) | (np.uint64(out[p + 3]) << np.uint64(56))
             value_views[2 * row + 1] = np.uint64(p) << np.uint64(32)
             p += v
-            if (raw & 1) or p + 1 != rec_end:
+            if p + 1 != rec_end:
                 return -1
-            offsets[row] = base_offset + off
-            timestamps[row] = base_ts + ts
+            offsets[row] = meta[i, _M_BASE_OFFSET] + off
+            timestamps[row] = meta[i, _M_BASE_TS] + ts
             row += 1
             p = rec_end
-        pos = end
     return row
 
 
@@ -283,13 +288,14 @@ FLOOR_NAME = "decode floor"
 def floor_all(codec: str, records: int) -> Callable[[np.ndarray], tuple[int, int, int]]:
     """:func:`_floor_all` over a log prefix, with output arrays for ``records`` records made once
     (as kafkalog's are reused); returns (records, the last one's offset and timestamp)."""
+    meta = np.empty((records, _META_COLUMNS), np.int64)  # a batch holds at least one record here
     offsets = np.empty(records, np.int64)
     timestamps = np.empty(records, np.int64)
     key_views = np.empty(2 * records, np.uint64)
     value_views = np.empty(2 * records, np.uint64)
 
     def run(log: np.ndarray) -> tuple[int, int, int]:
-        n = _floor_all(log, codec == "lz4", native.zstd_dctx(), _OUT, offsets, timestamps, key_views, value_views)
+        n = _floor_all(log, meta, codec == "lz4", native.zstd_dctx(), _OUT, offsets, timestamps, key_views, value_views)
         if n <= 0:
             raise ValueError("the minimal walk did not read a batch")
         return n, int(offsets[n - 1]), int(timestamps[n - 1])
@@ -653,9 +659,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "decompress only: the codec library alone on each batch payload, the fastest of the ways tried (named; see the "
             f"module docstring); kafkalog decodes lz4 and zstd the '{NATIVE_WAY_NAME}' way where it is on (see the header "
             "line), else with cramjam's block_into and zstandard's readinto, batch by batch. floor: the least a columnar "
-            "decoder does, in one compiled loop (frame each batch, decompress it the compiled way into a buffer kept hot in "
-            "cache, read each record's length, deltas and key and value lengths, write its offset, timestamp and key and "
-            "value views, nothing else): the ratio a decoder that did only that would reach."
+            "decoder built from kafkalog's pieces does, in one compiled call (its framing pass, then per batch: decompress "
+            "the compiled way into a buffer kept hot in cache, read each record's length, deltas and key and value lengths, "
+            "write its offset, timestamp and key and value views, nothing else): the ratio such a decoder would reach."
         )
         print()
         body = [[d.codec, f"{d.value_size} B", str(d.batch_records), way, f"{s * 1e6:.1f}"] for d in decomp for way, s in d.ways]
