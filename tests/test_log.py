@@ -82,7 +82,7 @@ def _open(dst: Path, name: str, **kw: object) -> Log:
 
 
 # --------------------------------------------------------------------------- acceptance tests
-@pytest.mark.rule("R-CONF-03", "R-ROLL-03", "R-ROLL-05", "R-ROLL-07", "R-RCV-02")
+@pytest.mark.rule("R-CONF-03", "R-ROLL-03", "R-ROLL-05", "R-ROLL-07", "R-RCV-02", "R-TXN-06")
 @pytest.mark.parametrize("name", ["golden-0", "transactional-0", "logappendtime-0", "recompressed-0"])
 def test_follower_replay_reproduces_kafkas_directory(name: str, tmp_path: Path) -> None:
     """Segment boundaries, .log, .index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint and
