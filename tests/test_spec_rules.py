@@ -34,6 +34,8 @@ KNOWN_GAPS: dict[str, str] = {
     "R-CKPT-10": "kafkalog splits partition.metadata lines on whitespace (Kafka: on ':' + whitespace), parses "
     "numbers with Python's int() (accepts '1_0' and surrounding blanks), strips the version line, and decodes "
     "topic ids with a non-validating base64 decoder (checkpoints.py)",
+    "R-WR-12": "kafkalog compresses lz4 with the fast compressor for every level up to 9 "
+    "(compression._lz4_compress); Kafka uses it only for level 9 and LZ4 HC for levels 1-8",
 }
 
 
