@@ -119,6 +119,11 @@ def test_offsets_are_reported_as_stored(tmp_path: Path) -> None:
                  "crc": struct.unpack_from(">I", first, 17)[0]})
     want += k0[1:]
     assert got == want
+    part = tmp_path / "t-0"  # ...while a validator reports the same data as errors (R-VFY-02)
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(path.read_bytes())
+    proc = subprocess.run([sys.executable, "-m", "kafkalog", "verify", str(part)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "offsets-not-increasing" in proc.stdout + proc.stderr
 
 
 # --------------------------------------------------------------------------------------- R-V01-15
