@@ -118,3 +118,16 @@ def test_claimed_rule_ids_exist_in_spec() -> None:
         if rule not in rules and not rule.startswith(PENDING_AREAS)
     }
     assert not unknown, unknown
+
+
+def test_rule_ids_cited_in_code_and_docs_exist() -> None:
+    """Code comments, docstrings and documentation cite only rules SPEC.md defines."""
+    rules = spec_rules()
+    sources = [REPO / "README.md", *[p for d in ("codec", "spark_ext", "docs", "bench") for p in sorted((REPO / d).rglob("*")) if p.suffix in (".py", ".md")]]
+    unknown: dict[str, list[str]] = {}
+    for p in sources:
+        for rule in set(RULE_ID.findall(p.read_text(encoding="utf-8", errors="replace"))):
+            if rule not in rules:
+                unknown.setdefault(rule, []).append(str(p.relative_to(REPO)))
+    assert len(sources) > 20
+    assert not unknown, unknown
