@@ -27,6 +27,7 @@ def _payloads(folder: str) -> list[tuple[int, Codec, bytes]]:
     return out
 
 
+@pytest.mark.rule("R-WR-11")
 @pytest.mark.parametrize("magic", [0, 1, 2])
 def test_gzip_output_is_byte_identical_to_kafkas(magic: int) -> None:
     for m, codec, raw in _payloads(f"v{magic}-gzip"):
@@ -93,6 +94,7 @@ def test_snappy_xerial_framing_and_raw() -> None:
     assert decompress(Codec.SNAPPY, bytes(cramjam.snappy.compress_raw(plain))) == plain
 
 
+@pytest.mark.rule("R-WR-11")
 def test_zstd_output_is_byte_identical_to_kafkas() -> None:
     for m, codec, raw in _payloads("v2-zstd") + _payloads("v2-transactional"):
         if codec is Codec.ZSTD:

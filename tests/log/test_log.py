@@ -82,7 +82,7 @@ def _open(dst: Path, name: str, **kw: object) -> Log:
 
 
 # --------------------------------------------------------------------------- acceptance tests
-@pytest.mark.rule("R-CONF-03", "R-ROLL-03", "R-ROLL-05", "R-ROLL-07", "R-RCV-02")
+@pytest.mark.rule("R-CONF-03", "R-ROLL-03", "R-ROLL-05", "R-ROLL-07", "R-RCV-02", "R-TXN-06", "R-SNAP-07")
 @pytest.mark.parametrize("name", ["golden-0", "transactional-0", "logappendtime-0", "recompressed-0"])
 def test_follower_replay_reproduces_kafkas_directory(name: str, tmp_path: Path) -> None:
     """Segment boundaries, .log, .index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint and
@@ -127,7 +127,7 @@ def _as_producer_batch(b: RecordBatch, *, undo_log_append_time: bool) -> bytes:
     return bytes(d)
 
 
-@pytest.mark.rule("R-ROLL-07")
+@pytest.mark.rule("R-ROLL-07", "R-WR-09")
 @pytest.mark.parametrize("name", ["golden-0", "transactional-0", "logappendtime-0"])
 def test_leader_appends_reproduce_kafkas_directory(name: str, tmp_path: Path) -> None:
     """Leader mode: offsets, leader epoch and (LogAppendTime) max timestamp set as LogValidator sets them."""
@@ -145,6 +145,7 @@ def test_leader_appends_reproduce_kafkas_directory(name: str, tmp_path: Path) ->
     assert _diff_dirs(src, dst) == []
 
 
+@pytest.mark.rule("R-WR-10")
 def test_broker_recompression_keeps_the_records(tmp_path: Path) -> None:
     """compression.type=zstd: the leader rebuilds each batch; records and header fields are Kafka's.
     (The zstd frame differs: Kafka's zstd-jni ends it with an empty last block.)"""

@@ -33,7 +33,7 @@ def _assert_same(got: list[dict], expected: list[dict]) -> None:
             pytest.fail(f"line {i + 1} ({e.get('file')} {e.get('type')}): (ours, Kafka's) differ in {diff}")
 
 
-@pytest.mark.rule("R-CONF-01", "R-JSON-02")
+@pytest.mark.rule("R-CONF-01", "R-JSON-02", "R-K4-01")
 @pytest.mark.parametrize("folder,expected", [("records", "records.jsonl"), ("logdir", "logdir.jsonl")])
 def test_bundled_golden_kafka(folder: str, expected: str) -> None:
     _assert_same(_dump_json(GOLDEN / "kafka" / folder), read_jsonl(GOLDEN / "kafka" / "dump" / expected))
