@@ -36,8 +36,6 @@ KNOWN_GAPS: dict[str, str] = {
     "topic ids with a non-validating base64 decoder (checkpoints.py)",
     "R-WR-12": "kafkalog compresses lz4 with the fast compressor for every level up to 9 "
     "(compression._lz4_compress); Kafka uses it only for level 9 and LZ4 HC for levels 1-8",
-    "R-REC-09": "kafkalog decodes header keys with Python's 'replace' handler (records/v2.py), which gives 2-3 "
-    "U+FFFD where Java gives one for a byte ed followed by a0-bf",
     "R-LZ4-06": "kafkalog accepts an lz4 frame whose content-checksum flag is set but whose 4 checksum bytes "
     "are missing after the end mark (compression._lz4_decompress); Kafka fails with a buffer underflow",
 }

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from kafkalog.fast.columnar import CHUNK_BYTES, BatchColumns, ChunkColumns, gather, iter_chunks, iter_columns
+from kafkalog.format.primitives import java_utf8
 from kafkalog.format.records.stream import Batch, LogReader
 
 __all__ = ["KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "columns_to_arrow", "to_arrow"]
@@ -56,6 +57,17 @@ def _binary(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], arrow_ty
     if offsets.dtype == np.int64:
         arrow_type = pa.large_binary() if arrow_type == pa.binary() else pa.large_string()
     return pa.Array.from_buffers(arrow_type, n, [_validity(lens), pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _java_strings(raw: pa.Array) -> pa.Array:
+    """Binary header keys as strings decoded as Java decodes them (R-REC-09): valid UTF-8, the usual
+    case, is only checked (Arrow's cast, no copy); an array holding ill-formed keys is decoded again
+    key by key."""
+    string_type = pa.large_string() if raw.type == pa.large_binary() else pa.string()
+    try:
+        return raw.cast(string_type)
+    except pa.ArrowInvalid:
+        return pa.array([None if b is None else java_utf8(b) for b in raw.to_pylist()], string_type)
 
 
 def _pool_copy(a: np.ndarray, dtype: type, scale: int = 1) -> np.ndarray:
@@ -168,7 +180,7 @@ def _headers(picked: list[Selection], n: int) -> pa.Array:
     counts = np.concatenate(counts_parts) if counts_parts else np.empty(0, np.int64)
     list_offsets = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=list_offsets[1:])
-    keys = _binary(key_parts, pa.string())
+    keys = _java_strings(_binary(key_parts, pa.binary()))
     vals = _binary(val_parts, pa.binary())
     struct = pa.StructArray.from_arrays([keys, vals], fields=list(HEADERS_TYPE.value_type))
     validity = counts > 0
