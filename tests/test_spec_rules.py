@@ -29,9 +29,6 @@ PENDING_AREAS: tuple[str, ...] = ()
 KNOWN_GAPS: dict[str, str] = {
     "R-RCV-10": "kafkalog creates a segment's .index and .timeindex when the segment object is created "
     "(segment.Segment.__init__), not on first use as Kafka's LazyIndex does",
-    "R-CKPT-10": "kafkalog splits partition.metadata lines on whitespace (Kafka: on ':' + whitespace), parses "
-    "numbers with Python's int() (accepts '1_0' and surrounding blanks), strips the version line, and decodes "
-    "topic ids with a non-validating base64 decoder (checkpoints.py)",
 }
 
 

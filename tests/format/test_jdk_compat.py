@@ -8,17 +8,21 @@ the same number in the ``.out`` file what Java made of it; ``error ...`` lines a
 
 from __future__ import annotations
 
+import shutil
 import struct
 from pathlib import Path
 
 import crc32c
 import pytest
 
-from kafkalog import Codec, LogReader, RecordBatch, RecordBatchBuilder
+from helpers import GOLDEN
+from kafkalog import Codec, KafkaLogError, LogReader, RecordBatch, RecordBatchBuilder
 from kafkalog.fast import objects
 from kafkalog.fast.arrow import to_arrow
+from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint, read_partition_metadata
 from kafkalog.format.compression import compress
 from kafkalog.format.primitives import java_utf8
+from kafkalog.tools.validate import verify
 
 JDK = Path(__file__).parent / "jdk"
 
@@ -98,3 +102,56 @@ def test_every_decoder_gives_javas_header_keys(codec: Codec) -> None:
     assert chunked == want
     per_batch = [h[0]["key"] for t in to_arrow([RecordBatch(data)], include_headers=True) for h in t.column("headers").to_pylist()]
     assert per_batch == want
+
+
+# --------------------------------------------------------------------------- checkpoints
+def _units(s: str) -> str:
+    return s.encode("utf-16-be").hex()
+
+
+def _epochs(raw: bytes) -> str:
+    try:
+        return " ".join(["ok", *(f"{e.epoch},{e.start_offset}" for e in read_leader_epoch_checkpoint(data=raw))])
+    except KafkaLogError:
+        return "error"
+
+
+def _offsets(raw: bytes) -> str:
+    try:
+        return " ".join(["ok", *(f"{_units(t)},{p},{o}" for (t, p), o in read_offset_checkpoint(data=raw).items())])
+    except KafkaLogError:
+        return "error"
+
+
+def _partition_metadata(raw: bytes) -> str:
+    try:
+        pm = read_partition_metadata(data=raw)
+    except KafkaLogError:
+        return "error"
+    return f"ok {pm.version} {pm.topic_id}"
+
+
+@pytest.mark.rule("R-CKPT-10", "R-CKPT-02", "R-CKPT-04")
+@pytest.mark.parametrize("reader,outputs", [(_epochs, "epoch.out"), (_offsets, "offset.out")], ids=["epoch", "offset"])
+def test_checkpoints_parse_as_kafka_does(reader, outputs: str) -> None:  # type: ignore[no-untyped-def]
+    """Java's line ends, ``\\s+`` splitting (a leading blank gives an empty first field), Integer.parseInt
+    and Long.parseLong (signs, BMP Unicode digits, no blanks or underscores), Kafka's order of checks."""
+    for raw, want in jdk_table("checkpoint.in", outputs):
+        assert reader(raw) == want, raw
+
+
+@pytest.mark.rule("R-CKPT-10", "R-CKPT-07")
+def test_partition_metadata_parses_as_kafka_does() -> None:
+    """``:\\s+`` splitting, Integer.parseInt, Uuid.fromString's strict URL-safe base64, the zero id refused."""
+    for raw, want in jdk_table("pm.in", "pm.out"):
+        assert _partition_metadata(raw) == want, raw
+
+
+@pytest.mark.rule("R-CKPT-10")
+def test_verify_judges_partition_metadata_as_kafka(tmp_path: Path) -> None:
+    d = tmp_path / "cities-0"
+    shutil.copytree(GOLDEN / "kafka" / "logdir" / "golden-0", d)
+    (d / "partition.metadata").write_bytes(b"a b: +0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ==")
+    assert verify(d).ok
+    (d / "partition.metadata").write_bytes(b"version 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ")
+    assert [f.code for f in verify(d).findings if f.file.endswith("partition.metadata")] == ["checkpoint"]
