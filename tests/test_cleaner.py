@@ -78,7 +78,7 @@ def _copy_input(base: Path, n: int, tmp: Path) -> Path:
 
 
 def _open(d: Path, p: dict, **kw: object) -> Log:
-    return Log.open(d, _config(p), clock=lambda: p["clockMs"], sync=False, **kw)  # type: ignore[arg-type]
+    return Log.open(d, _config(p), clock=lambda: p["clockMs"], sync=False, **kw, writable=True)  # type: ignore[arg-type]
 
 
 def _run_pass(base: Path, n: int, tmp: Path) -> Path:
@@ -151,7 +151,7 @@ def test_compact_pass_finds_the_range_and_writes_the_checkpoint(tmp_path: Path) 
     assert again.cleaned is None and again.to_clean.cleanable_bytes == 0
     # a log whose cleanup.policy does not include compact is never cleaned, even when forced
     e = _copy_input(GOLDEN_LOGDIR, 0, tmp_path / "delete-policy")
-    with Log.open(e, LogConfig(cleanup_policy=("delete",)), clock=lambda: p["clockMs"], sync=False) as lg:
+    with Log.open(e, LogConfig(cleanup_policy=("delete",)), clock=lambda: p["clockMs"], sync=False, writable=True) as lg:
         assert compact(lg, p["clockMs"], force=True).cleaned is None
     assert _logs(e) == _logs(GOLDEN_LOGDIR / "compacted-input-0")
 
@@ -166,7 +166,7 @@ def _batch(base: int, ts: int, *records: tuple[bytes, bytes | None], **kw: objec
 
 def _log(tmp: Path, batches: list[bytes], **cfg: object) -> Log:
     config = LogConfig(cleanup_policy=("compact",), **cfg)  # type: ignore[arg-type]
-    lg = Log.open(tmp / "logdir" / "t-0", config, clock=lambda: 10_000_000, sync=False)
+    lg = Log.open(tmp / "logdir" / "t-0", config, clock=lambda: 10_000_000, sync=False, writable=True)
     for b in batches:
         lg.append(b, assign_offsets=False)
     return lg

@@ -81,7 +81,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     by_data_dir: dict[str, list[Log]] = {}
     for p in parts:
         try:
-            lg = Log.open(p.path, config, log_start_offset=p.log_start_offset or 0, recovery_point=p.recovery_point, clock=lambda: now)
+            lg = Log.open(p.path, config, log_start_offset=p.log_start_offset or 0, recovery_point=p.recovery_point, clock=lambda: now, writable=True)
             try:
                 result = compact(lg, now, cleaner_config=cleaner_config, force=args.force, dry_run=args.dry_run)
                 retention = delete_old_segments(lg, now, dry_run=args.dry_run)  # LogCleaner: deletableLogs after the pass
