@@ -50,6 +50,10 @@ def test_every_example_is_found() -> None:
 
 def _run(where: str, code: str, cwd: Path, monkeypatch: pytest.MonkeyPatch, **names: object) -> dict[str, object]:
     monkeypatch.chdir(cwd)
+    if "spark" in names:
+        # Spark runs a Python data source in worker processes started from the directory the
+        # session began in, not from this test's current directory: give the path in full
+        code = code.replace('"data"', repr(str(cwd / "data")))
     scope: dict[str, object] = {"__name__": "__example__", **names}
     exec(compile(code, where, "exec"), scope)  # noqa: S102 - the documentation's own examples
     return scope
