@@ -37,6 +37,7 @@ from kafkalog.log import Log, LogConfig
 from kafkalog.records.control import ControlType
 from kafkalog.records.v2 import RecordBatchBuilder
 from kafkalog.validate import verify
+from scratch import fingerprint
 
 GOLDEN_LOGDIR = GOLDEN / "kafka" / "logdir"
 KINDS = (".log", ".index", ".timeindex", ".txnindex")
@@ -475,8 +476,10 @@ def test_cli_compact_matches_kafka_and_checkpoints(tmp_path: Path, capsys: pytes
     d = _copy_input(GOLDEN_LOGDIR, 0, tmp_path)
     opts = ["--now-ms", str(p["clockMs"]), "--min-cleanable-dirty-ratio", "0.01", "--segment-bytes", "4096", "--segment-index-bytes", "4096",
             "--index-interval-bytes", "256", "--file-delete-delay-ms", "0", "--dedupe-buffer-size", str(p["offsetMap"]["memoryBytes"])]
+    before = fingerprint(d.parent)
     code, out, _err = _cli("compact", str(d.parent), "--dry-run", *opts, capsys=capsys)
     assert code == 0 and "would be cleaned" in out
+    assert fingerprint(d.parent) == before  # a dry run reads only (R-NAME-14): no recovery, no checkpoint
     code, out, _err = _cli("compact", str(d.parent), "--json", *opts, capsys=capsys)
     assert code == 0
     doc = json.loads(out)
