@@ -3,10 +3,11 @@
 :class:`Log` owns the segments of one partition directory, appends to the active one (rolling a
 new segment when :meth:`Segment.should_roll` says so), keeps the producer state, the leader epoch
 cache, the transaction index and ``partition.metadata`` up to date, and reads by offset or
-timestamp::
+timestamp. ``Log.open(path)`` only reads (the load happens in memory and no file changes);
+``Log.open(path, writable=True)`` loads as a broker does and can append::
 
     cfg = LogConfig(segment_bytes=2048, index_interval_bytes=256)
-    with Log.open("topic-0", cfg, topic_id="AAAAAAAAAAAAAAAAAAAAAQ") as log:
+    with Log.open("topic-0", cfg, topic_id="AAAAAAAAAAAAAAAAAAAAAQ", writable=True) as log:
         log.append(batch_bytes, assign_offsets=False)      # as a follower: bytes kept as they are
         log.append(producer_batch, leader_epoch=3)          # as the leader: offsets assigned
 
