@@ -144,6 +144,14 @@ def test_missing_directory_raises_and_creates_nothing(tmp_path: Path) -> None:
     assert not typo.exists() and not typo.parent.exists()
 
 
+def test_a_log_dir_is_not_a_partition(scratch: Path) -> None:
+    """Log.open("data") (the log dir, not data/orders-0) says so rather than reading an empty partition."""
+    before = fingerprint(scratch)
+    with pytest.raises(KafkaLogError, match=r"log dir holding partition directories \(orders-0\)"):
+        Log.open(scratch / "data")
+    assert fingerprint(scratch) == before
+
+
 def test_writes_to_a_read_only_log_raise(scratch: Path) -> None:
     before = fingerprint(scratch)
     batch = RecordBatchBuilder(0)

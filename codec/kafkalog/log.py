@@ -434,6 +434,8 @@ class Log:
         elif not os.path.isdir(directory):
             what = "is not a directory" if os.path.exists(directory) else "no such partition directory"
             raise LogNotFoundError(f"{what} (a read-only Log.open creates nothing; writable=True creates it)", file=directory)
+        else:
+            _refuse_log_dir(directory)
         config = config or LogConfig()
         tid = None if topic_id is None else topic_id_string(topic_id)
         self = cls(directory, config, clock=clock or _now_ms, sync=sync, topic_id=tid, writable=writable)
@@ -1310,6 +1312,18 @@ class Log:
 
 
 # ------------------------------------------------------------------------------------- helpers
+def _refuse_log_dir(directory: str) -> None:
+    """Raise when ``directory`` holds no segment but partition directories: a broker's log dir given
+    where one of its partitions was meant (read as a partition, it would be silently empty)."""
+    names = os.listdir(directory)
+    if any(n.endswith(".log") for n in names):
+        return
+    parts = sorted(n for n in names if parse_topic_partition(n) is not None and os.path.isdir(os.path.join(directory, n)))
+    if parts:
+        shown = ", ".join(parts[:3]) + (", ..." if len(parts) > 3 else "")
+        raise KafkaLogError(f"is a log dir holding partition directories ({shown}), not a partition directory: open one of them", file=directory)
+
+
 def _segments_in_range(segments: list[Segment], start: int, end: int) -> list[Segment]:
     if start == end:
         return []
