@@ -84,10 +84,13 @@ def _binary(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], arrow_ty
 
 
 def _java_strings(raw: pa.Array) -> pa.Array:
-    """Binary header keys as strings decoded as Java decodes them (R-REC-09): valid UTF-8, the usual
-    case, is only checked (Arrow's cast, no copy); an array holding ill-formed keys is decoded again
-    key by key."""
+    """Binary header keys as strings decoded as Java decodes them (R-REC-09), without copying
+    valid ones: all-ASCII bytes (the usual case) are taken as they are, other valid UTF-8 is
+    checked by Arrow's cast, and an array holding ill-formed keys is decoded again key by key."""
     string_type = pa.large_string() if raw.type == pa.large_binary() else pa.string()
+    validity, offsets, data = raw.buffers()
+    if data is None or data.size == 0 or int(np.frombuffer(data, np.uint8).max()) < 0x80:
+        return pa.Array.from_buffers(string_type, len(raw), [validity, offsets, data], offset=raw.offset)
     try:
         return raw.cast(string_type)
     except pa.ArrowInvalid:
