@@ -118,3 +118,17 @@ def pytest_collection_modifyitems(config, items):  # noqa: ANN001, ANN201 - pyte
     """Tests on the standalone cluster run last (after pytest's own ordering), so the Spark
     session switches to the cluster once."""
     items.sort(key=lambda item: getattr(item, "callspec", None) is not None and item.callspec.params.get("spark") == "cluster")
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory) -> Iterator[object]:  # noqa: ANN001 - fixture
+    """moto's S3 server on 127.0.0.1 (tests/s3_server.py), in a process of its own, logging each
+    request so that tests can count the bytes clients fetched; stopped after the session."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (extra [dev])")
+    pytest.importorskip("s3fs", reason="s3fs is not installed (extra [s3])")
+    import s3_server
+
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"  # no credential lookups beyond 127.0.0.1
+    server = s3_server.start(tmp_path_factory.mktemp("s3") / "requests.jsonl")
+    yield server
+    server.stop()

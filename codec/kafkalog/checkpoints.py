@@ -21,8 +21,9 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from kafkalog.files import atomic_write, read_bytes
+
 from .errors import CorruptIndexError, MetaPropertiesError
-from .files import atomic_write
 
 __all__ = [
     "EpochEntry",
@@ -63,8 +64,7 @@ def _text(path: str | os.PathLike[str] | None, data: bytes | None) -> tuple[str,
     name = None if path is None else os.fspath(path)
     if data is None:
         assert path is not None
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(path)
     try:
         return data.decode("utf-8"), name
     except UnicodeDecodeError as e:

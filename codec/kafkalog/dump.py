@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from kafkalog.files import exists, is_dir, is_url
+
 from .canonical import dumps, log_lines
 from .checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from .errors import KafkaLogError
@@ -259,7 +261,7 @@ DELETED_SUFFIX = ".deleted"
 
 def _targets(paths: list[str], err: TextIO) -> Iterator[tuple[str, str, FileKind]]:
     for p in paths:
-        if os.path.isdir(p):
+        if is_dir(p):
             for full, rel in walk(p):
                 k = kind_of(full)
                 if k in DUMPED_KINDS:
@@ -285,18 +287,19 @@ def dump(
 ) -> DumpResult:
     """Dump every file named (directories recursively, in sorted order) to ``out``.
 
-    Problems are written to ``err`` and collected in the result; a bad file does not stop the
-    others. A missing path raises FileNotFoundError.
+    Paths may be URLs (``s3://bucket/dir``: see :mod:`kafkalog.files`). Problems are written to
+    ``err`` and collected in the result; a bad file does not stop the others. A missing path
+    raises FileNotFoundError.
     """
     for p in paths:
-        if not os.path.exists(p):
+        if not exists(p):
             raise FileNotFoundError(p)
     result = DumpResult()
     for full, rel, kind in _targets(paths, err):
         result.files += 1
         if progress is not None:
             progress(full)
-        if not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
+        if not is_url(full) and not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
             full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
         try:
             if opts.fmt == "json":
@@ -314,7 +317,7 @@ def dump(
             result.errors.append(str(e))
             err.write(f"error: {e}\n")
         except FileNotFoundError as e:
-            if os.path.exists(os.path.dirname(full) or "."):
+            if exists(os.path.dirname(full) or "."):
                 err.write(f"warning: {full}: removed while dumping (by retention or the cleaner)\n")
             else:
                 result.errors.append(f"{full}: {e.strerror or e}")

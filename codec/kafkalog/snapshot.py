@@ -6,6 +6,8 @@ import os
 import struct
 from dataclasses import dataclass
 
+from kafkalog.files import read_bytes
+
 from .errors import CorruptIndexError
 from .primitives import crc32c
 
@@ -51,8 +53,7 @@ def read_producer_snapshot(path: str | os.PathLike[str] | None = None, *, data: 
     name = None if path is None else os.fspath(path)
     if data is None:
         assert path is not None
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(path)
     if len(data) < _HEAD.size:
         raise CorruptIndexError(f"snapshot of {len(data)} bytes is shorter than its {_HEAD.size}-byte header", file=name, position=0)
     version, crc, count = _HEAD.unpack_from(data, 0)
