@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
 
+import spark_cluster
 from helpers import SHARED
 
 
@@ -41,8 +43,6 @@ class SparkSessions:
         if mode == self.mode:
             return self.session
         pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (extra [spark])")
-        import spark_cluster
-
         if (why := spark_cluster.java_missing()) is not None:
             pytest.skip(why)
         if self.session is not None:
@@ -72,11 +72,24 @@ class SparkSessions:
                 .config("spark.cores.max", "2")
             )
         session = builder.getOrCreate()
+        if mode == "cluster":
+            self._await_executors(session, 2)
         import kafkalog_spark
 
         kafkalog_spark.register(session)
         self.session, self.mode = session, mode
         return session
+
+    def _await_executors(self, session, count: int) -> None:  # noqa: ANN001 - SparkSession
+        """Wait until ``count`` executors joined the application: a job would otherwise wait for
+        resources without end."""
+        deadline = time.monotonic() + spark_cluster.START_TIMEOUT_S
+        while session._jsc.sc().getExecutorMemoryStatus().size() < count + 1:  # the driver is listed too
+            if time.monotonic() > deadline:
+                session.stop()
+                self.session = self.mode = None
+                raise RuntimeError(f"the cluster's executors did not start; logs in {self.cluster.log_dir}")
+            time.sleep(0.2)
 
     def close(self) -> None:
         """Stop the session, then the cluster's JVMs."""
