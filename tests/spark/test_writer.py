@@ -8,8 +8,8 @@ import pytest
 
 from helpers import GOLDEN, read_jsonl, real_set_root
 from kafka_partitioner_ref import kafka_python_partition
-from kafkalog.files import kind_of
-from kafkalog.validate import verify
+from kafkalog.format.files import kind_of
+from kafkalog.tools.validate import verify
 from kafkalog_spark import LayoutError, SourceOptionError
 from kafkalog_spark.writer import WriteOptions
 
