@@ -103,12 +103,12 @@ def _on_url(url: str, call: Callable[[], T]) -> T:
         raise OSError(f"{url}: {type(e).__name__}: {e}") from e
 
 
-def open_read(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
+def open_read(path: str | os.PathLike[str]) -> BinaryIO:
     """Open a local file or a URL for reading (a seekable binary file)."""
     if is_url(path):
         fs, p = url_filesystem(path)  # type: ignore[arg-type]
         return _on_url(path, lambda: fs.open(p, "rb"))  # type: ignore[arg-type]
-    return open(path, "rb", buffering=buffering)  # noqa: SIM115 - the caller closes it
+    return open(path, "rb")  # noqa: SIM115 - the caller closes it
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
