@@ -238,7 +238,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
         lock = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
-            with Log.open(directory, LogConfig.from_properties(dict(self.opts.config)), sync=False) as lg:
+            with Log.open(directory, LogConfig.from_properties(dict(self.opts.config)), sync=False, writable=True) as lg:
                 first = lg.log_end_offset
                 for i in range(0, len(records), step):
                     builder = RecordBatchBuilder(0, compression=self.opts.compression)
