@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kafkalog.errors import CorruptIndexError, MetaPropertiesError
-from kafkalog.format.files import atomic_write
+from kafkalog.format.files import atomic_write, read_bytes
 
 __all__ = [
     "EpochEntry",
@@ -63,8 +63,7 @@ def _text(path: str | os.PathLike[str] | None, data: bytes | None) -> tuple[str,
     name = None if path is None else os.fspath(path)
     if data is None:
         assert path is not None
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(path)
     try:
         return data.decode("utf-8"), name
     except UnicodeDecodeError as e:
