@@ -46,6 +46,10 @@ def test_write_then_read_back(spark, tmp_path) -> None:  # noqa: ANN001 - fixtur
         ({"path": "/tmp/x", "config.no.such": "1"}, "unknown or unsupported topic config"),
         ({"path": "/tmp/x", "numPartitions": "0"}, "numPartitions must be positive"),
         ({"path": "/tmp/x", "kafka.batch.size": "big"}, "kafka.batch.size expects an integer"),
+        ({"path": "/tmp/x", "topic": ".."}, r"cannot write topic '\.\.': '\.\.' is not a valid topic name \(Topic\.java\)"),
+        ({"path": "/tmp/x", "topic": "."}, r"'\.' is not a valid topic name"),
+        ({"path": "/tmp/x", "topic": "a b"}, "characters other than ASCII letters, digits"),
+        ({"path": "/tmp/x", "topic": "t" * 250}, "longer than 249 characters"),
     ],
 )
 def test_writer_options(options: dict, message: str) -> None:
