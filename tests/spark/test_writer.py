@@ -57,6 +57,16 @@ def test_writer_options(options: dict, message: str) -> None:
         WriteOptions.parse(options)
 
 
+@pytest.mark.rule("R-NAME-03")
+def test_a_topic_column_kafka_refuses_is_not_written(spark, tmp_path) -> None:  # noqa: ANN001 - fixtures
+    """A row whose topic is '..' would make '<log dir>/..-0', outside any topic: refused with Kafka's reason."""
+    out = tmp_path / "logs"
+    df = spark.createDataFrame([("..", b"v"), ("ok", b"w")], "topic string, value binary").coalesce(1)
+    with pytest.raises(Exception, match=r"cannot write topic '\.\.': '\.\.' is not a valid topic name"):
+        df.write.format("kafkalog").mode("append").save(str(out))
+    assert not (tmp_path / "..-0").exists() and not (out / "..-0").exists()
+
+
 @pytest.mark.rule("R-WR-08")
 def test_default_partitioner_then_verify_and_read_back(spark, tmp_path) -> None:  # noqa: ANN001 - fixtures
     """Rows without a partition column: keyed ones go where kafka-python's (Kafka's) partitioner
