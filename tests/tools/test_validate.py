@@ -508,6 +508,29 @@ def test_mid_file_batch_length_past_the_file_is_an_error(tmp_path: Path) -> None
     assert "[batch-length-past-end]" in proc.stdout
 
 
+@pytest.mark.parametrize("chunk", [100, 700])
+def test_torn_tail_findings_do_not_depend_on_the_read_chunk(tmp_path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torn-tail checks read the offset before the tail and quote file positions: the same
+    findings whatever the read chunk (a tail found in a later chunk than the batches before it)."""
+    import kafkalog.tools.validate as v
+
+    log, batches = _active_copy(tmp_path)
+    b = batches[2]
+    _patch(log, b["position"] + 8, struct.pack(">i", log.stat().st_size - b["position"] - 12 + 100))
+    whole = [str(f) for f in verify(log).findings]
+    monkeypatch.setattr(v, "SCAN_CHUNK", chunk)
+    assert [str(f) for f in verify(log).findings] == whole
+    assert f"starts at position {batches[3]['position']} inside it" in whole[0]
+    monkeypatch.undo()
+    shutil.copy(GOLDEN / "kafka" / "logdir" / "golden-0" / "00000000000000000000.log", log)
+    os.truncate(log, batches[-1]["position"] + 30)
+    _patch(log, batches[-1]["position"], struct.pack(">q", batches[-2]["base"]))  # an offset already used
+    whole = [(f.code, f.position) for f in verify(log).findings]
+    assert whole == [("offsets-not-increasing", batches[-1]["position"])]
+    monkeypatch.setattr(v, "SCAN_CHUNK", chunk)
+    assert [(f.code, f.position) for f in verify(log).findings] == whole
+
+
 @pytest.mark.parametrize(
     ("field", "at", "value", "code"),
     [

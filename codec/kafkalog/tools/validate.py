@@ -391,7 +391,7 @@ def _scan_log(
             piece = _scan_buffer(
                 path, chunk[:cut] if cut < len(chunk) else chunk, cut, _Shifted(sink, origin), open_txns,
                 closed=closed, segment_base=segment_base, first=origin == 0, remaining=size - origin,
-                prev_last=None if prev is None else prev.last_offset, max_message_bytes=max_message_bytes,
+                prev_last=None if prev is None else prev.last_offset, max_message_bytes=max_message_bytes, origin=origin,
             )
             _check_boundary(scans, piece, origin, sink, path)
             scans.append(piece.shifted(origin))
@@ -423,12 +423,13 @@ def _check_boundary(scans: list[_Scan], piece: _Scan, origin: int, sink: _Sink, 
 def _scan_buffer(
     path: str, mm: bytes, size: int, sink: _Sink, open_txns: dict[int, int], *, closed: str | None, segment_base: int | None,
     first: bool = True, remaining: int | None = None, prev_last: int | None = None,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, origin: int = 0,
 ) -> _Scan:
     """Check the batches of one chunk (``first``: it starts the file; ``remaining``: file bytes
     from the chunk's start, for messages about an unframeable tail; ``prev_last``: the last offset
-    of the chunks before; ``closed``: why the segment cannot end in a torn tail, None when it may);
-    positions are chunk-relative."""
+    of the chunks before; ``closed``: why the segment cannot end in a torn tail, None when it may;
+    ``origin``: the chunk's position in the file, for positions quoted in messages); positions are
+    chunk-relative."""
     remaining = size if remaining is None else remaining
     buf = np.frombuffer(mm, dtype=np.uint8) if size else np.zeros(0, np.uint8)
     n, stop, status = _frame(buf, size, np.zeros(0, np.int64), False)
@@ -561,19 +562,19 @@ def _scan_buffer(
             sink(ERROR, "offset-overflow", path, positions[i], last[i], f"offset {last[i]} cannot be stored relative to the base offset {segment_base}")
     if status == 1:
         known_last = int(last[ok[-1]]) if len(ok) else prev_last
-        _check_tail_entry(path, buf, stop, size, remaining - stop, sink, closed, segment_base, known_last, max_message_bytes)
+        _check_tail_entry(path, buf, stop, size, remaining - stop, sink, closed, segment_base, known_last, max_message_bytes, origin)
     del buf
     return _Scan(path, size, positions[ok], base[ok], last[ok], max_ts[ok], aborts)
 
 
 def _check_tail_entry(
     path: str, buf: np.ndarray, stop: int, end: int, length: int, sink: _Sink, closed: str | None,
-    segment_base: int | None, prev_last: int | None, max_message_bytes: int,
+    segment_base: int | None, prev_last: int | None, max_message_bytes: int, origin: int = 0,
 ) -> None:
     """Report the bytes from ``stop`` that do not frame a whole entry (R-LOG-05, R-VFY-02): a
     torn tail (a warning) only in a segment that may be being written (``closed`` None) and when
     they can be the start of a batch a broker was writing; otherwise an error."""
-    problem = _torn_tail_problem(buf, stop, end, segment_base, prev_last, max_message_bytes)
+    problem = _torn_tail_problem(buf, stop, end, segment_base, prev_last, max_message_bytes, origin)
     if problem is not None:
         code, why = problem
         sink(ERROR, code, path, stop, None, f"the {length} bytes at the end cannot be a batch being written (a torn tail): {why}")
@@ -587,6 +588,7 @@ def _check_tail_entry(
 
 def _torn_tail_problem(
     buf: np.ndarray, p: int, end: int, segment_base: int | None, prev_last: int | None, max_message_bytes: int,
+    origin: int = 0,
 ) -> tuple[str, str] | None:
     """Why the entry starting at ``p`` and running past ``end`` cannot be a batch cut while being
     written, as (code, reason), or None when it can. A broker writes a whole batch header (offset,
@@ -618,7 +620,7 @@ def _torn_tail_problem(
             return "batch-attributes", f"negative lastOffsetDelta {_be32(buf, p + 23)}"
     inner = _whole_entry_inside(buf, p, end)
     if inner is not None:
-        return "batch-length-past-end", f"its size runs past the end of the file, yet a whole entry with a valid CRC starts at position {inner} inside it (the size field is corrupt)"
+        return "batch-length-past-end", f"its size runs past the end of the file, yet a whole entry with a valid CRC starts at position {origin + inner} inside it (the size field is corrupt)"
     return None
 
 
