@@ -98,6 +98,15 @@ def test_bad_input_is_answered(where: dict[str, str], args: list[str], stdin: st
         assert not os.path.lexists(fill(a)), a
 
 
+def test_groups_without_consumer_offsets_says_so(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copytree(GOLDEN / "kafka" / "logdir" / "golden-0", tmp_path / "golden-0")
+    code, out, err = _run(["groups", str(tmp_path)])
+    assert code == 0 and out.startswith("GROUP")
+    assert f"no __consumer_offsets partition under {tmp_path}" in err
+
+
 def test_bad_input_on_the_real_command_line(tmp_path: Path) -> None:
     """The same answers from the console entry point in its own process: no traceback."""
     for args, code, word in [

@@ -274,6 +274,9 @@ def _cmd_groups(args: argparse.Namespace) -> int:
         print(describe_groups(res))
     for err in res.errors:
         print(f"error: {err}", file=sys.stderr)
+    if not res.groups and not any(os.path.basename(p).startswith("__consumer_offsets-") for d in args.dirs for p, _, _ in os.walk(d)):
+        print(f"kafkalog groups: no __consumer_offsets partition under {' '.join(args.dirs)}: no committed offsets to show",
+              file=sys.stderr)
     return EXIT_BAD_DATA if res.errors else EXIT_OK
 
 
