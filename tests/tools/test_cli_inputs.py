@@ -153,11 +153,11 @@ def test_closed_stdout_with_head(tmp_path: Path) -> None:
 def test_the_library_refuses_to_create_a_partition_dir_kafka_refuses(tmp_path: Path, name: str) -> None:
     d = tmp_path / f"{name}-0"
     with pytest.raises(InvalidTopicError, match=r"Topic\.java"):
-        Log.open(d)
+        Log.open(d, writable=True)
     assert not d.exists() and list(tmp_path.iterdir()) == []
 
 
 def test_a_valid_topic_name_is_created(tmp_path: Path) -> None:
     d = tmp_path / ("t" * 249 + "-0")
-    Log.open(d).close()
+    Log.open(d, writable=True).close()
     assert d.is_dir()

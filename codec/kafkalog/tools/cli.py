@@ -117,7 +117,18 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         lossless=args.lossless,
         decode=args.decode,
         decoder=args.decoder,
+        isolation=args.isolation,
     )
+    if args.isolation is not None:
+        from .dump import partition_dirs
+
+        for p in args.paths:
+            if os.path.isfile(p):
+                print(f"kafkalog dump: --isolation reads partition directories, not files such as {p}", file=sys.stderr)
+                return EXIT_USAGE
+            if os.path.exists(p) and not partition_dirs(p):
+                print(f"kafkalog dump: --isolation reads partition directories, and {p} holds none", file=sys.stderr)
+                return EXIT_IO
     progress = _Progress(sys.stderr, "dumping")
     try:
         result = dump(args.paths, opts, sys.stdout, sys.stderr, progress)
@@ -166,7 +177,7 @@ def _cmd_build_dir(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     n = 0
     try:
-        log = Log.open(args.output, config, topic_id=args.topic_id)
+        log = Log.open(args.output, config, topic_id=args.topic_id, writable=True)
         try:
             for src in args.inputs or ["-"]:
                 for batch in _source_batches(src):
@@ -373,6 +384,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--decode", action="store_true", help=(
         "decode keys and values of internal topics (__consumer_offsets, __transaction_state, __cluster_metadata), "
         "chosen by the partition directory's topic; JSON adds decodedKey/decodedValue"))
+    d.add_argument("--isolation", choices=["read_committed", "read_uncommitted"], help=(
+        "print only what a consumer with this isolation.level receives from each partition directory: the batches it "
+        "takes records from and those records (no control records; read_committed: no aborted data, nothing past the "
+        "last stable offset); the directory is read as a whole, read-only"))
     d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state"],
                    help="force one internal-topic decoder for every file")
     d.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets", help="as kafka-dump-log: --decoder offsets")
