@@ -107,8 +107,6 @@ def _cmd_dump(args: argparse.Namespace) -> int:
                                        ("--skip-record-metadata", args.skip_record_metadata)) if on]
     if args.json and text_only:
         raise _UsageError(f"{', '.join(text_only)} apply to the text output only; --json always prints every record")
-    if (code := _missing_or_empty("dump", args.paths, lambda n: kind_of(n) in DUMPED_KINDS)) is not None:
-        return code
     opts = DumpOptions(
         fmt="json" if args.json else "text",
         deep_iteration=args.deep_iteration,
@@ -120,7 +118,7 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         isolation=args.isolation,
     )
     if args.isolation is not None:
-        from .dump import partition_dirs
+        from kafkalog.tools.dump import partition_dirs
 
         for p in args.paths:
             if os.path.isfile(p):
@@ -129,6 +127,8 @@ def _cmd_dump(args: argparse.Namespace) -> int:
             if os.path.exists(p) and not partition_dirs(p):
                 print(f"kafkalog dump: --isolation reads partition directories, and {p} holds none", file=sys.stderr)
                 return EXIT_IO
+    if (code := _missing_or_empty("dump", args.paths, lambda n: kind_of(n) in DUMPED_KINDS)) is not None:
+        return code
     progress = _Progress(sys.stderr, "dumping")
     try:
         result = dump(args.paths, opts, sys.stdout, sys.stderr, progress)
@@ -137,7 +137,7 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         print(f"kafkalog dump: no such file or directory: {e.args[0]}", file=sys.stderr)
         return EXIT_IO
     progress.done()
-    if not result.files:
+    if not result.files and args.isolation is None:  # a consumer's view may hold no batch at all
         print(f"kafkalog dump: no Kafka files in {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_IO
     return EXIT_BAD_DATA if result.errors else EXIT_OK
