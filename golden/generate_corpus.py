@@ -530,8 +530,9 @@ BAD = [
         crc_flip("v1-gzip", 0), "lines", corruption="records/v1-gzip: byte 12 of the wrapper at position 0 xor 0xff"),
     Bad("truncated-batch", "the last batch of a segment cut in half: a torn tail, every batch before it is read", ["R-LOG-05", "R-LOG-06", "R-JSON-05", "R-VFY-02"],
         truncated, "lines", severity="warning", corruption="golden-0 segment 0 cut in the middle of its last batch"),
-    Bad("length-past-eof", "a batch's size field points past the end of the file: iteration ends there (torn tail)", ["R-LOG-05", "R-LOG-06", "R-VFY-02"],
-        _set_size(2, 0x7FFFFFF0, "truncated-batch", "TruncatedError", "(torn tail: iteration ends)", True), "lines", severity="warning",
+    Bad("length-past-eof", "a batch's size field points past the end of the file and above max.message.bytes: a reader's iteration "
+        "ends there (torn tail), a validator reports corruption (no broker writes such a batch)", ["R-LOG-05", "R-LOG-06", "R-VFY-02"],
+        _set_size(2, 0x7FFFFFF0, "batch-size", "TruncatedError", "(torn tail: iteration ends)", True), "lines",
         corruption="golden-0 segment 0: size of the third batch set to 0x7ffffff0"),
     Bad("negative-length", "a batch's size field is -1: corrupt, the reader stops with an error", ["R-LOG-04", "R-VAL-04"],
         _set_size(2, -1, "batch-size", "CorruptRecordError", "CorruptRecordException", False), "reject",

@@ -41,7 +41,7 @@ from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType, T
 from kafkalog.fast.partitioner import DEFAULT_BATCH_SIZE, StickyPartitioner, key_hashes
 from kafkalog.format.compression import Codec
 from kafkalog.format.records.v2 import RecordBatchBuilder
-from kafkalog.log.unified import Log, LogConfig
+from kafkalog.log.unified import Log, LogConfig, topic_name_problem
 
 from .errors import LayoutError, SourceOptionError
 from .layout import filesystem_for
@@ -92,7 +92,17 @@ class WriteOptions:
             LogConfig.from_properties(dict(config))
         except ValueError as e:
             raise SourceOptionError(f"invalid topic config: {e}") from None
-        return cls(path, opts.get("topic"), _CODECS[codec_name], per_batch, config, num_partitions, batch_size)
+        topic = opts.get("topic")
+        if topic is not None:
+            _check_topic(topic)
+        return cls(path, topic, _CODECS[codec_name], per_batch, config, num_partitions, batch_size)
+
+
+def _check_topic(topic: str) -> None:
+    """Refuse a topic name Kafka refuses (R-NAME-03), with Kafka's reason: its directory would be
+    one no broker makes (``..`` would even name ``..-0`` beside the log dir)."""
+    if (problem := topic_name_problem(topic)) is not None:
+        raise SourceOptionError(f"cannot write topic {topic!r}: {problem}")
 
 
 def _positive(opts: dict[str, str], name: str, default: int | None) -> int | None:
@@ -232,6 +242,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
     def _append(self, tp: tuple[str, int], records: list[Record]) -> AppendedRange:
         topic, partition = tp
+        _check_topic(topic)
         directory = os.path.join(self.opts.log_dir, f"{topic}-{partition}")
         os.makedirs(directory, exist_ok=True)
         step = self.opts.max_records_per_batch

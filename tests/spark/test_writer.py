@@ -47,11 +47,25 @@ def test_write_then_read_back(spark, tmp_path) -> None:  # noqa: ANN001 - fixtur
         ({"path": "/tmp/x", "config.no.such": "1"}, "unknown or unsupported topic config"),
         ({"path": "/tmp/x", "numPartitions": "0"}, "numPartitions must be positive"),
         ({"path": "/tmp/x", "kafka.batch.size": "big"}, "kafka.batch.size expects an integer"),
+        ({"path": "/tmp/x", "topic": ".."}, r"cannot write topic '\.\.': '\.\.' is not a valid topic name \(Topic\.java\)"),
+        ({"path": "/tmp/x", "topic": "."}, r"'\.' is not a valid topic name"),
+        ({"path": "/tmp/x", "topic": "a b"}, "characters other than ASCII letters, digits"),
+        ({"path": "/tmp/x", "topic": "t" * 250}, "longer than 249 characters"),
     ],
 )
 def test_writer_options(options: dict, message: str) -> None:
     with pytest.raises((SourceOptionError, LayoutError), match=message):
         WriteOptions.parse(options)
+
+
+@pytest.mark.rule("R-NAME-03")
+def test_a_topic_column_kafka_refuses_is_not_written(spark, tmp_path) -> None:  # noqa: ANN001 - fixtures
+    """A row whose topic is '..' would make '<log dir>/..-0', outside any topic: refused with Kafka's reason."""
+    out = tmp_path / "logs"
+    df = spark.createDataFrame([("..", b"v"), ("ok", b"w")], "topic string, value binary").coalesce(1)
+    with pytest.raises(Exception, match=r"cannot write topic '\.\.': '\.\.' is not a valid topic name"):
+        df.write.format("kafkalog").mode("append").save(str(out))
+    assert not (tmp_path / "..-0").exists() and not (out / "..-0").exists()
 
 
 @pytest.mark.rule("R-WR-08")

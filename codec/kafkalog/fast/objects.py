@@ -202,6 +202,10 @@ if COMPILED:  # pragma: no branch - depends on the environment
 
     import numba as _numba
 
+    from kafkalog.fast import jitcache
+
+    jitcache.install()  # a read-only package dir caches per user
+
     #: The walker holds the GIL (it calls the C API), unlike the columnar walks.
     _jit_gil = _numba.njit(cache=True, nogil=False, boundscheck=False)
 else:  # pragma: no cover - depends on the environment

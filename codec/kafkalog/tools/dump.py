@@ -376,6 +376,8 @@ def dump(
                     _text_log(full, out, opts, result)
                 else:
                     _text_other(full, kind, out)
+        except BrokenPipeError:
+            raise  # our reader went away (`| head`): the command ends quietly (cli.main)
         except KafkaLogError as e:
             e.located(file=full)
             result.errors.append(str(e))
