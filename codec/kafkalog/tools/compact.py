@@ -20,15 +20,8 @@ from kafkalog.errors import KafkaLogError
 from kafkalog.log.cleaner import CleanerConfig, CompactResult, compact
 from kafkalog.log.retention import delete_old_segments
 from kafkalog.log.unified import Log, checkpoint_log_dir
-from kafkalog.tools.maintenance import (
-    _CONFIG_HELP,
-    EXIT_BAD_DATA,
-    EXIT_OK,
-    EXIT_USAGE,
-    PartitionDir,
-    _config,
-    _partitions,
-)
+from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_OK, EXIT_USAGE
+from kafkalog.tools.maintenance import _CONFIG_HELP, PartitionDir, _config, _partitions
 from kafkalog.tools.maintenance import _describe as _describe_retention
 
 __all__ = ["register"]

@@ -9,15 +9,19 @@ turn, ``{dir}`` by the case folder.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress
 
 __all__ = ["Case", "CaseResult", "default_corpus", "load_corpus", "render_table", "run_conformance"]
 
@@ -340,3 +344,59 @@ def render_table(results: list[CaseResult]) -> Iterator[str]:
             yield f"{'':<{width}}  {'':<4}  {'':<4}  {'':<6}  {more}"
     failed = sum(r.failed for r in results)
     yield f"{len(results)} cases, {len(results) - failed} passed, {failed} failed"
+
+
+def _run(args: argparse.Namespace) -> int:
+    import fnmatch
+    import json
+    from pathlib import Path
+
+
+    if not args.impl and not args.verify_impl:
+        print("kafkalog conformance: give --impl and/or --verify-impl", file=sys.stderr)
+        return EXIT_USAGE
+    corpus = Path(args.corpus) if args.corpus else default_corpus()
+    if corpus is None or not corpus.is_dir():
+        print(f"kafkalog conformance: no corpus at {args.corpus or 'golden/corpus'} (give --corpus DIR)", file=sys.stderr)
+        return EXIT_IO
+    cases = load_corpus(corpus)
+    if args.case:
+        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.name, pat) for pat in args.case)]
+        if not cases:
+            print(f"kafkalog conformance: no case matches {' '.join(args.case)}", file=sys.stderr)
+            return EXIT_USAGE
+    progress = Progress(sys.stderr, "checking")
+    try:
+        results = run_conformance(cases, args.impl, args.verify_impl, timeout=args.timeout, jobs=args.jobs, progress=progress)
+    except ValueError as e:
+        progress.done()
+        print(f"kafkalog conformance: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    progress.done()
+    if args.json:
+        for r in results:
+            print(json.dumps(r.to_json(), separators=(",", ":")))
+    else:
+        for line in render_table(results):
+            print(line)
+    return EXIT_BAD_DATA if any(r.failed for r in results) else EXIT_OK
+
+
+# ------------------------------------------------------------------------------- the command
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``kafkalog conformance`` to the command line."""
+    c = sub.add_parser("conformance", help="run another implementation over the golden corpus and compare", description=(
+        "Run a dumper (--impl) and/or a validator (--verify-impl) over the conformance corpus (SPEC.md section 8). "
+        "In each COMMAND, {file} is replaced by each input file of a case in turn, {dir} by the case folder. "
+        "Good cases: the dumper's stdout must be Kafka's canonical JSON lines (expected.jsonl) and its exit 0. "
+        "Bad cases: per expected.json, the dumper must fail ('reject') or print exactly expected.jsonl ('lines'); "
+        "the validator must exit non-zero, and JSON findings it prints must include the expected code and position. "
+        "Prints a table (or --json, one object per case); exit 1 if any case fails."))
+    c.add_argument("--impl", metavar="COMMAND", help='dumper command, e.g. "mytool dump --json {file}"')
+    c.add_argument("--verify-impl", metavar="COMMAND", help='validator command, e.g. "mytool verify --json {dir}"')
+    c.add_argument("--corpus", metavar="DIR", help="corpus folder (default: golden/corpus)")
+    c.add_argument("--case", action="append", metavar="PATTERN", help="only cases whose name matches this glob (repeatable)")
+    c.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="cases run at once (default 1)")
+    c.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per command run (default 60)")
+    c.add_argument("--json", action="store_true", help="one JSON object per case")
+    c.set_defaults(func=_run)

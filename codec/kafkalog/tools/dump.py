@@ -6,6 +6,7 @@ The JSON form is SPEC.md's canonical JSON; the text form follows kafka-dump-log
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +25,7 @@ from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.internal import control_text, decoded_fields, decoder_for_path, record_text
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
+from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress, UsageError, missing_or_empty
 
 __all__ = ["DumpOptions", "DumpResult", "dump", "json_lines", "partition_dirs"]
 
@@ -397,3 +399,79 @@ def dump(
     return result
 
 
+def _run(args: argparse.Namespace) -> int:
+    from kafkalog.format.files import DUMPED_KINDS, kind_of
+
+    if args.lossless and not args.json:
+        raise UsageError("--lossless needs --json (it adds timestampDelta to the canonical JSON)")
+    text_only = [flag for flag, on in (("--deep-iteration", args.deep_iteration), ("--print-data-log", args.print_data_log),
+                                       ("--skip-record-metadata", args.skip_record_metadata)) if on]
+    if args.json and text_only:
+        raise UsageError(f"{', '.join(text_only)} apply to the text output only; --json always prints every record")
+    opts = DumpOptions(
+        fmt="json" if args.json else "text",
+        deep_iteration=args.deep_iteration,
+        print_data_log=args.print_data_log,
+        skip_record_metadata=args.skip_record_metadata,
+        lossless=args.lossless,
+        decode=args.decode,
+        decoder=args.decoder,
+        isolation=args.isolation,
+    )
+    if args.isolation is not None:
+        from kafkalog.tools.dump import partition_dirs
+
+        for p in args.paths:
+            if os.path.isfile(p):
+                print(f"kafkalog dump: --isolation reads partition directories, not files such as {p}", file=sys.stderr)
+                return EXIT_USAGE
+            if os.path.exists(p) and not partition_dirs(p):
+                print(f"kafkalog dump: --isolation reads partition directories, and {p} holds none", file=sys.stderr)
+                return EXIT_IO
+    if (code := missing_or_empty("dump", args.paths, lambda n: kind_of(n) in DUMPED_KINDS)) is not None:
+        return code
+    progress = Progress(sys.stderr, "dumping")
+    try:
+        result = dump(args.paths, opts, sys.stdout, sys.stderr, progress)
+    except FileNotFoundError as e:
+        progress.done()
+        print(f"kafkalog dump: no such file or directory: {e.args[0]}", file=sys.stderr)
+        return EXIT_IO
+    except OSError as e:  # e.g. an s3:// path without credentials
+        progress.done()
+        print(f"kafkalog dump: cannot read: {e}", file=sys.stderr)
+        return EXIT_IO
+    progress.done()
+    if not result.files and args.isolation is None:  # a consumer's view may hold no batch at all
+        print(f"kafkalog dump: no Kafka files in {' '.join(args.paths)}", file=sys.stderr)
+        return EXIT_IO
+    return EXIT_BAD_DATA if result.errors else EXIT_OK
+
+
+# ------------------------------------------------------------------------------- the command
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``kafkalog dump`` to the command line."""
+    d = sub.add_parser("dump", help="print the contents of log files and directories", description=(
+        "Print .log, .index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint and partition.metadata files. "
+        "Directories are walked recursively in sorted order. Text output follows kafka-dump-log; --json prints "
+        "kafkalog's canonical JSON, one object per line. A PATH may be a URL such as s3://bucket/dir (the s3 extra; "
+        "credentials and endpoint from the standard AWS environment variables), read with ranged requests."))
+    d.add_argument("paths", nargs="+", metavar="PATH")
+    d.add_argument("--json", action="store_true", help="canonical JSON, one object per line")
+    d.add_argument("--lossless", action="store_true", help="with --json: add timestampDelta to v2 records so that build gives back identical bytes")
+    d.add_argument("--deep-iteration", "-d", action="store_true", help="text: print every record, not only batches")
+    d.add_argument("--print-data-log", action="store_true", help="text: print keys and values (implies --deep-iteration)")
+    d.add_argument("--skip-record-metadata", action="store_true", help="text: with --print-data-log, print only keys and values")
+    d.add_argument("--decode", action="store_true", help=(
+        "decode keys and values of internal topics (__consumer_offsets, __transaction_state, __cluster_metadata), "
+        "chosen by the partition directory's topic; JSON adds decodedKey/decodedValue"))
+    d.add_argument("--isolation", choices=["read_committed", "read_uncommitted"], help=(
+        "print only what a consumer with this isolation.level receives from each partition directory: the batches it "
+        "takes records from and those records (no control records; read_committed: no aborted data, nothing past the "
+        "last stable offset); the directory is read as a whole, read-only"))
+    d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state"],
+                   help="force one internal-topic decoder for every file")
+    d.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets", help="as kafka-dump-log: --decoder offsets")
+    d.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log", help="as kafka-dump-log: --decoder transaction-log")
+    d.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const", const="cluster-metadata", help="as kafka-dump-log: --decoder cluster-metadata")
+    d.set_defaults(func=_run)

@@ -3,8 +3,10 @@ schemas in :mod:`kafkalog.format.schemas` (so what it prints is what SPEC.md's t
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +20,7 @@ from kafkalog.format.files import FileKind, kind_of
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import HEADER_SIZE, RecordBatch
+from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError
 
 __all__ = ["Field", "annotate", "explain_file"]
 
@@ -190,3 +193,31 @@ def explain_file(path: str, *, offset: int | None = None, limit: int = 1) -> Ite
         fields, _ = annotate(schema, data, i)
         for fl in fields:
             yield from _hex_lines(data, fl, 0)
+
+
+def _run(args: argparse.Namespace) -> int:
+
+    if not os.path.exists(args.file):
+        print(f"kafkalog explain: no such file: {args.file}", file=sys.stderr)
+        return EXIT_IO
+    if os.path.isdir(args.file):
+        raise UsageError(f"{args.file} is a directory; explain takes one file, e.g. {os.path.join(args.file, '00000000000000000000.log')}")
+    if args.count < 1:
+        raise UsageError(f"--count must be 1 or more, got {args.count}")
+    if (args.offset is not None or args.count != 1) and not args.file.endswith(".log"):
+        raise UsageError("--offset and --count apply to .log files")
+    for line in explain_file(args.file, offset=args.offset, limit=args.count):
+        print(line)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------- the command
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``kafkalog explain`` to the command line."""
+    e = sub.add_parser("explain", help="annotated hex dump of a file, field by field", description=(
+        "Print every field of a batch (or of each entry of an index, time index, transaction index or producer "
+        "snapshot) with its byte position, bytes, name as SPEC.md names it, type and value."))
+    e.add_argument("file", metavar="FILE")
+    e.add_argument("--offset", type=int, help=".log: start at the batch holding this offset (default: the first)")
+    e.add_argument("--count", type=int, default=1, help=".log: how many batches to show (default 1)")
+    e.set_defaults(func=_run)

@@ -19,8 +19,10 @@ Everything is returned as dataclasses; :func:`groups_json` gives a JSON-able for
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,7 @@ from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.internal import decode_log
+from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, is_kafka_file, missing_or_empty
 
 __all__ = [
     "CommittedOffset",
@@ -511,3 +514,38 @@ def describe_groups(result: GroupsResult) -> str:
             f" {len(g.members)} member(s), {len(g.offsets)} committed partition(s)"
         )
     return "\n".join(lines) + "\n"
+
+
+def _run(args: argparse.Namespace) -> int:
+    import json
+
+
+    for d in args.dirs:
+        if not os.path.isdir(d):
+            print(f"kafkalog groups: no such directory: {d}", file=sys.stderr)
+            return EXIT_IO
+    if (code := missing_or_empty("groups", args.dirs, is_kafka_file)) is not None:
+        return code
+    res = read_groups(*args.dirs)
+    if args.json:
+        print(json.dumps(res.to_json(), separators=(",", ":")))
+    else:
+        print(describe_groups(res))
+    for err in res.errors:
+        print(f"error: {err}", file=sys.stderr)
+    if not res.groups and not any(os.path.basename(p).startswith("__consumer_offsets-") for d in args.dirs for p, _, _ in os.walk(d)):
+        print(f"kafkalog groups: no __consumer_offsets partition under {' '.join(args.dirs)}: no committed offsets to show",
+              file=sys.stderr)
+    return EXIT_BAD_DATA if res.errors else EXIT_OK
+
+
+# ------------------------------------------------------------------------------- the command
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``kafkalog groups`` to the command line."""
+    g = sub.add_parser("groups", help="consumer groups' committed offsets and lag, from a data dir at rest", description=(
+        "Read __consumer_offsets partitions under the given log dirs and print each consumer group's latest committed "
+        "offset per topic-partition, its state and members, and its lag against the partition's log end offset when "
+        "that partition's directory is there too."))
+    g.add_argument("dirs", nargs="+", metavar="DIR")
+    g.add_argument("--json", action="store_true", help="one JSON object")
+    g.set_defaults(func=_run)

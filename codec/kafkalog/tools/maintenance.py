@@ -34,10 +34,10 @@ from kafkalog.log.unified import (
     checkpoint_log_dir,
     parse_topic_partition,
 )
+from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE
 
 __all__ = ["PartitionDir", "RecoveryReport", "find_partitions", "recover_partition", "register"]
 
-EXIT_OK, EXIT_BAD_DATA, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3  # as cli.py
 _SPECIAL_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 _TEMP_SUFFIXES = (".deleted", ".cleaned", ".swap")
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")

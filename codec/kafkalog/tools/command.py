@@ -1,0 +1,94 @@
+"""What every ``kafkalog`` subcommand shares: exit codes, the progress line, usage errors and the
+check that a path holds Kafka files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+__all__ = ["EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "is_kafka_file", "missing_or_empty", "unlink"]
+
+EXIT_OK = 0
+EXIT_BAD_DATA = 1
+EXIT_USAGE = 2
+EXIT_IO = 3
+
+
+class Progress:
+    """A one-line progress indicator on stderr, shown only when stderr is a terminal."""
+
+    def __init__(self, stream: TextIO, label: str) -> None:
+        self.stream = stream
+        self.label = label
+        self.enabled = stream.isatty()
+        self.count = 0
+        self.total: int | None = None
+        self.last = 0.0
+
+    def set_total(self, total: int) -> None:
+        """The number of files the run will go through (shown as ``count/total``)."""
+        self.total = total
+
+    def __call__(self, item: str) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if self.enabled and now - self.last > 0.1:
+            self.last = now
+            short = item if len(item) < 60 else "..." + item[-57:]
+            done = f"{self.count}/{self.total}" if self.total else str(self.count)
+            self.stream.write(f"\r\x1b[K{self.label} {done} files: {short}")
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.count:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+class UsageError(Exception):
+    """A command-line mistake found after parsing: reported with the subcommand's usage, exit 2."""
+
+
+def has_kafka_files(directory: str, wanted: Callable[[str], bool]) -> bool:
+    """Whether any file under ``directory`` (recursively) has a name ``wanted`` accepts; stops at the first."""
+    return any(any(wanted(n) for n in names) for _dirpath, _dirs, names in os.walk(directory))
+
+
+def missing_or_empty(command: str, paths: Sequence[str], wanted: Callable[[str], bool]) -> int | None:
+    """Exit 3 with a message naming the first path that does not exist or holds no Kafka files."""
+    for path in paths:
+        if not os.path.exists(path):
+            print(f"kafkalog {command}: no such file or directory: {path}", file=sys.stderr)
+            return EXIT_IO
+        if not os.access(path, os.R_OK):
+            print(f"kafkalog {command}: cannot read {path}: permission denied", file=sys.stderr)
+            return EXIT_IO
+        if os.path.isdir(path) and not has_kafka_files(path, wanted):
+            print(f"kafkalog {command}: no Kafka files in {path} (no .log, .index, .timeindex, .txnindex, .snapshot, "
+                  "leader-epoch-checkpoint or partition.metadata under it)", file=sys.stderr)
+            return EXIT_IO
+    return None
+
+
+#: State files of a log dir that are not segment files (checkpoints, meta.properties, KRaft's bootstrap)
+_LOG_DIR_FILES = frozenset({
+    "meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint", "bootstrap.checkpoint",
+})
+
+
+def is_kafka_file(name: str) -> bool:
+    """Whether ``name`` is a file a Kafka log dir holds: a segment file, index, snapshot, checkpoint or metadata."""
+    from kafkalog.format.files import kind_of
+
+    return kind_of(name) is not None or name in _LOG_DIR_FILES
+
+
+def unlink(path: str) -> None:
+    """Remove ``path`` if it is there (a temporary file a failed command leaves)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
