@@ -138,6 +138,67 @@ def _short_varint(buf: np.ndarray, pos: int) -> tuple[int, int]:
     return np.int64(0), np.int64(-1)
 
 
+# ---- the v2 record's fields, read as DefaultRecord.readFrom reads them: the one place the compiled
+# walks (columnar's, kafkalog.fast.objects', kafkalog.tools.validate's) take the record layout from.
+# Inlined into each walk at compile time, so they cost no call. Each returns the position after
+# what it read, or a negative error code in its place (see _MESSAGES).
+
+
+@_jit_inline
+def _record_prefix(buf: np.ndarray, pos: int, limit: int) -> tuple[int, int, int, int, int]:
+    """The record at ``pos`` (its record area ends at ``limit``) up to its offset delta: (the
+    position after it or an error code, the record's end, attributes, timestamp delta, offset delta)."""
+    length, pos = _varint(buf, pos, limit, 5)
+    if pos < 0:
+        return pos, 0, 0, 0, 0
+    end = pos + length
+    if length < 0 or end > limit:
+        return _E_LENGTH, 0, 0, 0, 0
+    if pos >= end:
+        return _E_FIELD, 0, 0, 0, 0
+    attrs = np.int64(buf[pos])
+    ts_delta, pos = _varint(buf, pos + 1, end, 10)
+    if pos < 0:
+        return pos, 0, 0, 0, 0
+    off_delta, pos = _varint(buf, pos, end, 5)
+    return pos, end, attrs, ts_delta, off_delta
+
+
+@_jit_inline
+def _key_value(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int, int, int]:
+    """The key and value at ``pos`` of a record ending at ``end``: (key length, key start, value
+    length, value start, the position after them or an error code); a length of -1 is null."""
+    klen, kstart, pos = _span(buf, pos, end)
+    if pos < 0:
+        return 0, 0, 0, 0, pos
+    vlen, vstart, pos = _span(buf, pos, end)
+    return klen, kstart, vlen, vstart, pos
+
+
+@_jit_inline
+def _header_count(buf: np.ndarray, pos: int, end: int) -> tuple[int, int]:
+    """The header count at ``pos``: (count, the position after it, or an error code: the varint's,
+    or ``_E_HEADERS`` for a count below 0 or past the bytes left)."""
+    nh, pos = _varint(buf, pos, end, 5)
+    if pos >= 0 and (nh < 0 or nh > end - pos):
+        return nh, _E_HEADERS
+    return nh, pos
+
+
+@_jit_inline
+def _header(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int, int, int]:
+    """One header at ``pos``: (key length, key start, value length (-1 null), value start, the
+    position after it, or ``_E_HEADERS`` when anything of it is wrong: a header key is never null)."""
+    hk, pos = _varint(buf, pos, end, 5)
+    if pos < 0 or hk < 0 or pos + hk > end:
+        return 0, 0, 0, 0, _E_HEADERS
+    ks = pos
+    hv, vs, pos = _span(buf, pos + hk, end)
+    if pos < 0:
+        return 0, 0, 0, 0, _E_HEADERS
+    return hk, ks, hv, vs, pos
+
+
 @_jit_inline
 def _inline_view(buf: np.ndarray, start: int, n: int) -> tuple[int, int]:
     """The two little-endian words of the Arrow binary view of a span of 0-12 bytes
@@ -160,50 +221,21 @@ def _record(buf: np.ndarray, pos: int, n: int, cols: np.ndarray, i: int, hdr: np
     Returns (status, next position or the record's start on error, headers seen)."""
     start = pos
     cols[7, i] = start
-    length, pos = _varint(buf, pos, n, 5)
+    pos, end, cols[8, i], cols[1, i], cols[0, i] = _record_prefix(buf, pos, n)
     if pos < 0:
         return pos, start, nh_total
-    end = pos + length
-    if length < 0 or end > n:
-        return _E_LENGTH, start, nh_total
-    if pos >= end:
-        return _E_FIELD, start, nh_total
-    cols[8, i] = buf[pos]
-    pos += 1
-    v, pos = _varint(buf, pos, end, 10)
+    cols[3, i], cols[2, i], cols[5, i], cols[4, i], pos = _key_value(buf, pos, end)
     if pos < 0:
         return pos, start, nh_total
-    cols[1, i] = v
-    v, pos = _varint(buf, pos, end, 5)
+    nh, pos = _header_count(buf, pos, end)
     if pos < 0:
         return pos, start, nh_total
-    cols[0, i] = v
-    for f in (2, 4):  # key, value: start and length
-        v, cols[f, i], pos = _span(buf, pos, end)
-        if pos < 0:
-            return pos, start, nh_total
-        cols[f + 1, i] = v
-    nh, pos = _varint(buf, pos, end, 5)
-    if pos < 0:
-        return pos, start, nh_total
-    if nh < 0 or nh > end - pos:
-        return _E_HEADERS, start, nh_total
     cols[6, i] = nh
     room = hdr.shape[0]
     for _h in range(nh):
-        hk, pos = _varint(buf, pos, end, 5)
-        if pos < 0 or hk < 0 or pos + hk > end:
-            return _E_HEADERS, start, nh_total
-        ks = pos
-        pos += hk
-        hv, pos = _varint(buf, pos, end, 5)
+        hk, ks, hv, vs, pos = _header(buf, pos, end)
         if pos < 0:
-            return _E_HEADERS, start, nh_total
-        vs = pos
-        if hv > 0:
-            pos += hv
-        if pos > end:
-            return _E_HEADERS, start, nh_total
+            return pos, start, nh_total
         if nh_total < room:
             hdr[nh_total, 0] = ks
             hdr[nh_total, 1] = hk

@@ -34,7 +34,15 @@ from itertools import chain
 
 import numpy as np
 
-from kafkalog.fast.columnar import ACCELERATED, _jit_inline, _source_digest, _span, _varint
+from kafkalog.fast.columnar import (
+    ACCELERATED,
+    _header,
+    _header_count,
+    _jit_inline,
+    _key_value,
+    _record_prefix,
+    _source_digest,
+)
 from kafkalog.format.records.record import Record
 from kafkalog.format.records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
@@ -233,7 +241,7 @@ def _out_of_memory(rec: int) -> int:
 
 def _compile_build(deps: str) -> object:
     """:func:`_build`, compiled with ``deps`` in its cache key: the digest of :mod:`kafkalog.fast.columnar`
-    (whose varint reader it inlines), the tuple layout and the pointer size."""
+    (whose record field readers it inlines), the tuple layout and the pointer size."""
 
     def _build(
         buf: np.ndarray,
@@ -257,45 +265,25 @@ def _compile_build(deps: str) -> object:
         ts_obj = shared[_S_NONE]  # the object of last_ts, reused while records repeat it
         for i in range(count):
             record_start = pos
-            length, pos = _varint(buf, pos, n, 5)
-            if pos < 0 or length <= 0 or pos + length > n:
-                return _FALLBACK
-            end = pos + length
-            attrs = np.int64(buf[pos])
-            pos += 1
-            ts_delta, pos = _varint(buf, pos, end, 10)
-            if pos < 0:
-                return _FALLBACK
-            off_delta, pos = _varint(buf, pos, end, 5)
+            pos, end, attrs, ts_delta, off_delta = _record_prefix(buf, pos, n)
             if pos < 0:
                 return _FALLBACK
             if (off_delta > 0 and base_offset > _I64_MAX - off_delta) or (off_delta < 0 and base_offset < _I64_MIN - off_delta):
                 return _FALLBACK  # the offset leaves int64: the plain decoder's Python ints say what it is
-            klen, kstart, pos = _span(buf, pos, end)
+            klen, kstart, vlen, vstart, pos = _key_value(buf, pos, end)
             if pos < 0:
                 return _FALLBACK
-            vlen, vstart, pos = _span(buf, pos, end)
+            nh, pos = _header_count(buf, pos, end)
             if pos < 0:
-                return _FALLBACK
-            nh, pos = _varint(buf, pos, end, 5)
-            if pos < 0 or nh < 0 or nh > end - pos:
                 return _FALLBACK
             hstart = pos
             for _h in range(nh):  # check the headers before making anything of this record
-                hk, pos = _varint(buf, pos, end, 5)
-                if pos < 0 or hk < 0 or pos + hk > end:
-                    return _FALLBACK
-                for k in range(pos, pos + hk):
-                    if buf[k] >= 0x80:
-                        return _FALLBACK  # non-ASCII key: the plain decoder's "replace" decoding
-                pos += hk
-                hv, pos = _varint(buf, pos, end, 5)
+                hk, ks, _hv, _vs, pos = _header(buf, pos, end)
                 if pos < 0:
                     return _FALLBACK
-                if hv > 0:
-                    pos += hv
-                    if pos > end:
-                        return _FALLBACK
+                for k in range(ks, ks + hk):
+                    if buf[k] >= 0x80:
+                        return _FALLBACK  # non-ASCII key: the plain decoder's "replace" decoding
             if pos != end:
                 return _FALLBACK
             rec = _new_record(shared[_S_RECORD])
@@ -339,18 +327,14 @@ def _compile_build(deps: str) -> object:
                     if _failed(pair):
                         return _out_of_memory(rec)
                     _set_item(headers, h, pair)  # owned through the record from here
-                    hk, ks, hp = _span(buf, hp, end)
-                    if hp < 0 or hk < 0:  # checked above; read again, so checked again
+                    hk, ks, hv, vs, hp = _header(buf, hp, end)
+                    if hp < 0:  # checked above; read again, so checked again
                         _drop(rec)
                         return _FALLBACK
                     v = _str_at(addr + ks, hk)
                     if _failed(v):
                         return _out_of_memory(rec)
                     _set_item(pair, 0, v)
-                    hv, vs, hp = _span(buf, hp, end)
-                    if hp < 0:
-                        _drop(rec)
-                        return _FALLBACK
                     v = _nullable_bytes(addr + vs, hv, shared[_S_NONE])
                     if _failed(v):
                         return _out_of_memory(rec)

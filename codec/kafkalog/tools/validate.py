@@ -25,15 +25,15 @@ import numpy as np
 
 from kafkalog.errors import CorruptIndexError, KafkaLogError
 from kafkalog.fast.columnar import (
-    _E_HEADERS,
     _E_LEFTOVER,
-    _E_LENGTH,
     _E_SIZE_MISMATCH,
     _MESSAGES,
+    _header,
+    _header_count,
     _jit,
+    _key_value,
+    _record_prefix,
     _source_digest,
-    _span,
-    _varint,
     decode_columns,
 )
 from kafkalog.format.checkpoints import (
@@ -177,7 +177,7 @@ def _frame(buf: np.ndarray, end: int, positions: np.ndarray, fill: bool) -> tupl
 
 def _compile_walk(deps: str) -> Callable[..., None]:
     """:func:`_walk_records`, compiled with ``deps`` (the digest of :mod:`kafkalog.fast.columnar`, whose
-    varint reader it inlines) in its cache key."""
+    record field readers it inlines) in its cache key."""
 
     def _walk_records(
         buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, base_ts: np.ndarray,
@@ -198,79 +198,38 @@ def _compile_walk(deps: str) -> Callable[..., None]:
                 where[i] = pos
                 continue
             prev = np.int64(-1)
+            start = pos
             for _ in range(count):
                 start = pos
-                length, pos = _varint(buf, pos, end_b, 5)
+                pos, end, _attrs, tsd, od = _record_prefix(buf, pos, end_b)
                 if pos < 0:
-                    status[i] = pos
-                    where[i] = start
-                    break
-                end = pos + length
-                if length < 0 or end > end_b or pos >= end:
-                    status[i] = _E_LENGTH
-                    where[i] = start
-                    break
-                pos += 1  # attributes
-                tsd, pos = _varint(buf, pos, end, 10)
-                if pos < 0:
-                    status[i] = pos
-                    where[i] = start
-                    break
-                od, pos = _varint(buf, pos, end, 5)
-                if pos < 0:
-                    status[i] = pos
-                    where[i] = start
                     break
                 if od <= prev:
-                    status[i] = _E_OFFSET_ORDER
-                    where[i] = start
+                    pos = _E_OFFSET_ORDER
                     break
                 if od > last_delta[i]:
-                    status[i] = _E_OFFSET_DELTA
-                    where[i] = start
+                    pos = _E_OFFSET_DELTA
                     break
                 prev = od
                 if tsd > max_delta[i]:
                     max_delta[i] = tsd
-                ok = True
-                for _f in range(2):  # key, value
-                    _ln, _s, pos = _span(buf, pos, end)
+                _kl, _ks, _vl, _vs, pos = _key_value(buf, pos, end)
+                if pos < 0:
+                    break
+                nh, pos = _header_count(buf, pos, end)
+                for _h in range(nh if pos >= 0 else 0):
+                    _hk, _hks, _hv, _hvs, pos = _header(buf, pos, end)
                     if pos < 0:
-                        status[i] = pos
-                        ok = False
                         break
-                if not ok:
-                    where[i] = start
+                if pos >= 0 and pos != end:
+                    pos = _E_SIZE_MISMATCH
+                if pos < 0:
                     break
-                nh, pos = _varint(buf, pos, end, 5)
-                if pos < 0 or nh < 0 or nh > end - pos:
-                    status[i] = _E_HEADERS
-                    where[i] = start
-                    break
-                for _h in range(nh):
-                    hk, pos = _varint(buf, pos, end, 5)
-                    if pos < 0 or hk < 0 or pos + hk > end:
-                        ok = False
-                        break
-                    pos += hk
-                    hv, pos = _varint(buf, pos, end, 5)
-                    if pos < 0:
-                        ok = False
-                        break
-                    if hv > 0:
-                        pos += hv
-                    if pos > end:
-                        ok = False
-                        break
-                if not ok:
-                    status[i] = _E_HEADERS
-                    where[i] = start
-                    break
-                if pos != end:
-                    status[i] = _E_SIZE_MISMATCH
-                    where[i] = start
-                    break
-            if status[i] == 0 and pos != end_b:
+            if pos < 0:
+                status[i] = pos
+                where[i] = start
+                continue
+            if pos != end_b:
                 status[i] = _E_LEFTOVER
                 where[i] = pos
 
