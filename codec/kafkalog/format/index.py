@@ -26,6 +26,7 @@ from kafkalog.format.files import pwrite_all
 
 __all__ = [
     "DEFAULT_MAX_INDEX_SIZE",
+    "IndexFile",
     "OFFSET_INDEX_DTYPE",
     "TIME_INDEX_DTYPE",
     "MutableOffsetIndex",
@@ -203,7 +204,70 @@ class _Column:
         return int(np.searchsorted(self._a[: self.n], value, side="right"))
 
 
-class _MutableIndex:
+class IndexFile:
+    """The file handle of a writable index file (``.index``, ``.timeindex``, ``.txnindex``): opened
+    writable (created if absent) or read-only, fsynced, closed, deleted and renamed as Kafka's
+    AbstractIndex and TransactionIndex do. Subclasses keep the entries."""
+
+    #: Whether the file may not exist yet (a ``.txnindex`` is created by its first entry): renaming
+    #: then renames the handle only.
+    _LAZY = False
+
+    def __init__(self, path: str | os.PathLike[str], *, writable: bool = True) -> None:
+        self.path = os.fspath(path)
+        self.writable = writable
+        self._fd: int | None = None
+
+    def _open(self) -> int:
+        """The file's descriptor, opening it (and creating it, when writable) if it is not open."""
+        if self._fd is None:
+            self._fd = os.open(self.path, (os.O_RDWR | os.O_CREAT) if self.writable else os.O_RDONLY, 0o644)
+        return self._fd
+
+    def _check_open(self) -> int:
+        """The file's descriptor; ValueError once the handle is closed."""
+        if self._fd is None:
+            raise ValueError(f"index {self.path} is closed")
+        return self._fd
+
+    def flush(self) -> None:
+        """fsync the file (when it is open for writing)."""
+        if self._fd is not None and self.writable:
+            os.fsync(self._fd)
+
+    def close_handler(self) -> None:
+        """Close the file (nothing else: :meth:`close` may do more)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def close(self) -> None:
+        """Close the file."""
+        self.close_handler()
+
+    def delete(self) -> bool:
+        """Close and remove the file; False if it did not exist."""
+        self.close_handler()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def rename_to(self, path: str | os.PathLike[str]) -> None:
+        """Rename the file (atomically, as Kafka's Utils.atomicMoveWithFallback)."""
+        if not (self._LAZY and not os.path.exists(self.path)):
+            os.replace(self.path, path)
+        self.path = os.fspath(path)
+
+    def __enter__(self):  # noqa: ANN204 - returns the subclass instance
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _MutableIndex(IndexFile):
     """What Kafka's AbstractIndex does with the file: preallocation, entry count, resize, trim, flush.
 
     Entries live in memory as Python lists (read in bulk with numpy when an existing file is
@@ -215,29 +279,26 @@ class _MutableIndex:
     _ENTRY: struct.Struct
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE, *, writable: bool = True) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path, writable=writable)
         self.base_offset = base_offset
         self.max_index_size = max_index_size
-        self.writable = writable
         size = self.ENTRY_SIZE
         newly_created = not os.path.exists(self.path)
         if newly_created and max_index_size < size:
             raise ValueError(f"invalid max index size {max_index_size}: smaller than one {size}-byte entry")
-        flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
-        self._fd: int | None = os.open(self.path, flags, 0o644)
+        fd = self._open()
         try:
             if newly_created:
                 # Kafka: RandomAccessFile.setLength on a new file, i.e. a sparse zero-filled file
                 length = _round_down(max_index_size, size)
-                os.ftruncate(self._fd, length)
+                os.ftruncate(fd, length)
                 raw = b""
             else:
                 # Kafka takes every whole slot of an existing file as an entry (a clean shutdown trims)
-                length = os.fstat(self._fd).st_size
-                raw = os.pread(self._fd, _round_down(length, size), 0)
+                length = os.fstat(fd).st_size
+                raw = os.pread(fd, _round_down(length, size), 0)
         except BaseException:
-            os.close(self._fd)
-            self._fd = None
+            self.close_handler()
             raise
         self._length = length
         self._max_entries = length // size
@@ -288,11 +349,6 @@ class _MutableIndex:
             raise IndexOffsetOverflowError(f"integer overflow for offset {offset} (base offset {self.base_offset})", file=self.path, offset=offset)
         return offset - self.base_offset
 
-    def _check_open(self) -> int:
-        if self._fd is None:
-            raise ValueError(f"index {self.path} is closed")
-        return self._fd
-
     def _write_slot(self, slot: int, data: bytes) -> None:
         fd = self._check_open()
         if slot >= self._max_entries:
@@ -322,11 +378,6 @@ class _MutableIndex:
         self.truncate()
         self.resize(self.max_index_size)
 
-    def flush(self) -> None:
-        """fsync the file."""
-        if self._fd is not None and self.writable:
-            os.fsync(self._fd)
-
     def close(self) -> None:
         """Trim to the used entries and close (AbstractIndex.close)."""
         if self._fd is None:
@@ -334,32 +385,6 @@ class _MutableIndex:
         if self.writable:
             self.trim_to_valid_size()
         self.close_handler()
-
-    def close_handler(self) -> None:
-        """Close the file without trimming."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def delete(self) -> bool:
-        """Close and remove the file; False if it did not exist."""
-        self.close_handler()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            return False
-        return True
-
-    def rename_to(self, path: str | os.PathLike[str]) -> None:
-        """Rename the file (atomically, as Kafka's Utils.atomicMoveWithFallback)."""
-        os.replace(self.path, path)
-        self.path = os.fspath(path)
-
-    def __enter__(self):  # noqa: ANN204 - returns the subclass instance
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class MutableOffsetIndex(_MutableIndex):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kafkalog.errors import CorruptIndexError
 from kafkalog.format.files import pwrite_all
+from kafkalog.format.index import IndexFile
 
 __all__ = ["ABORTED_TXN", "AbortedTxn", "MutableTransactionIndex", "read_txn_index"]
 
@@ -53,26 +54,22 @@ def read_txn_index(path: str | os.PathLike[str] | None = None, *, data: bytes | 
     return out
 
 
-class MutableTransactionIndex:
+class MutableTransactionIndex(IndexFile):
     """A writable ``.txnindex`` (Kafka's TransactionIndex): the file is created by the first append.
 
     Entries must arrive in strictly increasing ``last_offset`` order; ``flush`` fsyncs the file
-    when it exists.
+    when it exists, ``rename_to`` renames it when it exists.
     """
 
+    _LAZY = True
+
     def __init__(self, path: str | os.PathLike[str], start_offset: int) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path)
         self.start_offset = start_offset
-        self._fd: int | None = None
         self._entries: list[AbortedTxn] = []
         if os.path.exists(self.path):
             self._entries = read_txn_index(self.path)
             self._open()
-
-    def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
 
     @property
     def last_offset(self) -> int | None:
@@ -129,29 +126,3 @@ class MutableTransactionIndex:
                     f"last offset of aborted transaction {t.last_offset} is less than start offset {self.start_offset}",
                     file=self.path, position=i * ABORTED_TXN.size, offset=t.last_offset,
                 )
-
-    def flush(self) -> None:
-        """fsync the file if it exists."""
-        if self._fd is not None:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        """Close the file."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def delete(self) -> bool:
-        """Close and remove the file; False if it did not exist."""
-        self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            return False
-        return True
-
-    def rename_to(self, path: str | os.PathLike[str]) -> None:
-        """Rename the file if it exists."""
-        if os.path.exists(self.path):
-            os.replace(self.path, path)
-        self.path = os.fspath(path)
