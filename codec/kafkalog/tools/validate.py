@@ -43,7 +43,7 @@ from kafkalog.format.checkpoints import (
     read_partition_metadata,
 )
 from kafkalog.format.files import FileKind, kind_of, walk
-from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
+from kafkalog.format.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex, base_offset_of
 from kafkalog.format.primitives import crc32c
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.legacy import LegacyBatch
@@ -563,22 +563,33 @@ def _check_tail(raw: np.ndarray, used_bytes: int, whole: int, path: str, code: s
              f"{len(tail)} zero-filled bytes after the entries of a segment that is not the active one (not trimmed at roll)")
 
 
-def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
+def _read_index(
+    path: str, raw: np.ndarray | None, kind: type[OffsetIndex | TimeIndex], code: str, what: str, sink: _Sink, is_last: bool
+) -> tuple[Any, np.ndarray]:
+    """Read an ``.index`` or ``.timeindex`` (findings ``{code}-size``, ``-tail``, ``-range``: a partial
+    last entry, bytes after the entries, a negative relative offset); (the index, each entry's byte position)."""
     raw = _read_raw(path) if raw is None else raw
     base = base_offset_of(path)
-    entry = 8
+    entry = (OFFSET_INDEX_DTYPE if kind is OffsetIndex else TIME_INDEX_DTYPE).itemsize
     whole = len(raw) - len(raw) % entry
     if len(raw) % entry:
-        sink(ERROR, "index-size", path, whole, None, f"index is corrupt: {len(raw)} bytes is not a multiple of {entry}")
-    idx = OffsetIndex.read(path, data=raw[:whole].tobytes(), base_offset=base)
+        sink(ERROR, f"{code}-size", path, whole, None, f"{what} is corrupt: {len(raw)} bytes is not a multiple of {entry}")
+    idx = kind.read(path, data=raw[:whole].tobytes(), base_offset=base)
     n = len(idx)
-    _check_tail(raw, n * entry, whole, path, "index-tail", sink, is_last)
+    _check_tail(raw, n * entry, whole, path, f"{code}-tail", sink, is_last)
+    at = np.arange(n, dtype=np.int64) * entry
+    offs = idx.offsets
+    for k in np.flatnonzero(offs - base < 0).tolist():
+        sink(ERROR, f"{code}-range", path, at[k], offs[k], f"relative offset {offs[k] - base} is negative")
+    return idx, at
+
+
+def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
+    idx, at = _read_index(path, raw, OffsetIndex, "index", "index", sink, is_last)
+    n = len(idx)
     if not n:
         return
     offs, poss = idx.offsets, idx.positions
-    at = np.arange(n, dtype=np.int64) * entry
-    for k in np.flatnonzero(offs - base < 0).tolist():
-        sink(ERROR, "index-range", path, at[k], offs[k], f"relative offset {offs[k] - base} is negative")
     for k in np.flatnonzero(np.diff(offs) <= 0).tolist():
         sink(ERROR, "index-order", path, at[k + 1], offs[k + 1], f"offset {offs[k + 1]} is not greater than the previous entry's {offs[k]}")
     for k in np.flatnonzero(np.diff(poss) <= 0).tolist():
@@ -618,21 +629,11 @@ def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: boo
 
 
 def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
-    raw = _read_raw(path) if raw is None else raw
-    base = base_offset_of(path)
-    entry = 12
-    whole = len(raw) - len(raw) % entry
-    if len(raw) % entry:
-        sink(ERROR, "timeindex-size", path, whole, None, f"time index is corrupt: {len(raw)} bytes is not a multiple of {entry}")
-    idx = TimeIndex.read(path, data=raw[:whole].tobytes(), base_offset=base)
+    idx, at = _read_index(path, raw, TimeIndex, "timeindex", "time index", sink, is_last)
     n = len(idx)
-    _check_tail(raw, n * entry, whole, path, "timeindex-tail", sink, is_last)
     if not n:
         return
     tss, offs = idx.timestamps, idx.offsets
-    at = np.arange(n, dtype=np.int64) * entry
-    for k in np.flatnonzero(offs - base < 0).tolist():
-        sink(ERROR, "timeindex-range", path, at[k], offs[k], f"relative offset {offs[k] - base} is negative")
     for k in np.flatnonzero(np.diff(tss) <= 0).tolist():
         sink(ERROR, "timeindex-order", path, at[k + 1], offs[k + 1],
              f"timestamp {tss[k + 1]} is not greater than the previous entry's {tss[k]}")
