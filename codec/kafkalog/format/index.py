@@ -21,7 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkalog.errors import CorruptIndexError, IndexFullError, IndexOffsetOverflowError, InvalidOffsetError
+from kafkalog.errors import (
+    CorruptIndexError,
+    IndexFullError,
+    IndexOffsetOverflowError,
+    InvalidOffsetError,
+    ReadOnlyLogError,
+)
 from kafkalog.format.files import pwrite_all
 
 __all__ = [
@@ -206,37 +212,40 @@ class _Column:
 
 class IndexFile:
     """The file handle of a writable index file (``.index``, ``.timeindex``, ``.txnindex``): opened
-    writable (created if absent) or read-only, fsynced, closed, deleted and renamed as Kafka's
-    AbstractIndex and TransactionIndex do. Subclasses keep the entries."""
+    writable (created if absent) or not at all (``writable=False``: entries then change in memory
+    only), fsynced, closed, deleted and renamed as Kafka's AbstractIndex and TransactionIndex do.
+    Subclasses keep the entries."""
 
     #: Whether the file may not exist yet (a ``.txnindex`` is created by its first entry): renaming
     #: then renames the handle only.
     _LAZY = False
+    #: What the file is called in messages.
+    _WHAT = "index"
 
     def __init__(self, path: str | os.PathLike[str], *, writable: bool = True) -> None:
         self.path = os.fspath(path)
         self.writable = writable
         self._fd: int | None = None
+        self._closed = False
 
-    def _open(self) -> int:
-        """The file's descriptor, opening it (and creating it, when writable) if it is not open."""
-        if self._fd is None:
-            self._fd = os.open(self.path, (os.O_RDWR | os.O_CREAT) if self.writable else os.O_RDONLY, 0o644)
+    def _open(self) -> int | None:
+        """The file's descriptor, opening (and creating) it if it is not open; None when read-only."""
+        if self._fd is None and self.writable:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         return self._fd
 
-    def _check_open(self) -> int:
-        """The file's descriptor; ValueError once the handle is closed."""
-        if self._fd is None:
-            raise ValueError(f"index {self.path} is closed")
-        return self._fd
+    def _require_writable(self) -> None:
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self._WHAT} {self.path} was opened read-only", file=self.path)
 
     def flush(self) -> None:
-        """fsync the file (when it is open for writing)."""
-        if self._fd is not None and self.writable:
+        """fsync the file (when it is open: written to)."""
+        if self._fd is not None:
             os.fsync(self._fd)
 
     def close_handler(self) -> None:
         """Close the file (nothing else: :meth:`close` may do more)."""
+        self._closed = True
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -247,6 +256,7 @@ class IndexFile:
 
     def delete(self) -> bool:
         """Close and remove the file; False if it did not exist."""
+        self._require_writable()
         self.close_handler()
         try:
             os.unlink(self.path)
@@ -256,6 +266,7 @@ class IndexFile:
 
     def rename_to(self, path: str | os.PathLike[str]) -> None:
         """Rename the file (atomically, as Kafka's Utils.atomicMoveWithFallback)."""
+        self._require_writable()
         if not (self._LAZY and not os.path.exists(self.path)):
             os.replace(self.path, path)
         self.path = os.fspath(path)
@@ -273,6 +284,10 @@ class _MutableIndex(IndexFile):
     Entries live in memory as Python lists (read in bulk with numpy when an existing file is
     opened) and each new entry is written in place, whole (:func:`~kafkalog.format.files.pwrite_all`);
     the file itself is the one Kafka's memory map would leave behind.
+
+    With ``writable=False`` the file is read (when it exists) and closed: entries, resizes and
+    trims then happen in memory only, so a read-only log can rebuild an index without touching
+    the disk.
     """
 
     ENTRY_SIZE = 0
@@ -286,20 +301,32 @@ class _MutableIndex(IndexFile):
         newly_created = not os.path.exists(self.path)
         if newly_created and max_index_size < size:
             raise ValueError(f"invalid max index size {max_index_size}: smaller than one {size}-byte entry")
-        fd = self._open()
-        try:
-            if newly_created:
-                # Kafka: RandomAccessFile.setLength on a new file, i.e. a sparse zero-filled file
-                length = _round_down(max_index_size, size)
-                os.ftruncate(fd, length)
-                raw = b""
-            else:
-                # Kafka takes every whole slot of an existing file as an entry (a clean shutdown trims)
+        if newly_created:
+            # Kafka: RandomAccessFile.setLength on a new file, i.e. a sparse zero-filled file
+            length = _round_down(max_index_size, size)
+            raw = b""
+            fd = self._open()
+            if fd is not None:
+                try:
+                    os.ftruncate(fd, length)
+                except BaseException:
+                    self.close_handler()
+                    raise
+        else:
+            # Kafka takes every whole slot of an existing file as an entry (a clean shutdown trims)
+            fd = os.open(self.path, os.O_RDWR if writable else os.O_RDONLY)
+            try:
                 length = os.fstat(fd).st_size
                 raw = os.pread(fd, _round_down(length, size), 0)
-        except BaseException:
-            self.close_handler()
-            raise
+            except BaseException:
+                os.close(fd)
+                raise
+            if writable:
+                self._fd = fd
+            else:
+                os.close(fd)
+        #: whether the file existed when the index was opened
+        self.existed = not newly_created
         self._length = length
         self._max_entries = length // size
         self._load(raw)
@@ -349,18 +376,25 @@ class _MutableIndex(IndexFile):
             raise IndexOffsetOverflowError(f"integer overflow for offset {offset} (base offset {self.base_offset})", file=self.path, offset=offset)
         return offset - self.base_offset
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"index {self.path} is closed")
+
     def _write_slot(self, slot: int, data: bytes) -> None:
-        fd = self._check_open()
+        self._check_open()
         if slot >= self._max_entries:
             raise IndexFullError(f"attempt to append to a full index (size = {self.entries})", file=self.path, position=slot * self.ENTRY_SIZE)
-        pwrite_all(fd, data, slot * self.ENTRY_SIZE)
+        if self._fd is not None:
+            pwrite_all(self._fd, data, slot * self.ENTRY_SIZE)
 
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded down to whole entries; False if unchanged."""
         rounded = _round_down(new_size, self.ENTRY_SIZE)
         if rounded == self._length:
             return False
-        os.ftruncate(self._check_open(), rounded)
+        self._check_open()
+        if self._fd is not None:
+            os.ftruncate(self._fd, rounded)
         self._length = rounded
         self._max_entries = rounded // self.ENTRY_SIZE
         return True
@@ -380,7 +414,7 @@ class _MutableIndex(IndexFile):
 
     def close(self) -> None:
         """Trim to the used entries and close (AbstractIndex.close)."""
-        if self._fd is None:
+        if self._closed:
             return
         if self.writable:
             self.trim_to_valid_size()
@@ -433,6 +467,10 @@ class MutableOffsetIndex(_MutableIndex):
         if i < 0:
             return self.base_offset, 0
         return self._offsets[i], self._positions[i]
+
+    def offsets_and_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """The entries' offsets and positions (views: do not modify)."""
+        return self._offsets.view(), self._positions.view()
 
     def fetch_upper_bound_offset(self, position: int, fetch_size: int) -> tuple[int, int] | None:
         """The first entry whose position is >= ``position + fetch_size`` (OffsetIndex.fetchUpperBoundOffset)."""
@@ -497,6 +535,10 @@ class MutableTimeIndex(_MutableIndex):
         if not 0 <= n < self.entries:
             raise IndexError(f"attempt to fetch entry {n} from time index {self.path}, which has size {self.entries}")
         return self._timestamps[n], self._offsets[n]
+
+    def timestamps_and_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """The entries' timestamps and offsets (views: do not modify)."""
+        return self._timestamps.view(), self._offsets.view()
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
         """Append ``(timestamp, offset)`` if the timestamp is larger than the last entry's (TimeIndex.maybeAppend).

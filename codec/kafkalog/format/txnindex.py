@@ -58,13 +58,15 @@ class MutableTransactionIndex(IndexFile):
     """A writable ``.txnindex`` (Kafka's TransactionIndex): the file is created by the first append.
 
     Entries must arrive in strictly increasing ``last_offset`` order; ``flush`` fsyncs the file
-    when it exists, ``rename_to`` renames it when it exists.
+    when it exists, ``rename_to`` renames it when it exists. With ``writable=False`` the file is only read: appends and truncations
+    change the entries in memory.
     """
 
     _LAZY = True
+    _WHAT = "transaction index"
 
-    def __init__(self, path: str | os.PathLike[str], start_offset: int) -> None:
-        super().__init__(path)
+    def __init__(self, path: str | os.PathLike[str], start_offset: int, *, writable: bool = True) -> None:
+        super().__init__(path, writable=writable)
         self.start_offset = start_offset
         self._entries: list[AbortedTxn] = []
         if os.path.exists(self.path):
@@ -87,7 +89,8 @@ class MutableTransactionIndex(IndexFile):
                 f"the last offset of appended transactions must increase: {txn.last_offset} is not greater than {last} in {self.path}"
             )
         fd = self._open()
-        pwrite_all(fd, txn.pack(), len(self._entries) * ABORTED_TXN.size)
+        if fd is not None:
+            pwrite_all(fd, txn.pack(), len(self._entries) * ABORTED_TXN.size)
         self._entries.append(txn)
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
@@ -109,7 +112,9 @@ class MutableTransactionIndex(IndexFile):
         """Remove the entries whose ``last_offset`` is >= ``offset`` (TransactionIndex.truncateTo)."""
         keep = next((i for i, t in enumerate(self._entries) if t.last_offset >= offset), len(self._entries))
         if keep < len(self._entries):
-            os.ftruncate(self._open(), keep * ABORTED_TXN.size)
+            fd = self._open()
+            if fd is not None:
+                os.ftruncate(fd, keep * ABORTED_TXN.size)
             del self._entries[keep:]
 
     def reset(self) -> None:
