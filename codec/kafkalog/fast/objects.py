@@ -302,7 +302,7 @@ def _compile_build(deps: str) -> object:
                     return _FALLBACK
                 for k in range(pos, pos + hk):
                     if buf[k] >= 0x80:
-                        return _FALLBACK  # non-ASCII key: the plain decoder's "replace" decoding
+                        return _FALLBACK  # non-ASCII key: the plain decoder decodes it as Java does (R-REC-09)
                 pos += hk
                 hv, pos = _varint(buf, pos, end, 5)
                 if pos < 0:

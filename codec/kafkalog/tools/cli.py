@@ -81,6 +81,10 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         progress.done()
         print(f"kafkalog dump: no such file or directory: {e.args[0]}", file=sys.stderr)
         return EXIT_IO
+    except OSError as e:  # e.g. an s3:// path without credentials
+        progress.done()
+        print(f"kafkalog dump: cannot read: {e}", file=sys.stderr)
+        return EXIT_IO
     progress.done()
     return EXIT_BAD_DATA if result.errors else EXIT_OK
 
@@ -276,7 +280,8 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dump", help="print the contents of log files and directories", description=(
         "Print .log, .index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint and partition.metadata files. "
         "Directories are walked recursively in sorted order. Text output follows kafka-dump-log; --json prints "
-        "kafkalog's canonical JSON, one object per line."))
+        "kafkalog's canonical JSON, one object per line. A PATH may be a URL such as s3://bucket/dir (the s3 extra; "
+        "credentials and endpoint from the standard AWS environment variables), read with ranged requests."))
     d.add_argument("paths", nargs="+", metavar="PATH")
     d.add_argument("--json", action="store_true", help="canonical JSON, one object per line")
     d.add_argument("--lossless", action="store_true", help="with --json: add timestampDelta to v2 records so that build gives back identical bytes")
