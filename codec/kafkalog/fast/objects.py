@@ -228,6 +228,16 @@ def _nullable_bytes(addr: int, n: int, none: int) -> int:
 
 
 @_jit_inline
+def _filled(t: int, i: int, v: int) -> bool:
+    """Put the new object ``v`` in slot ``i`` of ``t``, which takes the reference; False (slot left
+    empty) when ``v`` is NULL: its allocation failed."""
+    if _failed(v):
+        return False
+    _set_item(t, i, v)
+    return True
+
+
+@_jit_inline
 def _out_of_memory(rec: int) -> int:
     """Release a record being made after an allocation failed; clear the error the C API set."""
     _drop(rec)
@@ -237,7 +247,7 @@ def _out_of_memory(rec: int) -> int:
 
 def _compile_build(deps: str) -> object:
     """:func:`_build`, compiled with ``deps`` in its cache key: the digest of :mod:`kafkalog.fast.columnar`
-    (whose varint reader it inlines), the tuple layout and the pointer size."""
+    (whose varint readers it inlines), the tuple layout and the pointer size."""
 
     def _build(
         buf: np.ndarray,
@@ -254,7 +264,12 @@ def _compile_build(deps: str) -> object:
         """Make the ``count`` records of the record area ``buf`` from ``pos`` on and put them in the
         list ``out`` (slots 0..count-1). ``shared`` holds the objects of the ``_S_*`` slots,
         ``batch_timestamp`` the batch's max timestamp. Returns the position after them, or
-        _FALLBACK or _NO_MEMORY (then ``out`` may hold partial records: drop it)."""
+        _FALLBACK or _NO_MEMORY (then ``out`` may hold partial records: drop it).
+
+        The record's fields are read here, not through columnar's shared readers (``_record_prefix``
+        and the others, which verify's walk uses): through them this walk measured 67 against 41 ns
+        a record (same process, 1,000-record batch): numba keeps reference counting of ``buf`` in
+        nested inlined calls (9 NRT_incref call sites against 4)."""
         n = buf.shape[0]
         addr = buf.ctypes.data
         last_ts = np.int64(0)
@@ -318,47 +333,35 @@ def _compile_build(deps: str) -> object:
             # the timestamp Kafka reports: the batch's under LogAppendTime
             _set_item(rec, 1, _shared(batch_timestamp) if has_log_append_time else _shared(ts_obj))
             # On a failed allocation: release the record (its empty slots are NULL) and stop at once.
-            v = _new_int(base_offset + off_delta)
-            if _failed(v):
+            if not _filled(rec, 0, _new_int(base_offset + off_delta)):
                 return _out_of_memory(rec)
-            _set_item(rec, 0, v)
-            v = _nullable_bytes(addr + kstart, klen, shared[_S_NONE])
-            if _failed(v):
+            if not _filled(rec, 2, _nullable_bytes(addr + kstart, klen, shared[_S_NONE])):
                 return _out_of_memory(rec)
-            _set_item(rec, 2, v)
-            v = _nullable_bytes(addr + vstart, vlen, shared[_S_NONE])
-            if _failed(v):
+            if not _filled(rec, 3, _nullable_bytes(addr + vstart, vlen, shared[_S_NONE])):
                 return _out_of_memory(rec)
-            _set_item(rec, 3, v)
             if nh == 0:
                 _set_item(rec, 4, _shared(shared[_S_EMPTY]))
             else:
                 headers = _new_tuple(nh)
-                if _failed(headers):
+                if not _filled(rec, 4, headers):  # the record owns it; filled below (the plain run needs that order too)
                     return _out_of_memory(rec)
-                _set_item(rec, 4, headers)  # the record owns it; filled below (the plain run needs that order too)
                 hp = hstart
                 for h in range(nh):
                     pair = _new_tuple(2)
-                    if _failed(pair):
+                    if not _filled(headers, h, pair):  # owned through the record from here
                         return _out_of_memory(rec)
-                    _set_item(headers, h, pair)  # owned through the record from here
                     hk, ks, hp = _span(buf, hp, end)
                     if hp < 0 or hk < 0:  # checked above; read again, so checked again
                         _drop(rec)
                         return _FALLBACK
-                    v = _str_at(addr + ks, hk)
-                    if _failed(v):
+                    if not _filled(pair, 0, _str_at(addr + ks, hk)):
                         return _out_of_memory(rec)
-                    _set_item(pair, 0, v)
                     hv, vs, hp = _span(buf, hp, end)
                     if hp < 0:
                         _drop(rec)
                         return _FALLBACK
-                    v = _nullable_bytes(addr + vs, hv, shared[_S_NONE])
-                    if _failed(v):
+                    if not _filled(pair, 1, _nullable_bytes(addr + vs, hv, shared[_S_NONE])):
                         return _out_of_memory(rec)
-                    _set_item(pair, 1, v)
                     _seal(headers, h, pair)
                 _seal(rec, 4, headers)
             # sequence, only with a producer (else -1), as DefaultRecordBatch.incrementSequence computes
@@ -371,17 +374,12 @@ def _compile_build(deps: str) -> object:
                 else:
                     seq = _int32(base_sequence + off_delta)
                 v = _new_int(seq)
-                if _failed(v):
-                    return _out_of_memory(rec)
-            _set_item(rec, 5, v)
-            v = _new_int(pos - record_start)
-            if _failed(v):
+            if not _filled(rec, 5, v):
                 return _out_of_memory(rec)
-            _set_item(rec, 6, v)
-            v = _new_int(attrs)
-            if _failed(v):
+            if not _filled(rec, 6, _new_int(pos - record_start)):
                 return _out_of_memory(rec)
-            _set_item(rec, 7, v)
+            if not _filled(rec, 7, _new_int(attrs)):
+                return _out_of_memory(rec)
             _put(out, i, rec)
         return pos if len(deps) else _FALLBACK  # ``deps`` only keys numba's cache
 

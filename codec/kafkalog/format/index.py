@@ -32,6 +32,7 @@ from kafkalog.format.files import is_url, pwrite_all, read_bytes
 
 __all__ = [
     "DEFAULT_MAX_INDEX_SIZE",
+    "IndexFile",
     "OFFSET_INDEX_DTYPE",
     "TIME_INDEX_DTYPE",
     "MutableOffsetIndex",
@@ -211,7 +212,75 @@ class _Column:
         return int(np.searchsorted(self._a[: self.n], value, side="right"))
 
 
-class _MutableIndex:
+class IndexFile:
+    """The file handle of a writable index file (``.index``, ``.timeindex``, ``.txnindex``): opened
+    writable (created if absent) or not at all (``writable=False``: entries then change in memory
+    only), fsynced, closed, deleted and renamed as Kafka's AbstractIndex and TransactionIndex do.
+    Subclasses keep the entries."""
+
+    #: Whether the file may not exist yet (a ``.txnindex`` is created by its first entry): renaming
+    #: then renames the handle only.
+    _LAZY = False
+    #: What the file is called in messages.
+    _WHAT = "index"
+
+    def __init__(self, path: str | os.PathLike[str], *, writable: bool = True) -> None:
+        self.path = os.fspath(path)
+        self.writable = writable
+        self._fd: int | None = None
+        self._closed = False
+
+    def _open(self) -> int | None:
+        """The file's descriptor, opening (and creating) it if it is not open; None when read-only."""
+        if self._fd is None and self.writable:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
+    def _require_writable(self) -> None:
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self._WHAT} {self.path} was opened read-only", file=self.path)
+
+    def flush(self) -> None:
+        """fsync the file (when it is open: written to)."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close_handler(self) -> None:
+        """Close the file (nothing else: :meth:`close` may do more)."""
+        self._closed = True
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def close(self) -> None:
+        """Close the file."""
+        self.close_handler()
+
+    def delete(self) -> bool:
+        """Close and remove the file; False if it did not exist."""
+        self._require_writable()
+        self.close_handler()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def rename_to(self, path: str | os.PathLike[str]) -> None:
+        """Rename the file (atomically, as Kafka's Utils.atomicMoveWithFallback)."""
+        self._require_writable()
+        if not (self._LAZY and not os.path.exists(self.path)):
+            os.replace(self.path, path)
+        self.path = os.fspath(path)
+
+    def __enter__(self):  # noqa: ANN204 - returns the subclass instance
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _MutableIndex(IndexFile):
     """What Kafka's AbstractIndex does with the file: preallocation, entry count, resize, trim, flush.
 
     Entries live in memory as Python lists (read in bulk with numpy when an existing file is
@@ -227,24 +296,21 @@ class _MutableIndex:
     _ENTRY: struct.Struct
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE, *, writable: bool = True) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path, writable=writable)
         self.base_offset = base_offset
         self.max_index_size = max_index_size
-        self.writable = writable
         size = self.ENTRY_SIZE
         newly_created = not os.path.exists(self.path)
         if newly_created and max_index_size < size:
             raise ValueError(f"invalid max index size {max_index_size}: smaller than one {size}-byte entry")
-        self._fd: int | None = None
-        self._closed = False
         if newly_created:
             # Kafka: RandomAccessFile.setLength on a new file, i.e. a sparse zero-filled file
             length = _round_down(max_index_size, size)
             raw = b""
-            if writable:
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
+            if fd is not None:
                 try:
-                    os.ftruncate(self._fd, length)
+                    os.ftruncate(fd, length)
                 except BaseException:
                     self.close_handler()
                     raise
@@ -348,11 +414,6 @@ class _MutableIndex:
         self.truncate()
         self.resize(self.max_index_size)
 
-    def flush(self) -> None:
-        """fsync the file."""
-        if self._fd is not None:
-            os.fsync(self._fd)
-
     def close(self) -> None:
         """Trim to the used entries and close (AbstractIndex.close)."""
         if self._closed:
@@ -360,39 +421,6 @@ class _MutableIndex:
         if self.writable:
             self.trim_to_valid_size()
         self.close_handler()
-
-    def close_handler(self) -> None:
-        """Close the file without trimming."""
-        self._closed = True
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def delete(self) -> bool:
-        """Close and remove the file; False if it did not exist."""
-        self._require_writable()
-        self.close_handler()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            return False
-        return True
-
-    def rename_to(self, path: str | os.PathLike[str]) -> None:
-        """Rename the file (atomically, as Kafka's Utils.atomicMoveWithFallback)."""
-        self._require_writable()
-        os.replace(self.path, path)
-        self.path = os.fspath(path)
-
-    def _require_writable(self) -> None:
-        if not self.writable:
-            raise ReadOnlyLogError(f"index {self.path} was opened read-only", file=self.path)
-
-    def __enter__(self):  # noqa: ANN204 - returns the subclass instance
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class MutableOffsetIndex(_MutableIndex):

@@ -6,8 +6,9 @@ import os
 import struct
 from dataclasses import dataclass
 
-from kafkalog.errors import CorruptIndexError, ReadOnlyLogError
+from kafkalog.errors import CorruptIndexError
 from kafkalog.format.files import pwrite_all, read_bytes
+from kafkalog.format.index import IndexFile
 
 __all__ = ["ABORTED_TXN", "AbortedTxn", "MutableTransactionIndex", "read_txn_index"]
 
@@ -52,29 +53,24 @@ def read_txn_index(path: str | os.PathLike[str] | None = None, *, data: bytes | 
     return out
 
 
-class MutableTransactionIndex:
+class MutableTransactionIndex(IndexFile):
     """A writable ``.txnindex`` (Kafka's TransactionIndex): the file is created by the first append.
 
     Entries must arrive in strictly increasing ``last_offset`` order; ``flush`` fsyncs the file
-    when it exists. With ``writable=False`` the file is only read: appends and truncations
+    when it exists, ``rename_to`` renames it when it exists. With ``writable=False`` the file is only read: appends and truncations
     change the entries in memory.
     """
 
+    _LAZY = True
+    _WHAT = "transaction index"
+
     def __init__(self, path: str | os.PathLike[str], start_offset: int, *, writable: bool = True) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path, writable=writable)
         self.start_offset = start_offset
-        self.writable = writable
-        self._fd: int | None = None
         self._entries: list[AbortedTxn] = []
         if os.path.exists(self.path):
             self._entries = read_txn_index(self.path)
-            if writable:
-                self._open()
-
-    def _open(self) -> int | None:
-        if self._fd is None and self.writable:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
+            self._open()
 
     @property
     def last_offset(self) -> int | None:
@@ -134,33 +130,3 @@ class MutableTransactionIndex:
                     f"last offset of aborted transaction {t.last_offset} is less than start offset {self.start_offset}",
                     file=self.path, position=i * ABORTED_TXN.size, offset=t.last_offset,
                 )
-
-    def flush(self) -> None:
-        """fsync the file if it exists."""
-        if self._fd is not None:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        """Close the file."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def delete(self) -> bool:
-        """Close and remove the file; False if it did not exist."""
-        if not self.writable:
-            raise ReadOnlyLogError(f"transaction index {self.path} was opened read-only", file=self.path)
-        self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            return False
-        return True
-
-    def rename_to(self, path: str | os.PathLike[str]) -> None:
-        """Rename the file if it exists."""
-        if not self.writable:
-            raise ReadOnlyLogError(f"transaction index {self.path} was opened read-only", file=self.path)
-        if os.path.exists(self.path):
-            os.replace(self.path, path)
-        self.path = os.fspath(path)

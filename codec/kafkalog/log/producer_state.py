@@ -310,16 +310,21 @@ class ProducerAppendInfo:
         self.updated_entry = current_entry.copy_without_batches()
         self.started_transactions: list[TxnMetadata] = []
 
+    def _reject(self, msg: str, offset: int, note: Callable[[str], None]) -> None:
+        """Raise :class:`ProducerStateError`, or only ``note`` the message for replicated data, which
+        Kafka accepts as the leader wrote it (ProducerAppendInfo's checks for AppendOrigin.REPLICATION)."""
+        if self.origin is AppendOrigin.REPLICATION:
+            note(msg)
+        else:
+            raise ProducerStateError(msg, offset=offset)
+
     def _check_producer_epoch(self, producer_epoch: int, offset: int) -> None:
         if producer_epoch < self.updated_entry.producer_epoch:
             msg = (
                 f"epoch of producer {self.producer_id} at offset {offset} is {producer_epoch}, "
                 f"which is smaller than the last seen epoch {self.updated_entry.producer_epoch}"
             )
-            if self.origin is AppendOrigin.REPLICATION:
-                log.warning(msg)
-            else:
-                raise ProducerStateError(msg, offset=offset)
+            self._reject(msg, offset, log.warning)
 
     def _check_sequence(self, producer_epoch: int, first_seq: int, offset: int) -> None:
         upd = self.updated_entry
@@ -390,10 +395,7 @@ class ProducerAppendInfo:
                 f"invalid coordinator epoch for producer {self.producer_id} at offset {offset}: {coordinator_epoch} "
                 f"(zombie), {self.updated_entry.coordinator_epoch} (current)"
             )
-            if self.origin is AppendOrigin.REPLICATION:
-                log.info(msg)
-            else:
-                raise ProducerStateError(msg, offset=offset)
+            self._reject(msg, offset, log.info)
         upd = self.updated_entry
         completed = None
         if upd.current_txn_first_offset is not None:

@@ -25,15 +25,15 @@ import numpy as np
 
 from kafkalog.errors import CorruptIndexError, KafkaLogError
 from kafkalog.fast.columnar import (
-    _E_HEADERS,
     _E_LEFTOVER,
-    _E_LENGTH,
     _E_SIZE_MISMATCH,
     _MESSAGES,
+    _header,
+    _header_count,
     _jit,
+    _key_value,
+    _record_prefix,
     _source_digest,
-    _span,
-    _varint,
     decode_columns,
 )
 from kafkalog.format.checkpoints import (
@@ -43,7 +43,7 @@ from kafkalog.format.checkpoints import (
     read_partition_metadata,
 )
 from kafkalog.format.files import FileKind, kind_of, walk
-from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
+from kafkalog.format.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex, base_offset_of
 from kafkalog.format.primitives import crc32, crc32c
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.legacy import LegacyBatch
@@ -197,7 +197,7 @@ def _frame(buf: np.ndarray, end: int, positions: np.ndarray, fill: bool) -> tupl
 
 def _compile_walk(deps: str) -> Callable[..., None]:
     """:func:`_walk_records`, compiled with ``deps`` (the digest of :mod:`kafkalog.fast.columnar`, whose
-    varint reader it inlines) in its cache key."""
+    record field readers it inlines) in its cache key."""
 
     def _walk_records(
         buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, base_ts: np.ndarray,
@@ -218,79 +218,38 @@ def _compile_walk(deps: str) -> Callable[..., None]:
                 where[i] = pos
                 continue
             prev = np.int64(-1)
+            start = pos
             for _ in range(count):
                 start = pos
-                length, pos = _varint(buf, pos, end_b, 5)
+                pos, end, _attrs, tsd, od = _record_prefix(buf, pos, end_b)
                 if pos < 0:
-                    status[i] = pos
-                    where[i] = start
-                    break
-                end = pos + length
-                if length < 0 or end > end_b or pos >= end:
-                    status[i] = _E_LENGTH
-                    where[i] = start
-                    break
-                pos += 1  # attributes
-                tsd, pos = _varint(buf, pos, end, 10)
-                if pos < 0:
-                    status[i] = pos
-                    where[i] = start
-                    break
-                od, pos = _varint(buf, pos, end, 5)
-                if pos < 0:
-                    status[i] = pos
-                    where[i] = start
                     break
                 if od <= prev:
-                    status[i] = _E_OFFSET_ORDER
-                    where[i] = start
+                    pos = _E_OFFSET_ORDER
                     break
                 if od > last_delta[i]:
-                    status[i] = _E_OFFSET_DELTA
-                    where[i] = start
+                    pos = _E_OFFSET_DELTA
                     break
                 prev = od
                 if tsd > max_delta[i]:
                     max_delta[i] = tsd
-                ok = True
-                for _f in range(2):  # key, value
-                    _ln, _s, pos = _span(buf, pos, end)
+                _kl, _ks, _vl, _vs, pos = _key_value(buf, pos, end)
+                if pos < 0:
+                    break
+                nh, pos = _header_count(buf, pos, end)
+                for _h in range(nh if pos >= 0 else 0):
+                    _hk, _hks, _hv, _hvs, pos = _header(buf, pos, end)
                     if pos < 0:
-                        status[i] = pos
-                        ok = False
                         break
-                if not ok:
-                    where[i] = start
+                if pos >= 0 and pos != end:
+                    pos = _E_SIZE_MISMATCH
+                if pos < 0:
                     break
-                nh, pos = _varint(buf, pos, end, 5)
-                if pos < 0 or nh < 0 or nh > end - pos:
-                    status[i] = _E_HEADERS
-                    where[i] = start
-                    break
-                for _h in range(nh):
-                    hk, pos = _varint(buf, pos, end, 5)
-                    if pos < 0 or hk < 0 or pos + hk > end:
-                        ok = False
-                        break
-                    pos += hk
-                    hv, pos = _varint(buf, pos, end, 5)
-                    if pos < 0:
-                        ok = False
-                        break
-                    if hv > 0:
-                        pos += hv
-                    if pos > end:
-                        ok = False
-                        break
-                if not ok:
-                    status[i] = _E_HEADERS
-                    where[i] = start
-                    break
-                if pos != end:
-                    status[i] = _E_SIZE_MISMATCH
-                    where[i] = start
-                    break
-            if status[i] == 0 and pos != end_b:
+            if pos < 0:
+                status[i] = pos
+                where[i] = start
+                continue
+            if pos != end_b:
                 status[i] = _E_LEFTOVER
                 where[i] = pos
 
@@ -708,22 +667,33 @@ def _check_tail(raw: np.ndarray, used_bytes: int, whole: int, path: str, code: s
              f"{len(tail)} zero-filled bytes after the entries of a segment that is not the active one (not trimmed at roll)")
 
 
-def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
+def _read_index(
+    path: str, raw: np.ndarray | None, kind: type[OffsetIndex | TimeIndex], code: str, what: str, sink: _Sink, is_last: bool
+) -> tuple[Any, np.ndarray]:
+    """Read an ``.index`` or ``.timeindex`` (findings ``{code}-size``, ``-tail``, ``-range``: a partial
+    last entry, bytes after the entries, a negative relative offset); (the index, each entry's byte position)."""
     raw = _read_raw(path) if raw is None else raw
     base = base_offset_of(path)
-    entry = 8
+    entry = (OFFSET_INDEX_DTYPE if kind is OffsetIndex else TIME_INDEX_DTYPE).itemsize
     whole = len(raw) - len(raw) % entry
     if len(raw) % entry:
-        sink(ERROR, "index-size", path, whole, None, f"index is corrupt: {len(raw)} bytes is not a multiple of {entry}")
-    idx = OffsetIndex.read(path, data=raw[:whole].tobytes(), base_offset=base)
+        sink(ERROR, f"{code}-size", path, whole, None, f"{what} is corrupt: {len(raw)} bytes is not a multiple of {entry}")
+    idx = kind.read(path, data=raw[:whole].tobytes(), base_offset=base)
     n = len(idx)
-    _check_tail(raw, n * entry, whole, path, "index-tail", sink, is_last)
+    _check_tail(raw, n * entry, whole, path, f"{code}-tail", sink, is_last)
+    at = np.arange(n, dtype=np.int64) * entry
+    offs = idx.offsets
+    for k in np.flatnonzero(offs - base < 0).tolist():
+        sink(ERROR, f"{code}-range", path, at[k], offs[k], f"relative offset {offs[k] - base} is negative")
+    return idx, at
+
+
+def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
+    idx, at = _read_index(path, raw, OffsetIndex, "index", "index", sink, is_last)
+    n = len(idx)
     if not n:
         return
     offs, poss = idx.offsets, idx.positions
-    at = np.arange(n, dtype=np.int64) * entry
-    for k in np.flatnonzero(offs - base < 0).tolist():
-        sink(ERROR, "index-range", path, at[k], offs[k], f"relative offset {offs[k] - base} is negative")
     for k in np.flatnonzero(np.diff(offs) <= 0).tolist():
         sink(ERROR, "index-order", path, at[k + 1], offs[k + 1], f"offset {offs[k + 1]} is not greater than the previous entry's {offs[k]}")
     for k in np.flatnonzero(np.diff(poss) <= 0).tolist():
@@ -763,21 +733,11 @@ def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: boo
 
 
 def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
-    raw = _read_raw(path) if raw is None else raw
-    base = base_offset_of(path)
-    entry = 12
-    whole = len(raw) - len(raw) % entry
-    if len(raw) % entry:
-        sink(ERROR, "timeindex-size", path, whole, None, f"time index is corrupt: {len(raw)} bytes is not a multiple of {entry}")
-    idx = TimeIndex.read(path, data=raw[:whole].tobytes(), base_offset=base)
+    idx, at = _read_index(path, raw, TimeIndex, "timeindex", "time index", sink, is_last)
     n = len(idx)
-    _check_tail(raw, n * entry, whole, path, "timeindex-tail", sink, is_last)
     if not n:
         return
     tss, offs = idx.timestamps, idx.offsets
-    at = np.arange(n, dtype=np.int64) * entry
-    for k in np.flatnonzero(offs - base < 0).tolist():
-        sink(ERROR, "timeindex-range", path, at[k], offs[k], f"relative offset {offs[k] - base} is negative")
     for k in np.flatnonzero(np.diff(tss) <= 0).tolist():
         sink(ERROR, "timeindex-order", path, at[k + 1], offs[k + 1],
              f"timestamp {tss[k + 1]} is not greater than the previous entry's {tss[k]}")
