@@ -220,24 +220,40 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .conformance import default_corpus, load_corpus, render_table, run_conformance
+    from kafkalog.conformance import CaseResult, default_corpus, load_corpus, render_table, run_conformance
+    from kafkalog.writer_cases import WriterCase, load_writer_cases, run_writer_conformance
 
-    if not args.impl and not args.verify_impl:
-        print("kafkalog conformance: give --impl and/or --verify-impl", file=sys.stderr)
+    if not args.impl and not args.verify_impl and not args.writer:
+        print("kafkalog conformance: give --impl, --verify-impl and/or --writer", file=sys.stderr)
         return EXIT_USAGE
     corpus = Path(args.corpus) if args.corpus else default_corpus()
     if corpus is None or not corpus.is_dir():
         print(f"kafkalog conformance: no corpus at {args.corpus or 'golden/corpus'} (give --corpus DIR)", file=sys.stderr)
         return EXIT_IO
-    cases = load_corpus(corpus)
+
+    def chosen(names: list[str]) -> set[str]:
+        return {n for n in names if not args.case or any(fnmatch.fnmatchcase(n, pat) for pat in args.case)}
+
+    cases = load_corpus(corpus) if args.impl or args.verify_impl else []
+    writer_root = corpus / "writer" if (corpus / "writer").is_dir() else corpus
+    writer_cases: list[WriterCase] = load_writer_cases(writer_root) if args.writer else []
     if args.case:
-        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.name, pat) for pat in args.case)]
-        if not cases:
+        keep = chosen([c.name for c in cases] + [c.name for c in writer_cases])
+        cases = [c for c in cases if c.name in keep]
+        writer_cases = [c for c in writer_cases if c.name in keep]
+        if not cases and not writer_cases:
             print(f"kafkalog conformance: no case matches {' '.join(args.case)}", file=sys.stderr)
             return EXIT_USAGE
+    if args.writer and not writer_cases and not args.case:
+        print(f"kafkalog conformance: no writer cases (folders with case.json) in {writer_root}", file=sys.stderr)
+        return EXIT_IO
     progress = _Progress(sys.stderr, "checking")
     try:
-        results = run_conformance(cases, args.impl, args.verify_impl, timeout=args.timeout, jobs=args.jobs, progress=progress)
+        results: list[CaseResult] = []
+        if cases:
+            results += run_conformance(cases, args.impl, args.verify_impl, timeout=args.timeout, jobs=args.jobs, progress=progress)
+        if writer_cases:
+            results += run_writer_conformance(writer_cases, args.writer, timeout=args.timeout, jobs=args.jobs, progress=progress)
     except ValueError as e:
         progress.done()
         print(f"kafkalog conformance: {e}", file=sys.stderr)
@@ -250,6 +266,30 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
         for line in render_table(results):
             print(line)
     return EXIT_BAD_DATA if any(r.failed for r in results) else EXIT_OK
+
+
+def _cmd_write_case(args: argparse.Namespace) -> int:
+    import json
+
+    from kafkalog.writer_cases import run_case
+
+    if not os.path.isfile(os.path.join(args.case, "case.json")):
+        print(f"kafkalog write-case: no case.json in {args.case}", file=sys.stderr)
+        return EXIT_IO
+    if os.path.isdir(args.dir) and os.listdir(args.dir):
+        print(f"kafkalog write-case: {args.dir} is not empty", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        run_case(args.case, args.dir)
+    except (ValueError, KeyError, json.JSONDecodeError) as e:
+        if isinstance(e, KafkaLogError):
+            raise
+        print(f"kafkalog write-case: {args.case}/case.json: {e!r}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        print(f"kafkalog write-case: {e.filename or args.dir}: {e.strerror}", file=sys.stderr)
+        return EXIT_IO
+    return EXIT_OK
 
 
 def _unlink(path: str) -> None:
@@ -327,15 +367,29 @@ def _parser() -> argparse.ArgumentParser:
         "Good cases: the dumper's stdout must be Kafka's canonical JSON lines (expected.jsonl) and its exit 0. "
         "Bad cases: per expected.json, the dumper must fail ('reject') or print exactly expected.jsonl ('lines'); "
         "the validator must exit non-zero, and JSON findings it prints must include the expected code and position. "
+        "Writer cases (--writer): the command replays a case's operations (case.json, input.log) into an empty "
+        "directory, which must then equal the case's expected/ file by file, byte for byte; a failing case names the "
+        "missing, extra or different files, the first differing byte and the SPEC rules. "
         "Prints a table (or --json, one object per case); exit 1 if any case fails."))
     c.add_argument("--impl", metavar="COMMAND", help='dumper command, e.g. "mytool dump --json {file}"')
     c.add_argument("--verify-impl", metavar="COMMAND", help='validator command, e.g. "mytool verify --json {dir}"')
+    c.add_argument("--writer", metavar="COMMAND", help=(
+        'writer command, e.g. "kafkalog write-case {case} {dir}": run over each writer case (golden/corpus/writer), '
+        "{case} the case folder, {dir} an empty output dir that must end equal to the case's expected/ byte for byte"))
     c.add_argument("--corpus", metavar="DIR", help="corpus folder (default: golden/corpus)")
     c.add_argument("--case", action="append", metavar="PATTERN", help="only cases whose name matches this glob (repeatable)")
     c.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="cases run at once (default 1)")
     c.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per command run (default 60)")
     c.add_argument("--json", action="store_true", help="one JSON object per case")
     c.set_defaults(func=_cmd_conformance)
+
+    w = sub.add_parser("write-case", help="replay a writer case (case.json) with kafkalog's own log layer", description=(
+        "Run the operations of a writer conformance case (create, append, advanceClock, retention, crash, file edits, "
+        "open, attach, clean, roll, close; SPEC.md section 8.3) against kafkalog's Log with the case's frozen clock, "
+        "writing the partition directory DIR: kafkalog's implementation for 'kafkalog conformance --writer'."))
+    w.add_argument("case", metavar="CASE", help="the case folder (holding case.json, input.log, before-open/)")
+    w.add_argument("dir", metavar="DIR", help="the output partition directory (empty or new)")
+    w.set_defaults(func=_cmd_write_case)
 
     from .maintenance import register as register_maintenance  # retention, recover
 

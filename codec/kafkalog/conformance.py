@@ -80,8 +80,9 @@ def _case(path: Path, name: str) -> Case:
 
 
 def load_corpus(root: Path) -> list[Case]:
-    """Every case of the corpus at ``root``: good cases first, then ``bad/*``, each in name order."""
-    cases = [_case(p, p.name) for p in sorted(root.iterdir()) if p.is_dir() and p.name != "bad"]
+    """Every case of the corpus at ``root``: good cases first, then ``bad/*``, each in name order
+    (``writer/`` holds the writer cases, :mod:`kafkalog.writer_cases`)."""
+    cases = [_case(p, p.name) for p in sorted(root.iterdir()) if p.is_dir() and p.name not in ("bad", "writer")]
     bad = root / "bad"
     if bad.is_dir():
         cases += [_case(p, f"bad/{p.name}") for p in sorted(bad.iterdir()) if p.is_dir()]
@@ -332,11 +333,12 @@ def run_conformance(
 def render_table(results: list[CaseResult]) -> Iterator[str]:
     """Lines of a plain-text table, one row per case, then a summary line."""
     width = max([len(r.case) for r in results] + [4])
-    yield f"{'case':<{width}}  {'kind':<4}  {'impl':<4}  {'verify':<6}  detail"
+    kw = max([len(r.kind) for r in results] + [4])
+    yield f"{'case':<{width}}  {'kind':<{kw}}  {'impl':<4}  {'verify':<6}  detail"
     for r in results:
         detail = r.details[0] if r.details else ""
-        yield f"{r.case:<{width}}  {r.kind:<4}  {r.impl:<4}  {r.verify:<6}  {detail}"
+        yield f"{r.case:<{width}}  {r.kind:<{kw}}  {r.impl:<4}  {r.verify:<6}  {detail}"
         for more in r.details[1:]:
-            yield f"{'':<{width}}  {'':<4}  {'':<4}  {'':<6}  {more}"
+            yield f"{'':<{width}}  {'':<{kw}}  {'':<4}  {'':<6}  {more}"
     failed = sum(r.failed for r in results)
     yield f"{len(results)} cases, {len(results) - failed} passed, {failed} failed"
