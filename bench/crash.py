@@ -15,7 +15,7 @@ had_clean_shutdown=False)``) and checks that
 * every record whose ``flush()`` returned is there with the same offset, key and value,
 * every record there is one a writer appended at that offset (no torn bytes read as data), and
   offsets are contiguous,
-* :func:`kafkalog.validate.verify` reports no error on the recovered directory.
+* :func:`kafkalog.tools.validate.verify` reports no error on the recovered directory.
 
 The parent then closes the log cleanly (so everything present is durable and must survive the
 next kill) and the next writer continues in the same directory; every few kill points a fresh
@@ -45,10 +45,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kafkalog import RecordBatchBuilder
-from kafkalog.checkpoints import read_offset_checkpoint
-from kafkalog.compression import Codec
-from kafkalog.log import RECOVERY_POINT_CHECKPOINT, Log, LogConfig, checkpoint_log_dir
-from kafkalog.validate import verify
+from kafkalog.format.checkpoints import read_offset_checkpoint
+from kafkalog.format.compression import Codec
+from kafkalog.log.unified import RECOVERY_POINT_CHECKPOINT, Log, LogConfig, checkpoint_log_dir
+from kafkalog.tools.validate import verify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import durability  # noqa: E402

@@ -17,7 +17,7 @@ is then closed and measured, each row the best of ``--repeat`` runs:
 * ``timestamp lookup``: ``Log.offset_for_timestamp`` at random timestamps (time index, then
   offset index, then the batches), checked against the known answer;
 * ``header scan``: every batch header of every segment (``Segment.batches``), the cheapest scan;
-* ``decode scan``: every record of the log to Arrow (``kafkalog.arrow.to_arrow``).
+* ``decode scan``: every record of the log to Arrow (``kafkalog.fast.arrow.to_arrow``).
 
 A lookup by scanning reads half of the log on average: the ``vs`` columns divide half of each
 scan's time by one lookup's time.
@@ -43,9 +43,9 @@ from typing import Any
 import crc32c
 
 from kafkalog import RecordBatchBuilder
-from kafkalog.arrow import to_arrow
-from kafkalog.log import Log, LogConfig
-from kafkalog.records.v2 import CRC_OFFSET, CRC_START
+from kafkalog.fast.arrow import to_arrow
+from kafkalog.format.records.v2 import CRC_OFFSET, CRC_START
+from kafkalog.log.unified import Log, LogConfig
 
 T0 = 1_700_000_000_000
 

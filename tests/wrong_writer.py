@@ -13,8 +13,8 @@ import dataclasses
 import os
 import sys
 
-import kafkalog.writer_cases as writer_cases
-from kafkalog.log import LogConfig
+import kafkalog.tools.writer_cases as writer_cases
+from kafkalog.log.unified import LogConfig
 
 BUGS = {"index-every-append", "eager-indexes", "no-lag-roll"}
 

@@ -2,8 +2,8 @@
 
 :func:`records_to_arrow` is the seam for decoders: it takes kafkalog batch objects and the row
 bounds, and returns one Arrow batch with exactly the requested schema. Today it decodes records
-with :mod:`kafkalog.columnar` (a compiled record walk when numba is installed) and builds the
-Kafka columns with :func:`kafkalog.arrow.columns_to_arrow`, so no Python object is made per
+with :mod:`kafkalog.fast.columnar` (a compiled record walk when numba is installed) and builds the
+Kafka columns with :func:`kafkalog.fast.arrow.columns_to_arrow`, so no Python object is made per
 record; a different decoder can replace its body without touching planning or reading.
 """
 
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from kafkalog.arrow import HEADERS_TYPE, KAFKA_SCHEMA, columns_to_arrow
-from kafkalog.columnar import BatchColumns, iter_columns
-from kafkalog.records.stream import Batch
-from kafkalog.records.v2 import RecordBatch
+from kafkalog.fast.arrow import HEADERS_TYPE, KAFKA_SCHEMA, columns_to_arrow
+from kafkalog.fast.columnar import BatchColumns, iter_columns
+from kafkalog.format.records.stream import Batch
+from kafkalog.format.records.v2 import RecordBatch
 
 from .filters import Bounds
 
@@ -57,8 +57,8 @@ def _decoded(picked: list[tuple[BatchColumns, np.ndarray | None]], topic: str, n
     """``decodeInternalTopics``: each record's key and value as Kafka's decoders print them, one
     JSON string ``{"key":...,"value":...}`` (``{"error":...}`` when undecodable); null for topics
     without a decoder."""
+    from kafkalog.format.records.record import Record
     from kafkalog.internal import decoded_fields, decoder_for_topic, kafka_json
-    from kafkalog.records.record import Record
 
     decoder = decoder_for_topic(topic)
     if decoder is None:

@@ -16,9 +16,9 @@ import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.errors import KafkaLogError
-from kafkalog.isolation import ReadCommittedFilter
-from kafkalog.records.stream import Batch, LogReader
-from kafkalog.records.v2 import RecordBatch
+from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.records.v2 import RecordBatch
+from kafkalog.log.isolation import ReadCommittedFilter
 
 from .arrow import records_to_arrow
 from .filters import RowFilter
