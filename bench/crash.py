@@ -102,7 +102,7 @@ def writer(directory: str, seed: int, gen: int, cfg: DirConfig, out_fd: int) -> 
     """The child: append and flush until killed, reporting each flushed offset range on ``out_fd``."""
     rng = random.Random(f"{seed}/{gen}/writer")
     _say(out_fd, "O")
-    log = Log.open(directory, cfg.log_config())
+    log = Log.open(directory, cfg.log_config(), writable=True)
     start = log.log_end_offset
     _say(out_fd, f"R {start}")
     producer = {"producer_id": 1000 + gen, "producer_epoch": 0} if cfg.idempotent else {}
@@ -336,7 +336,7 @@ def _kill_point(
     recovery_point = read_offset_checkpoint(cp).get((TOPIC, 0), 0) if os.path.exists(cp) else 0
     before = _log_bytes(pdir)
     try:
-        log = Log.open(pdir, cfg.log_config(), recovery_point=recovery_point, had_clean_shutdown=False)
+        log = Log.open(pdir, cfg.log_config(), recovery_point=recovery_point, had_clean_shutdown=False, writable=True)
     except Exception as e:
         row.open_failures += 1
         stats.problems.append(f"{where}: Log.open failed: {e!r}")

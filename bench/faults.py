@@ -159,7 +159,7 @@ def reopen(d: Dir) -> Log:
     """Open after an unclean shutdown, from the log dir's checkpoints, as a broker's log manager would."""
     return Log.open(
         d.pdir, d.config, log_start_offset=_checkpoint(d.root, LOG_START_OFFSET_CHECKPOINT),
-        recovery_point=_checkpoint(d.root, RECOVERY_POINT_CHECKPOINT), had_clean_shutdown=False,
+        recovery_point=_checkpoint(d.root, RECOVERY_POINT_CHECKPOINT), had_clean_shutdown=False, writable=True,
     )
 
 

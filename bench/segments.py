@@ -64,7 +64,7 @@ def generate(directory: str, size: int, segments: int, batch_records: int, value
     tpl = bytearray(b.build())
     n = max(segments, size // len(tpl))
     config = LogConfig(segment_bytes=max(len(tpl), -(-n // segments) * len(tpl)))
-    lg = Log.open(directory, config, sync=False)
+    lg = Log.open(directory, config, sync=False, writable=True)
     try:
         for k in range(n):
             base = k * batch_records
@@ -97,7 +97,7 @@ def measure(directory: str, records: int, args: argparse.Namespace) -> list[list
     t_open = float("inf")
     for i in range(args.repeat):
         t0 = time.perf_counter()
-        lg = Log.open(directory, sync=False, recovery_point=end, had_clean_shutdown=True)
+        lg = Log.open(directory, sync=False, recovery_point=end, had_clean_shutdown=True, writable=True)
         t_open = min(t_open, time.perf_counter() - t0)
         if i < args.repeat - 1:
             lg.close(flush=False)

@@ -56,7 +56,7 @@ def generate_log(root: Path, gigabytes: float) -> tuple[Path, int]:
     part.parent.mkdir(parents=True)
     config = LogConfig.from_properties({"segment.bytes": str(SEGMENT_BYTES)})
     written = records = 0
-    with Log.open(str(part), config, sync=False) as lg:
+    with Log.open(str(part), config, sync=False, writable=True) as lg:
         while written < want:
             values = os.urandom(VALUE_BYTES * RECORDS_PER_BATCH)
             b = RecordBatchBuilder(0)

@@ -45,7 +45,7 @@ def main(directory: str, cycles: int, seed: int, truth_file: str) -> None:
         delete_retention_ms=5_000,
         min_cleanable_dirty_ratio=0.1,
     )
-    log = Log.open(directory, config, clock=clock)
+    log = Log.open(directory, config, clock=clock, writable=True)
     truth: list[tuple[int, bytes, bytes | None]] = []
     seq = 0
     for cycle in range(cycles):

@@ -87,12 +87,12 @@ def test_topic_names_breaking_the_rules_are_read_with_a_warning(tmp_path: Path, 
     good = tmp_path / "legacy-0"
     shutil.copytree(LOGDIR / "legacy-0", good)
     assert not [f for f in verify(good).warnings if f.code == "topic-name"]
-    with caplog.at_level("WARNING", logger="kafkalog.log.unified"), Log.open(d) as lg:
+    with caplog.at_level("WARNING", logger="kafkalog.log.unified"), Log.open(d, writable=True) as lg:
         assert lg.topic_partition == ("bad topic!", 0)
         assert lg.read(0, 10**6).records == (LOGDIR / "legacy-0" / "00000000000000000000.log").read_bytes()
     assert any("bad topic!" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
     caplog.clear()
-    with caplog.at_level("WARNING", logger="kafkalog.log.unified"), Log.open(good):
+    with caplog.at_level("WARNING", logger="kafkalog.log.unified"), Log.open(good, writable=True):
         pass
     assert not caplog.records
 
@@ -258,7 +258,7 @@ def test_read_committed_over_a_compacted_partition(tmp_path: Path) -> None:
     d = tmp_path / "compacted-0"
     shutil.copytree(LOGDIR / "compacted-0", d)
     assert read_txn_index(d / "00000000000000000000.txnindex")
-    with Log.open(d, LogConfig(index_interval_bytes=256, segment_index_bytes=4096), sync=False) as log:
+    with Log.open(d, LogConfig(index_interval_bytes=256, segment_index_bytes=4096), sync=False, writable=True) as log:
         offsets = []
         pos = log.log_start_offset
         while pos < log.last_stable_offset:

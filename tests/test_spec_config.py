@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers import need_shared
-from kafkalog.log.unified import LogConfig
 from kafkalog.format.records import TimestampType
+from kafkalog.log.unified import LogConfig
 
 #: Kafka's topic setting -> LogConfig field, for the settings SPEC §6's table lists.
 FIELDS = {

@@ -17,8 +17,8 @@ import pytest
 import zstandard
 
 from helpers import GOLDEN, read_jsonl
-from kafkalog.tools.dump import DumpOptions, dump
 from kafkalog.format.primitives import crc32c
+from kafkalog.tools.dump import DumpOptions, dump
 
 RECORDS = GOLDEN / "kafka" / "records"
 KAFKA_DUMP = read_jsonl(GOLDEN / "kafka" / "dump" / "records.jsonl")

@@ -223,7 +223,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
         step = self.opts.max_records_per_batch
         with open(lock_path, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            with Log.open(directory, LogConfig.from_properties(dict(self.opts.config)), sync=False) as lg:
+            with Log.open(directory, LogConfig.from_properties(dict(self.opts.config)), sync=False, writable=True) as lg:
                 first = lg.log_end_offset
                 for i in range(0, len(records), step):
                     builder = RecordBatchBuilder(0, compression=self.opts.compression)

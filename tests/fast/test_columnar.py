@@ -44,7 +44,7 @@ def _kafka_records(folder: str) -> dict[str, list[dict]]:
 def test_arrow_rows_equal_kafkas_dump(folder: str) -> None:
     for rel, expected in _kafka_records(folder).items():
         with LogReader(KAFKA / folder / rel) as reader:
-            table = pa.Table.from_batches(list(to_arrow(reader.batches(), topic="t", include_headers=True)), schema=KAFKA_SCHEMA)
+            table = pa.Table.from_batches(list(to_arrow(reader.batches(), topic="t", include_headers=True, include_control=True)), schema=KAFKA_SCHEMA)
         rows = table.to_pylist()
         assert len(rows) == len(expected), rel
         for got, exp in zip(rows, expected, strict=True):
@@ -139,7 +139,7 @@ def test_chunked_rows_equal_kafkas_dump(folder: str, views: bool) -> None:
     Kafka's dump, keys and values copied out or as views into each chunk's bytes."""
     for rel, expected in _kafka_records(folder).items():
         with LogReader(KAFKA / folder / rel) as reader:
-            rows = _table(reader, max_bytes=256, max_rows=7, views=views).to_pylist()
+            rows = _table(reader, max_bytes=256, max_rows=7, views=views, include_control=True).to_pylist()
         assert [r["offset"] for r in rows] == [e["offset"] for e in expected], rel
         for got, exp in zip(rows, expected, strict=True):
             assert got["key"] == (None if exp["key"] is None else bytes.fromhex(exp["key"]))

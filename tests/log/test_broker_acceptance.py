@@ -139,7 +139,7 @@ def test_builder_meant_for_a_broker() -> None:
 
 @pytest.mark.rule("R-WR-07")
 def test_leader_append_applies_the_same_checks(tmp_path) -> None:  # noqa: ANN001 - fixture
-    with Log.open(tmp_path / "t-0") as lg:
+    with Log.open(tmp_path / "t-0", writable=True) as lg:
         with pytest.raises(BrokerRejectedBatchError, match="invalid sequence number"):
             lg.append(_kafka_python_batch(producer_id=7, base_sequence=-1))
         with pytest.raises(BrokerRejectedBatchError, match="control records"):

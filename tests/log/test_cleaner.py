@@ -37,6 +37,7 @@ from kafkalog.log.cleaner import (
 from kafkalog.log.unified import Log, LogConfig
 from kafkalog.tools.dump import DumpOptions, dump
 from kafkalog.tools.validate import verify
+from scratch import fingerprint
 
 GOLDEN_LOGDIR = GOLDEN / "kafka" / "logdir"
 KINDS = (".log", ".index", ".timeindex", ".txnindex")
@@ -78,7 +79,17 @@ def _copy_input(base: Path, n: int, tmp: Path) -> Path:
 
 
 def _open(d: Path, p: dict, **kw: object) -> Log:
+    kw.setdefault("writable", True)
     return Log.open(d, _config(p), clock=lambda: p["clockMs"], sync=False, **kw)  # type: ignore[arg-type]
+
+
+def _read_only_view(d: Path, p: dict, **kw: object) -> tuple[list[int], list[tuple[int, bytes | None, bytes | None]]]:
+    """(segment base offsets, records) of a read-only load of ``d``, which must leave every file as it was."""
+    before = fingerprint(d)
+    with _open(d, p, writable=False, **kw) as lg:
+        view = [s.base_offset for s in lg.segments], [(r.offset, r.key, r.value) for b in lg.batches() for r in b.records()]
+    assert fingerprint(d) == before
+    return view
 
 
 def _run_pass(base: Path, n: int, tmp: Path) -> Path:
@@ -151,7 +162,7 @@ def test_compact_pass_finds_the_range_and_writes_the_checkpoint(tmp_path: Path) 
     assert again.cleaned is None and again.to_clean.cleanable_bytes == 0
     # a log whose cleanup.policy does not include compact is never cleaned, even when forced
     e = _copy_input(GOLDEN_LOGDIR, 0, tmp_path / "delete-policy")
-    with Log.open(e, LogConfig(cleanup_policy=("delete",)), clock=lambda: p["clockMs"], sync=False) as lg:
+    with Log.open(e, LogConfig(cleanup_policy=("delete",)), clock=lambda: p["clockMs"], sync=False, writable=True) as lg:
         assert compact(lg, p["clockMs"], force=True).cleaned is None
     assert _logs(e) == _logs(GOLDEN_LOGDIR / "compacted-input-0")
 
@@ -166,7 +177,7 @@ def _batch(base: int, ts: int, *records: tuple[bytes, bytes | None], **kw: objec
 
 def _log(tmp: Path, batches: list[bytes], **cfg: object) -> Log:
     config = LogConfig(cleanup_policy=("compact",), **cfg)  # type: ignore[arg-type]
-    lg = Log.open(tmp / "logdir" / "t-0", config, clock=lambda: 10_000_000, sync=False)
+    lg = Log.open(tmp / "logdir" / "t-0", config, clock=lambda: 10_000_000, sync=False, writable=True)
     for b in batches:
         lg.append(b, assign_offsets=False)
     return lg
@@ -415,7 +426,9 @@ def test_crash_between_each_rename_recovers_old_or_new(n: int, tmp_path: Path) -
             clean(lg, p["firstDirtyOffset"], p["firstUncleanableOffset"], p["clockMs"], cleaner_config=_cleaner_config(p), active_producers=_active(p), on_step=hook)
         for seg in lg.segments:  # a crash: nothing flushed or trimmed on the way out
             seg.close_handlers()
+        read_only = _read_only_view(d, p, had_clean_shutdown=False)  # R-NAME-14: the same view, in memory
         reopened = _open(d, p, had_clean_shutdown=False)
+        assert read_only == ([s.base_offset for s in reopened.segments], [(r.offset, r.key, r.value) for b in reopened.batches() for r in b.records()]), k
         assert not [f.name for f in d.iterdir() if f.name.endswith((".cleaned", ".swap", ".deleted"))], k
         got = _logs(d)
         for name, data in got.items():
@@ -440,8 +453,10 @@ def test_swap_at_or_above_a_cleaned_file_is_an_incomplete_swap(tmp_path: Path) -
     shutil.copy(d / "00000000000000000000.log", d / "00000000000000000000.log.cleaned")
     shutil.copy(d / "00000000000000000126.log", d / "00000000000000000072.log.swap")
     shutil.copy(d / "00000000000000000126.log", d / "00000000000000000072.timeindex.swap")
+    read_only = _read_only_view(d, p)
     with _open(d, p) as lg:
         assert [s.base_offset for s in lg.segments] == [0, 72, 126, 128]
+        assert read_only == ([0, 72, 126, 128], [(r.offset, r.key, r.value) for b in lg.batches() for r in b.records()])
     assert not [f.name for f in d.iterdir() if f.name.endswith((".cleaned", ".swap"))]
     assert _logs(d) == before
 
@@ -455,8 +470,10 @@ def test_complete_swap_replaces_the_segments_it_covers(tmp_path: Path) -> None:
     kafka = GOLDEN_LOGDIR / "compacted-1"
     for kind in (".log", ".index", ".timeindex", ".txnindex"):
         shutil.copy(kafka / f"00000000000000000000{kind}", d / f"00000000000000000000{kind}.swap")
+    read_only = _read_only_view(d, p)
     with _open(d, p) as lg:
         assert [s.base_offset for s in lg.segments] == [0, 128]
+        assert read_only == ([0, 128], [(r.offset, r.key, r.value) for b in lg.batches() for r in b.records()])
     assert _logs(d) == _logs(kafka)
     assert not (d / "00000000000000000072.snapshot").exists() and not (d / "00000000000000000126.snapshot").exists()
 
@@ -475,8 +492,10 @@ def test_cli_compact_matches_kafka_and_checkpoints(tmp_path: Path, capsys: pytes
     d = _copy_input(GOLDEN_LOGDIR, 0, tmp_path)
     opts = ["--now-ms", str(p["clockMs"]), "--min-cleanable-dirty-ratio", "0.01", "--segment-bytes", "4096", "--segment-index-bytes", "4096",
             "--index-interval-bytes", "256", "--file-delete-delay-ms", "0", "--dedupe-buffer-size", str(p["offsetMap"]["memoryBytes"])]
+    before = fingerprint(d.parent)
     code, out, _err = _cli("compact", str(d.parent), "--dry-run", *opts, capsys=capsys)
     assert code == 0 and "would be cleaned" in out
+    assert fingerprint(d.parent) == before  # a dry run reads only (R-NAME-14): no recovery, no checkpoint
     code, out, _err = _cli("compact", str(d.parent), "--json", *opts, capsys=capsys)
     assert code == 0
     doc = json.loads(out)

@@ -40,7 +40,7 @@ def test_tear_reaches_only_past_the_flushed_point(crash: ModuleType, tmp_path: P
     """The harness's own damage never touches flushed bytes, so a loss it reports is kafkalog's."""
     pdir = tmp_path / "t-0"
     pdir.mkdir()
-    log = Log.open(pdir, crash.DirConfig(65536, 0, 4096, 1, False).log_config())
+    log = Log.open(pdir, crash.DirConfig(65536, 0, 4096, 1, False).log_config(), writable=True)
     for _ in range(3):
         b = crash.RecordBatchBuilder(0)
         b.append(crash.T0, b"k", b"v" * 100)

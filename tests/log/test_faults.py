@@ -114,7 +114,7 @@ def test_power_cut_in_a_writer_raises_and_the_log_recovers(tmp_path: Path) -> No
     from kafkalog import RecordBatchBuilder
 
     with FaultFS(tmp_path, random.Random(5)) as fs:
-        log = Log.open(pdir, cfg)
+        log = Log.open(pdir, cfg, writable=True)
         for i in range(20):
             b = RecordBatchBuilder(0)
             b.append(1_700_000_000_000 + i, b"k", b"v" * 300)
@@ -128,7 +128,7 @@ def test_power_cut_in_a_writer_raises_and_the_log_recovers(tmp_path: Path) -> No
                 b.append(1_700_000_000_000 + i, b"k", b"w" * 300)
                 log.append(b.build())
         fs.crash(torn=True)
-        log = Log.open(pdir, cfg, had_clean_shutdown=False)
+        log = Log.open(pdir, cfg, had_clean_shutdown=False, writable=True)
         assert log.log_end_offset >= acked
         assert [r.value for bt in log.batches() for r in bt.records()][:acked] == [b"v" * 300] * acked
         log.close()
@@ -169,7 +169,7 @@ def test_io_error_in_recovery_leaves_the_segment_for_a_later_start(tmp_path: Pat
 
     pdir = tmp_path / "t-0"
     pdir.mkdir()
-    with Log.open(pdir, LogConfig(segment_bytes=1 << 20)) as log:
+    with Log.open(pdir, LogConfig(segment_bytes=1 << 20), writable=True) as log:
         for i in range(5):
             b = RecordBatchBuilder(0)
             b.append(1_700_000_000_000 + i, b"k", b"v" * 100)
@@ -179,10 +179,10 @@ def test_io_error_in_recovery_leaves_the_segment_for_a_later_start(tmp_path: Pat
     with FaultFS(tmp_path, random.Random(6)) as fs:
         fs.arm("eio", 1)  # the first fsync of the unclean open's recovery fails
         with pytest.raises(OSError):
-            Log.open(pdir, LogConfig(segment_bytes=1 << 20), recovery_point=0, had_clean_shutdown=False)
+            Log.open(pdir, LogConfig(segment_bytes=1 << 20), recovery_point=0, had_clean_shutdown=False, writable=True)
         fs.disarm()
     assert seg.read_bytes() == before
-    with Log.open(pdir, LogConfig(segment_bytes=1 << 20), recovery_point=0, had_clean_shutdown=False) as log:
+    with Log.open(pdir, LogConfig(segment_bytes=1 << 20), recovery_point=0, had_clean_shutdown=False, writable=True) as log:
         assert log.log_end_offset == 5
 
 
@@ -203,12 +203,12 @@ def test_completing_an_interrupted_swap_survives_reordered_renames(tmp_path: Pat
         for after in range(20, 80, 3):  # past the deletions, into the renames
             root = tmp_path / f"{seed}-{after}"
             pdir = root / "c-0"
-            with Log.open(pdir, small) as log:
+            with Log.open(pdir, small, writable=True) as log:
                 for i in range(60):
                     b = RecordBatchBuilder(0)
                     b.append(1_700_000_000_000 + i, b"k%d" % (i % 5), b"v" * 100)
                     log.append(b.build())
-            log = Log.open(pdir, cfg)
+            log = Log.open(pdir, cfg, writable=True)
 
             def stop(step: str, _path: str) -> None:
                 if step == "delete":  # the .swap files are durable, no old file renamed yet
@@ -219,11 +219,11 @@ def test_completing_an_interrupted_swap_survives_reordered_renames(tmp_path: Pat
             with FaultFS(root, random.Random(seed)) as fs:
                 fs.arm("power", after)
                 try:
-                    Log.open(pdir, cfg, recovery_point=0, had_clean_shutdown=False).close()
+                    Log.open(pdir, cfg, recovery_point=0, had_clean_shutdown=False, writable=True).close()
                 except PowerCut:
                     cut_in_load += 1
                 fs.crash(reorder=True)
-            with Log.open(pdir, cfg, recovery_point=0, had_clean_shutdown=False) as log:
+            with Log.open(pdir, cfg, recovery_point=0, had_clean_shutdown=False, writable=True) as log:
                 offsets = [r.offset for b in log.batches() for r in b.records()]
             assert offsets == sorted(set(offsets)), (seed, after, offsets)
             assert offsets[-5:] == list(range(55, 60)), (seed, after)

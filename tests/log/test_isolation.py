@@ -18,28 +18,7 @@ from kafkalog import ControlType, LogReader, RecordBatchBuilder
 from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.isolation import ReadCommittedFilter, consume, consumer_records
 from kafkalog.log.unified import FetchIsolation, Log
-
-
-def _expected(batches: list[dict]) -> tuple[list[int], list[int], int]:
-    """(read_committed offsets, read_uncommitted offsets, last stable offset) from Kafka's dump."""
-    open_txns: dict[int, list[dict]] = {}
-    outcome: dict[int, str] = {}  # batch base offset -> COMMIT / ABORT
-    for b in batches:
-        if b["isControlBatch"]:
-            for t in open_txns.pop(b["producerId"], []):
-                outcome[t["baseOffset"]] = b["records"][0]["controlType"]
-        elif b["isTransactional"]:
-            open_txns.setdefault(b["producerId"], []).append(b)
-    leo = batches[-1]["lastOffset"] + 1
-    lso = min((txn[0]["baseOffset"] for txn in open_txns.values() if txn), default=leo)
-    data = [b for b in batches if not b["isControlBatch"]]
-    uncommitted = [r["offset"] for b in data for r in b["records"]]
-    committed = [
-        r["offset"] for b in data for r in b["records"]
-        if r["offset"] < lso and (not b["isTransactional"] or outcome.get(b["baseOffset"]) == "COMMIT")
-    ]
-    return committed, uncommitted, lso
-
+from scratch import consumer_truth as _expected
 
 SOURCES = {"golden": (GOLDEN / "kafka",), "shared": (SHARED / "golden-kafka",)}
 
@@ -160,8 +139,8 @@ def test_filter_state_follows_the_algorithm() -> None:
 @pytest.mark.rule("R-ISO-04")
 def test_log_written_with_interleaved_transactions(tmp_path: Path) -> None:
     """The same data appended as leader (control batches from the coordinator): the log's own
-    .txnindex and last stable offset feed consume()."""
-    with Log.open(tmp_path / "t-0") as lg:
+    .txnindex and last stable offset feed consume(); reopened read-only, the same."""
+    with Log.open(tmp_path / "t-0", writable=True) as lg:
         seqs: dict[int, int] = {}
         for b in LogReader(INTERLEAVED).batches():
             if not b.is_control and b.producer_id >= 0:
@@ -178,3 +157,6 @@ def test_log_written_with_interleaved_transactions(tmp_path: Path) -> None:
         assert lg.last_stable_offset == 17
         assert [r.offset for r in consume(lg)] == [2, 3, 5, 6, 8, 10, 11, 15]
         assert [r.offset for r in consume(lg, read_committed=False)][-3:] == [15, 17, 18]
+    with Log.open(tmp_path / "t-0") as lg:
+        assert lg.last_stable_offset == 17
+        assert [r.offset for r in consume(lg)] == [2, 3, 5, 6, 8, 10, 11, 15]

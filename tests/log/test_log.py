@@ -78,7 +78,7 @@ def _diff_dirs(expected: Path, actual: Path) -> list[str]:
 
 
 def _open(dst: Path, name: str, **kw: object) -> Log:
-    return Log.open(dst, LogConfig.from_properties(CONFIGS[name]), clock=lambda: CLOCK, sync=False, **kw)  # type: ignore[arg-type]
+    return Log.open(dst, LogConfig.from_properties(CONFIGS[name]), clock=lambda: CLOCK, sync=False, **kw, writable=True)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- acceptance tests
@@ -170,7 +170,7 @@ def test_broker_recompression_keeps_the_records(tmp_path: Path) -> None:
 
 
 def test_legacy_producer_batches_are_converted_to_v2(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", clock=lambda: CLOCK, sync=False)
+    log = Log.open(tmp_path / "t-0", clock=lambda: CLOCK, sync=False, writable=True)
     b = LegacyBatchBuilder(1, compression=Codec.GZIP)
     for i in range(3):
         b.append(1700000000000 + i, b"k%d" % i, b"v%d" % i)
@@ -293,7 +293,7 @@ def _batch(offset: int = 0, ts: int = 1700000000000, n: int = 1, **kw: object) -
 
 
 def test_follower_append_errors(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", clock=lambda: CLOCK, sync=False)
+    log = Log.open(tmp_path / "t-0", clock=lambda: CLOCK, sync=False, writable=True)
     log.append(_batch(0, n=3, partition_leader_epoch=0), assign_offsets=False)
     with pytest.raises(UnexpectedAppendOffsetError):
         log.append(_batch(2, partition_leader_epoch=0), assign_offsets=False)
@@ -310,14 +310,14 @@ def test_follower_append_errors(tmp_path: Path) -> None:
 
 
 def test_append_larger_than_a_segment_is_refused(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=100), sync=False)
+    log = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=100), sync=False, writable=True)
     with pytest.raises(RecordBatchTooLargeError):
         log.append(_batch(n=10))
     log.close()
 
 
 def test_duplicate_producer_batch_is_not_appended(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", clock=lambda: CLOCK, sync=False)
+    log = Log.open(tmp_path / "t-0", clock=lambda: CLOCK, sync=False, writable=True)
     data = _batch(producer_id=7, producer_epoch=0, base_sequence=0, n=2)
     first = log.append(data)
     again = log.append(data)
@@ -327,7 +327,7 @@ def test_duplicate_producer_batch_is_not_appended(tmp_path: Path) -> None:
 
 
 def test_log_append_time_is_stamped_on_uncompressed_batches(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", LogConfig(message_timestamp_type=TimestampType.LOG_APPEND_TIME), clock=lambda: 1800000000000, sync=False)
+    log = Log.open(tmp_path / "t-0", LogConfig(message_timestamp_type=TimestampType.LOG_APPEND_TIME), clock=lambda: 1800000000000, sync=False, writable=True)
     log.append(_batch(n=3), leader_epoch=5)
     (b,) = list(log.batches())
     assert b.timestamp_type is TimestampType.LOG_APPEND_TIME and b.max_timestamp == 1800000000000 and b.is_valid
@@ -347,7 +347,7 @@ def TimeIndexEntries(p: Path) -> list[tuple[int, int]]:  # noqa: N802 - reads li
 @pytest.mark.rule("R-ROLL-03")
 def test_rolls_on_full_indexes_and_segment_ms(tmp_path: Path) -> None:
     cfg = LogConfig(segment_index_bytes=24, index_interval_bytes=0, segment_ms=1000)
-    log = Log.open(tmp_path / "t-0", cfg, clock=lambda: CLOCK, sync=False)
+    log = Log.open(tmp_path / "t-0", cfg, clock=lambda: CLOCK, sync=False, writable=True)
     ts = 1700000000000
     for i in range(5):
         log.append(_batch(ts=ts + i))
@@ -370,7 +370,7 @@ def test_a_roll_onto_the_empty_active_segment_replaces_it(tmp_path: Path) -> Non
     after file.delete.delay.ms (LocalLog.roll, createAndDeleteSegment @1eb7644)."""
     now = [CLOCK]
     d = tmp_path / "t-0"
-    log = Log.open(d, LogConfig(segment_index_bytes=12, file_delete_delay_ms=1000), clock=lambda: now[0], sync=False)
+    log = Log.open(d, LogConfig(segment_index_bytes=12, file_delete_delay_ms=1000), clock=lambda: now[0], sync=False, writable=True)
     stems = ("00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex")
     log.append(_batch(n=2))
     assert [s.base_offset for s in log.segments] == [0]
@@ -390,7 +390,7 @@ def test_a_roll_onto_the_empty_active_segment_replaces_it(tmp_path: Path) -> Non
 @pytest.mark.rule("R-ROLL-04")
 def test_explicit_rolls_onto_the_same_or_a_lower_base_offset(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
-    log = Log.open(d, clock=lambda: CLOCK, sync=False)
+    log = Log.open(d, clock=lambda: CLOCK, sync=False, writable=True)
     log.append(_batch(n=3))
     first = log.roll()
     assert first.base_offset == 3 and first.size == 0
@@ -419,7 +419,7 @@ def test_explicit_rolls_onto_the_same_or_a_lower_base_offset(tmp_path: Path) -> 
 
 @pytest.mark.rule("R-ROLL-06", "R-NAME-02")
 def test_flush_moves_the_recovery_point_and_checkpoints(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "orders-3", LogConfig(segment_bytes=200), clock=lambda: CLOCK)
+    log = Log.open(tmp_path / "orders-3", LogConfig(segment_bytes=200), clock=lambda: CLOCK, writable=True)
     for _ in range(4):
         log.append(_batch(n=2))
     assert [s.base_offset for s in log.segments] == [0, 4]
@@ -437,13 +437,13 @@ def test_flush_moves_the_recovery_point_and_checkpoints(tmp_path: Path) -> None:
 @pytest.mark.rule("R-CKPT-08")
 def test_partition_metadata(tmp_path: Path) -> None:
     dst = tmp_path / "golden-0"
-    log = Log.open(dst, sync=False, topic_id="AAAAAAAAAAAAAAAAAAAAAQ")
+    log = Log.open(dst, sync=False, topic_id="AAAAAAAAAAAAAAAAAAAAAQ", writable=True)
     assert not (dst / "partition.metadata").exists()  # written before the first append, as Kafka does
     log.append(_batch())
     assert (dst / "partition.metadata").read_bytes() == (LOGDIR / "golden-0" / "partition.metadata").read_bytes()
     log.close()
     with pytest.raises(InconsistentTopicIdError):
-        Log.open(dst, topic_id="AAAAAAAAAAAAAAAAAAAAAg")
+        Log.open(dst, topic_id="AAAAAAAAAAAAAAAAAAAAAg", writable=True)
     assert format_partition_metadata(b"\x00" * 15 + b"\x02") == (LOGDIR / "transactional-0" / "partition.metadata").read_bytes()
 
 
@@ -509,7 +509,7 @@ def test_open_and_close_leaves_every_golden_directory_as_kafka_wrote_it(name: st
     files were never materialised gets them, recovered and trimmed to 0 bytes."""
     dst = tmp_path / name
     shutil.copytree(LOGDIR / name, dst)
-    Log.open(dst, LogConfig(index_interval_bytes=256, segment_index_bytes=4096), clock=lambda: CLOCK, sync=False).close()
+    Log.open(dst, LogConfig(index_interval_bytes=256, segment_index_bytes=4096), clock=lambda: CLOCK, sync=False, writable=True).close()
     diffs = _diff_dirs(LOGDIR / name, dst)
     for n in diffs:
         assert not (LOGDIR / name / n).exists() and n.endswith((".index", ".timeindex")) and (dst / n).stat().st_size == 0
@@ -522,12 +522,12 @@ def test_temporary_files_are_removed_on_open(tmp_path: Path) -> None:
     shutil.copytree(LOGDIR / "logappendtime-0", dst)
     for n in ("00000000000000000000.log.deleted", "00000000000000000007.log.cleaned", "00000000000000000007.log.swap"):
         (dst / n).write_bytes(b"x")  # a .swap at or above a .cleaned offset belongs to an incomplete split
-    Log.open(dst, sync=False).close()
+    Log.open(dst, sync=False, writable=True).close()
     assert _diff_dirs(LOGDIR / "logappendtime-0", dst) == []
     # a .swap with no .cleaned beside it is a finished swap: it is renamed over the segment (R-CMP-14; tests/log/test_cleaner.py)
     good = (dst / "00000000000000000000.log").read_bytes()
     (dst / "00000000000000000000.log.swap").write_bytes(good)
-    Log.open(dst, sync=False).close()
+    Log.open(dst, sync=False, writable=True).close()
     assert not (dst / "00000000000000000000.log.swap").exists()
     assert (dst / "00000000000000000000.log").read_bytes() == good
 
@@ -541,13 +541,13 @@ def test_recovery_keeps_a_full_index_sparse_instead_of_failing(tmp_path: Path) -
     cfg = LogConfig(segment_bytes=1 << 20, segment_index_bytes=64, index_interval_bytes=256)
     offset = 0
     for _cycle in range(30):
-        with Log.open(d, cfg) as lg:  # a clean close each time
+        with Log.open(d, cfg, writable=True) as lg:  # a clean close each time
             for _ in range(2):
                 b = RecordBatchBuilder(0)
                 b.append(1_700_000_000_000 + offset, b"k", b"v" * 200)
                 lg.append(b.build())
                 offset += 1
-    with Log.open(d, cfg, recovery_point=0, had_clean_shutdown=False) as lg:
+    with Log.open(d, cfg, recovery_point=0, had_clean_shutdown=False, writable=True) as lg:
         assert [r.offset for b in lg.batches() for r in b.records()] == list(range(60))
         first = lg.segments[0]
         assert first.time_index.entries <= first.time_index.max_entries and first.offset_index.entries <= first.offset_index.max_entries

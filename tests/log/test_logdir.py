@@ -104,7 +104,7 @@ def test_the_marker_is_deleted_before_any_partition_loads(tmp_path: Path, monkey
 @pytest.mark.rule("R-RCV-01")
 def test_checkpoints_and_closed_logs_come_before_the_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = LogDir.open(tmp_path / "data")
-    d.logs[("t", 0)] = Log.open(tmp_path / "data" / "t-0")
+    d.logs[("t", 0)] = Log.open(tmp_path / "data" / "t-0", writable=True)
     d.logs[("t", 0)].append(_batch())
     import kafkalog.log.logdir as logdir
 

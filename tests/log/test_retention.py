@@ -70,7 +70,7 @@ def _kafka_offsets_from(offset: int) -> list[int]:
 
 def _open(d: Path, **props: object) -> Log:
     cfg = {"segment.bytes": 2048, "index.interval.bytes": 256, "segment.index.bytes": 4096, "file.delete.delay.ms": 0, **props}
-    return Log.open(d, LogConfig.from_properties(cfg), sync=False)
+    return Log.open(d, LogConfig.from_properties(cfg), sync=False, writable=True)
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def _check_reopens_and_verifies(d: Path, log_start_offset: int) -> None:
     """R-RET-10: what retention leaves verifies, and reopening reads Kafka's records from the new start."""
     report = verify([str(d)])
     assert report.errors == [], [str(f) for f in report.errors]
-    with Log.open(d, LogConfig(segment_bytes=2048, index_interval_bytes=256, segment_index_bytes=4096), log_start_offset=log_start_offset, sync=False) as log:
+    with Log.open(d, LogConfig(segment_bytes=2048, index_interval_bytes=256, segment_index_bytes=4096), log_start_offset=log_start_offset, sync=False, writable=True) as log:
         assert log.log_start_offset == max(log_start_offset, _segment_files(d)[0])
         got = [r.offset for b in log.batches() if not getattr(b, "is_control", False) for r in b.records() if r.offset >= log.log_start_offset]
         assert got == _kafka_offsets_from(log.log_start_offset)
@@ -194,7 +194,7 @@ def test_retention_ms_stops_at_the_first_segment_kept() -> None:
 def test_retention_ms_uses_mtime_when_a_segment_has_no_timestamp(tmp_path: Path) -> None:
     """R-RET-02: batches without timestamps (-1): the .log file's modification time stands in."""
     d = tmp_path / "t-0"
-    log = Log.open(d, LogConfig(segment_bytes=200, retention_ms=1000, retention_bytes=-1, file_delete_delay_ms=0), sync=False)
+    log = Log.open(d, LogConfig(segment_bytes=200, retention_ms=1000, retention_bytes=-1, file_delete_delay_ms=0), sync=False, writable=True)
     for _ in range(4):
         b = RecordBatchBuilder(0)
         b.append(-1, b"k", b"v" * 100)

@@ -60,7 +60,7 @@ def test_split_keeps_the_bytes_and_starts_a_segment_where_offsets_stop_fitting(t
     d = _overflowed_dir(tmp_path, batches, _batch(FAR + 2, (b"e", b"5")))
     assert any(f.code == "offset-overflow" for f in verify(d).errors)
     original = (d / segment_file_name(0, ".log")).read_bytes()
-    with Log.open(d, _config(index_interval_bytes=0)) as lg:
+    with Log.open(d, _config(index_interval_bytes=0), writable=True) as lg:
         assert lg.segments[0].has_overflow()
         new = split_overflowed_segment(lg, lg.segments[0], now_ms=0)
         assert [s.base_offset for s in new] == [0, FAR]
@@ -76,7 +76,7 @@ def test_split_keeps_the_bytes_and_starts_a_segment_where_offsets_stop_fitting(t
 
 def test_a_segment_without_overflow_is_not_split(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
-    with Log.open(d, _config()) as lg:
+    with Log.open(d, _config(), writable=True) as lg:
         lg.append(_batch(0, (b"k", b"v")))
         with pytest.raises(ValueError, match="no offset overflow"):
             split_overflowed_segment(lg, lg.segments[0])
@@ -88,7 +88,7 @@ def test_the_cleaner_splits_an_overflowed_segment_then_cleans(tmp_path: Path) ->
     pass (compact() retries, as the cleaner thread's next round) cleans the split segments."""
     batches = [_batch(0, (b"k", b"old")), _batch(1, (b"x", b"1")), _batch(FAR, (b"k", b"new")), _batch(FAR + 1, (b"y", b"2"))]
     d = _overflowed_dir(tmp_path, batches, _batch(FAR + 2, (b"z", b"3")))
-    with Log.open(d, _config()) as lg:
+    with Log.open(d, _config(), writable=True) as lg:
         result = compact(lg, now_ms=1_700_000_100_000, force=True)
         assert result.cleaned is not None
         assert not any(s.has_overflow() for s in lg.segments)
@@ -113,7 +113,7 @@ def test_loading_splits_an_overflowed_segment_it_must_recover(tmp_path: Path, ho
     if how == "missing index":
         (d / segment_file_name(0, ".index")).unlink()
     clean = how != "unclean shutdown"
-    with Log.open(d, _config(), recovery_point=0, had_clean_shutdown=clean) as lg:
+    with Log.open(d, _config(), recovery_point=0, had_clean_shutdown=clean, writable=True) as lg:
         assert [s.base_offset for s in lg.segments] == [0, FAR, FAR + 2]
         assert lg.log_end_offset == FAR + 3
     logs = _logs(d)

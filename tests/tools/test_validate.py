@@ -264,7 +264,7 @@ def _check_rebuilt_set(set_dir: Path, expected_file: Path, tmp: Path) -> None:
         if e["type"] == "record" and e["file"].endswith(".log"):
             want.setdefault(os.path.dirname(e["file"]), []).append((e["offset"], e["timestamp"], e.get("key"), e.get("value")))
     for part, records in sorted(want.items()):
-        with Log.open(copy / part, sync=False) as log:
+        with Log.open(copy / part, sync=False, writable=True) as log:
             got = [
                 (r.offset, r.timestamp, None if r.key is None else r.key.hex(), None if r.value is None else r.value.hex())
                 for batch in log.batches() for r in batch.records()

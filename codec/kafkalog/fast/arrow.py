@@ -3,15 +3,39 @@ object per record. The columns and types are those of Spark's Kafka source."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from kafkalog.fast.columnar import CHUNK_BYTES, BatchColumns, ChunkColumns, gather, iter_chunks, iter_columns
+from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.records.v2 import RecordBatch
+from kafkalog.format.txnindex import AbortedTxn
 
-__all__ = ["KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "columns_to_arrow", "to_arrow"]
+
+class PartitionLog(Protocol):
+    """What :func:`to_arrow` reads of a :class:`kafkalog.log.unified.Log` (named here so that this module
+    does not import the log layer)."""
+
+    log_start_offset: int
+
+    @property
+    def last_stable_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def segments(self) -> list[Any]: ...
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]: ...
+
+__all__ = ["KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "METADATA_SCHEMA", "PartitionLog", "columns_to_arrow", "to_arrow"]
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 KAFKA_SCHEMA = pa.schema(
@@ -176,8 +200,169 @@ def _headers(picked: list[Selection], n: int) -> pa.Array:
     return pa.Array.from_buffers(HEADERS_TYPE, n, [mask, pa.py_buffer(list_offsets)], children=[struct])
 
 
+#: The opt-in batch metadata columns (``to_arrow(..., metadata=True)``), named as the Spark source
+#: names them, with ``isControl`` added: each row carries its batch's header fields.
+METADATA_SCHEMA = pa.schema(
+    [
+        pa.field("producerId", pa.int64()),
+        pa.field("producerEpoch", pa.int16()),
+        pa.field("sequence", pa.int32()),
+        pa.field("isTransactional", pa.bool_()),
+        pa.field("isControl", pa.bool_()),
+        pa.field("leaderEpoch", pa.int32()),
+        pa.field("segment", pa.string()),
+        pa.field("position", pa.int64()),
+    ]
+)
+_ATTR_TRANSACTIONAL = 0x10
+_ATTR_CONTROL = 0x20
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class _Headers:
+    """Per-batch header fields of one decoded piece (a chunk's batches, or one batch)."""
+
+    positions: np.ndarray
+    counts: np.ndarray
+    attributes: np.ndarray
+    base_offsets: np.ndarray
+    last_offsets: np.ndarray
+    producer_ids: np.ndarray
+    producer_epochs: np.ndarray
+    base_sequences: np.ndarray
+    leader_epochs: np.ndarray
+
+    @classmethod
+    def of(cls, cols: BatchColumns | ChunkColumns) -> _Headers:
+        if isinstance(cols, ChunkColumns):
+            b = cols.batches
+            assert b is not None
+            return cls(b.positions, b.counts, b.attributes, b.base_offsets, b.last_offsets, b.producer_ids, b.producer_epochs, b.base_sequences, b.leader_epochs)
+        batch = cols.batch
+        v2 = isinstance(batch, RecordBatch)
+
+        def one(v: int) -> np.ndarray:
+            return np.array([v], np.int64)
+
+        return cls(
+            one(batch.position), one(len(cols)), one(batch.attributes if v2 else 0), one(batch.base_offset), one(batch.last_offset),
+            one(batch.producer_id if v2 else -1), one(batch.producer_epoch if v2 else -1), one(batch.base_sequence if v2 else -1),
+            one(batch.partition_leader_epoch if v2 else -1),
+        )
+
+
+def _transactions_of(batches: Iterable[Batch]) -> tuple[list[tuple[int, int]], int | None]:
+    """The aborted transactions ((producer id, first offset) pairs) of a run of batches read as a
+    partition holding only them, and its last stable offset (the first offset of the earliest
+    transaction with no marker yet; None when every transaction is decided)."""
+    open_txns: dict[int, int] = {}
+    aborted: list[tuple[int, int]] = []
+    for batch in batches:
+        if not isinstance(batch, RecordBatch) or batch.producer_id < 0:
+            continue
+        if batch.is_control:
+            first = open_txns.pop(batch.producer_id, None)
+            records = batch.records() if first is not None else []
+            if records and control_type_of(records[0].key)[0] is ControlType.ABORT:
+                aborted.append((batch.producer_id, first))  # type: ignore[arg-type]
+        elif batch.is_transactional:
+            open_txns.setdefault(batch.producer_id, batch.base_offset)
+    return aborted, min(open_txns.values(), default=None)
+
+
+class _Committed:
+    """A read_committed consumer's decision batch by batch (CompletedFetch.java @1eb7644, SPEC
+    R-ISO-04; the same rule as :class:`kafkalog.log.isolation.ReadCommittedFilter`, over header fields):
+    a producer's transactional batches are skipped from the first offset of one of its aborted
+    transactions until its ABORT marker."""
+
+    def __init__(self, aborted: Iterable[tuple[int, int] | AbortedTxn]) -> None:
+        pending = [(a.first_offset, a.producer_id) if isinstance(a, AbortedTxn) else (a[1], a[0]) for a in aborted]
+        heapq.heapify(pending)
+        self._pending = pending
+        self._aborted: set[int] = set()
+
+    def skips(self, producer_id: int, last_offset: int, transactional: bool, abort_marker: bool) -> bool:
+        while self._pending and self._pending[0][0] <= last_offset:
+            self._aborted.add(heapq.heappop(self._pending)[1])
+        if abort_marker:
+            self._aborted.discard(producer_id)
+            return False
+        return transactional and producer_id in self._aborted
+
+
+class _Selection:
+    """Which rows a consumer receives: control records dropped unless asked for, and under
+    read_committed the records of aborted transactions and those from the last stable offset on."""
+
+    def __init__(self, *, include_control: bool, read_committed: bool, aborted: Iterable[tuple[int, int] | AbortedTxn] = (), lso: int | None = None, start: int | None = None) -> None:
+        self.include_control = include_control
+        self.filter = _Committed(aborted) if read_committed else None
+        self.lso = lso if read_committed else None
+        self.start = start
+
+    def mask(self, cols: BatchColumns | ChunkColumns, h: _Headers) -> np.ndarray | None:
+        """The rows kept (None: all of them)."""
+        keep = np.ones(len(h.counts), bool)
+        control = (h.attributes & _ATTR_CONTROL) != 0
+        if not self.include_control:
+            keep &= ~control
+        if self.filter is not None:
+            txn = (h.attributes & _ATTR_TRANSACTIONAL) != 0
+            firsts = np.cumsum(h.counts) - h.counts
+            for i in np.flatnonzero((txn | control) & (h.producer_ids >= 0)).tolist():
+                abort = bool(control[i]) and h.counts[i] > 0 and _is_abort_key(cols, int(firsts[i]))
+                if self.filter.skips(int(h.producer_ids[i]), int(h.last_offsets[i]), bool(txn[i]), abort):
+                    keep[i] = False
+        rows = np.repeat(keep, h.counts)
+        if self.lso is not None:
+            rows &= cols.offsets < self.lso
+        if self.start is not None:
+            rows &= cols.offsets >= self.start
+        return None if rows.all() else rows
+
+
+def _is_abort_key(cols: BatchColumns | ChunkColumns, row: int) -> bool:
+    """Whether record ``row`` (the first of a control batch) has an ABORT key (type 0)."""
+    start, length = int(cols.key_start[row]), int(cols.key_len[row])
+    if length < 4:
+        return False
+    key = bytes(cols.buf[start : start + length])
+    return control_type_of(key)[0] is ControlType.ABORT
+
+
+def _metadata_arrays(cols: BatchColumns | ChunkColumns, h: _Headers, idx: np.ndarray | None, segment: str) -> dict[str, pa.Array]:
+    """The :data:`METADATA_SCHEMA` columns of the selected rows."""
+    def rows(per_batch: np.ndarray) -> np.ndarray:
+        a = np.repeat(per_batch, h.counts)
+        return a if idx is None else a[idx]
+
+    offsets = cols.offsets if idx is None else cols.offsets[idx]
+    base_seq = rows(h.base_sequences)
+    seq = base_seq + (offsets - rows(h.base_offsets))
+    seq = np.where(base_seq < 0, -1, np.where(seq > _INT32_MAX, seq - (_INT32_MAX + 1), seq))  # Kafka wraps sequences to 0
+    n = len(offsets)
+    return {
+        "producerId": pa.array(rows(h.producer_ids), pa.int64()),
+        "producerEpoch": pa.array(rows(h.producer_epochs).astype(np.int16), pa.int16()),
+        "sequence": pa.array(seq.astype(np.int32), pa.int32()),
+        "isTransactional": pa.array(rows((h.attributes & _ATTR_TRANSACTIONAL) != 0), pa.bool_()),
+        "isControl": pa.array(rows((h.attributes & _ATTR_CONTROL) != 0), pa.bool_()),
+        "leaderEpoch": pa.array(rows(h.leader_epochs).astype(np.int32), pa.int32()),
+        "segment": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([segment])).cast(pa.string()),
+        "position": pa.array(rows(h.positions), pa.int64()),
+    }
+
+
+def _pieces(
+    reader: LogReader, *, max_rows: int, max_bytes: int, headers: bool, views: bool
+) -> Iterator[BatchColumns | ChunkColumns]:
+    return iter_chunks(reader, max_rows=max_rows, max_bytes=max_bytes, headers=headers, views=views)
+
+
 def to_arrow(
-    source: LogReader | Iterable[Batch],
+    source: LogReader | PartitionLog | Iterable[Batch],
     *,
     topic: str = "",
     partition: int = 0,
@@ -186,9 +371,23 @@ def to_arrow(
     max_rows: int = 32768,
     max_bytes: int = CHUNK_BYTES,
     views: bool = False,
+    read_committed: bool = False,
+    include_control: bool = False,
+    metadata: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Stream Kafka records as Arrow record batches of about ``max_rows`` rows (control records
-    included; filter with :func:`columns_to_arrow` masks to drop them).
+    """Stream Kafka records as Arrow record batches of about ``max_rows`` rows, as a consumer
+    receives them: control records (transaction markers) are left out unless ``include_control``.
+
+    ``read_committed`` leaves out, as a read_committed consumer does, the records of aborted
+    transactions and every record from the last stable offset on (the first offset of a transaction
+    not yet decided). For a :class:`~kafkalog.log.unified.Log` (open it read-only: ``Log.open(path)``) its
+    segments are read from the log start offset, with the aborted transactions and last stable
+    offset of the whole partition; a :class:`LogReader` or batches are read as a partition that holds
+    only them (their own COMMIT/ABORT markers decide; a first pass reads the batch headers).
+
+    ``metadata`` adds the batch columns of :data:`METADATA_SCHEMA` (producer id and epoch, the
+    record's sequence, isTransactional, isControl, the partition leader epoch, the segment file and
+    the batch's byte position in it), as the Spark source's ``includeMetadata`` does.
 
     Given a :class:`LogReader`, its bytes are decoded a chunk of batches at a time (at most
     ``max_rows`` records and about ``max_bytes`` bytes, the memory bound) by compiled passes, with
@@ -199,25 +398,73 @@ def to_arrow(
     into each chunk's decompressed record areas (or the log bytes read for it) rather than copies
     of them: the fastest decode, for consumers that take views (polars, DuckDB, pyarrow compute;
     Spark 4 does not). Each batch then holds its chunk's bytes, record framing included."""
+    opts = {"topic": topic, "partition": partition, "include_headers": include_headers, "columns": columns, "views": views}
+    if hasattr(source, "collect_aborted_transactions"):  # a kafkalog.log.unified.Log
+        aborted = source.collect_aborted_transactions(source.log_start_offset, source.log_end_offset) if read_committed else []
+        select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted,
+                            lso=source.last_stable_offset, start=source.log_start_offset)
+        for seg in source.segments:
+            if read_committed and seg.base_offset >= source.last_stable_offset:
+                break
+            if seg.size == 0:
+                continue
+            with LogReader(seg.log_path, end=seg.size) as reader:
+                yield from _stream(_pieces(reader, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views),
+                                   select, max_rows, metadata, seg.log_path, opts)
+        return
     if isinstance(source, LogReader):
-        pieces: Iterable[BatchColumns | ChunkColumns] = iter_chunks(
-            source, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views
-        )
-    else:
-        pieces = iter_columns(source)
-    pending: list[Selection] = []
+        aborted_pairs: list[tuple[int, int]] = []
+        lso = None
+        if read_committed:
+            aborted_pairs, lso = _transactions_of(source.batches())
+        select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted_pairs, lso=lso)
+        pieces: Iterable[BatchColumns | ChunkColumns] = _pieces(source, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views)
+        yield from _stream(pieces, select, max_rows, metadata, source.name or "", opts)
+        return
+    batches: Iterable[Batch] = source
+    aborted_pairs, lso = [], None
+    if read_committed:
+        batches = list(source)
+        aborted_pairs, lso = _transactions_of(batches)
+    select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted_pairs, lso=lso)
+    yield from _stream(iter_columns(batches), select, max_rows, metadata, "", opts)
+
+
+def _stream(
+    pieces: Iterable[BatchColumns | ChunkColumns], select: _Selection, max_rows: int, metadata: bool, segment: str, opts: dict[str, Any]
+) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the rows ``select`` keeps: a chunk on its own, single batches gathered up to ``max_rows``."""
+    pending: list[tuple[Selection, _Headers]] = []
     rows = 0
+
+    def build(parts: list[tuple[Selection, _Headers]]) -> pa.RecordBatch:
+        rb = columns_to_arrow([p for p, _h in parts], **opts)
+        if not metadata:
+            return rb
+        meta: dict[str, list[pa.Array]] = {f.name: [] for f in METADATA_SCHEMA}
+        for (cols, mask), h in parts:
+            if mask is not None and not mask.any():
+                continue
+            for name, arr in _metadata_arrays(cols, h, None if mask is None else np.flatnonzero(mask), segment).items():
+                meta[name].append(arr)
+        arrays = list(rb.columns) + [pa.concat_arrays(meta[f.name]) if meta[f.name] else pa.array([], f.type) for f in METADATA_SCHEMA]
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(list(rb.schema) + list(METADATA_SCHEMA)))
+
     for cols in pieces:
+        h = _Headers.of(cols)
+        mask = select.mask(cols, h)
+        if mask is not None and not mask.any():
+            continue
         if isinstance(cols, ChunkColumns):
             if pending:  # keep record order: what came before the chunk goes first
-                yield columns_to_arrow(pending, topic=topic, partition=partition, include_headers=include_headers, columns=columns, views=views)
+                yield build(pending)
                 pending, rows = [], 0
-            yield columns_to_arrow([(cols, None)], topic=topic, partition=partition, include_headers=include_headers, columns=columns, views=views)
+            yield build([((cols, mask), h)])
             continue
-        pending.append((cols, None))
-        rows += len(cols)
+        pending.append(((cols, mask), h))
+        rows += len(cols) if mask is None else int(mask.sum())
         if rows >= max_rows:
-            yield columns_to_arrow(pending, topic=topic, partition=partition, include_headers=include_headers, columns=columns, views=views)
+            yield build(pending)
             pending, rows = [], 0
     if pending:
-        yield columns_to_arrow(pending, topic=topic, partition=partition, include_headers=include_headers, columns=columns, views=views)
+        yield build(pending)

@@ -34,7 +34,7 @@ from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
-__all__ = ["ACCELERATED", "CHUNK_BYTES", "BatchColumns", "ChunkColumns", "decode_columns", "gather", "iter_chunks", "iter_columns"]
+__all__ = ["ACCELERATED", "CHUNK_BYTES", "BatchColumns", "ChunkBatches", "ChunkColumns", "decode_columns", "gather", "iter_chunks", "iter_columns"]
 
 
 def _identity(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -501,9 +501,10 @@ _F_OTHER = 3  # the entry there needs the per-batch path (magic 0/1 or unknown, 
 _F_FULL = 4  # the chunk's byte, row or batch budget is spent
 _F_SWITCH = 5  # the entry there is compressed and the chunk's are not, or the other way round
 
-#: Columns of the per-batch metadata :func:`_frame_chunk` fills.
-_M_POS, _M_SIZE, _M_ATTRS, _M_COUNT, _M_BASE_OFFSET, _M_BASE_TS, _M_MAX_TS = range(7)
-_META_COLUMNS = 7
+#: Columns of the per-batch metadata :func:`_frame_chunk` fills: the batch header's fields.
+(_M_POS, _M_SIZE, _M_ATTRS, _M_COUNT, _M_BASE_OFFSET, _M_BASE_TS, _M_MAX_TS, _M_LAST_DELTA, _M_LEADER_EPOCH,
+ _M_PRODUCER_ID, _M_PRODUCER_EPOCH, _M_BASE_SEQUENCE) = range(12)
+_META_COLUMNS = 12
 _HEADER_UP_TO_MAGIC = 17  # offset, size, partitionLeaderEpoch, magic: what Kafka reads first
 _MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: a smaller declared size is corruption
 
@@ -560,6 +561,13 @@ def _frame_chunk(
         meta[n, _M_BASE_OFFSET] = _be64(buf, pos)
         meta[n, _M_BASE_TS] = _be64(buf, pos + 27)
         meta[n, _M_MAX_TS] = _be64(buf, pos + 35)
+        meta[n, _M_LAST_DELTA] = _be32(buf, pos + 23)
+        meta[n, _M_LEADER_EPOCH] = _be32(buf, pos + 12)
+        meta[n, _M_PRODUCER_ID] = _be64(buf, pos + 43)
+        meta[n, _M_PRODUCER_EPOCH] = (np.int64(buf[pos + 51]) << 8) | np.int64(buf[pos + 52])
+        if meta[n, _M_PRODUCER_EPOCH] >= 32768:
+            meta[n, _M_PRODUCER_EPOCH] -= 65536
+        meta[n, _M_BASE_SEQUENCE] = _be32(buf, pos + 53)
         n += 1
         rows += count
         pos += 12 + size
@@ -623,6 +631,63 @@ def _walk_chunk(
 
 
 @dataclass
+class ChunkBatches:
+    """The header fields of a chunk's batches, one row each (a view of the chunk walk's own
+    arrays: valid until the next chunk)."""
+
+    meta: np.ndarray  # (batches, _META_COLUMNS) int64, positions relative to ``origin``
+    origin: int
+
+    def __len__(self) -> int:
+        return len(self.meta)
+
+    @property
+    def positions(self) -> np.ndarray:
+        """Each batch's file position."""
+        return self.meta[:, _M_POS] + self.origin
+
+    @property
+    def attributes(self) -> np.ndarray:
+        """Each batch's attributes (compression, timestamp type, transactional, control bits)."""
+        return self.meta[:, _M_ATTRS]
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Each batch's ``recordsCount``."""
+        return self.meta[:, _M_COUNT]
+
+    @property
+    def base_offsets(self) -> np.ndarray:
+        """Each batch's ``baseOffset``."""
+        return self.meta[:, _M_BASE_OFFSET]
+
+    @property
+    def last_offsets(self) -> np.ndarray:
+        """Base offset plus ``lastOffsetDelta``."""
+        return self.meta[:, _M_BASE_OFFSET] + self.meta[:, _M_LAST_DELTA]
+
+    @property
+    def leader_epochs(self) -> np.ndarray:
+        """Each batch's ``partitionLeaderEpoch``."""
+        return self.meta[:, _M_LEADER_EPOCH]
+
+    @property
+    def producer_ids(self) -> np.ndarray:
+        """Each batch's ``producerId``."""
+        return self.meta[:, _M_PRODUCER_ID]
+
+    @property
+    def producer_epochs(self) -> np.ndarray:
+        """Each batch's ``producerEpoch``."""
+        return self.meta[:, _M_PRODUCER_EPOCH]
+
+    @property
+    def base_sequences(self) -> np.ndarray:
+        """Each batch's ``baseSequence``."""
+        return self.meta[:, _M_BASE_SEQUENCE]
+
+
+@dataclass
 class ChunkColumns(_RecordColumns):
     """The records of consecutive v2 batches as arrays over one buffer ``buf`` (uint8): the log
     bytes for uncompressed batches, their decompressed record areas otherwise. Only ``key_data``
@@ -640,6 +705,7 @@ class ChunkColumns(_RecordColumns):
     key_views: np.ndarray | None = None  # with views: each key's 16-byte Arrow binary view (uint64 pairs) into view_data
     value_views: np.ndarray | None = None  # the same for values
     view_data: np.ndarray | None = None  # the bytes the views point into: the chunk's own, not reused
+    batches: ChunkBatches | None = None  # the header fields of the chunk's batches (valid until the next chunk)
 
 
 #: Defaults for chunked decoding: bytes of log (or of decompressed records) per chunk, batches per chunk.
@@ -974,7 +1040,7 @@ class _ChunkWalk:
             meta[:n, _M_POS] + self.origin, counts.copy(),
             sc.kv[0, : rows + 1], self.key_data[: int(sc.state[_STATE_KEY_END])],
             sc.kv[1, : rows + 1], self.value_data[: int(sc.state[_STATE_VALUE_END])],
-            **views,
+            **views, batches=ChunkBatches(meta[:n], self.origin),
         )
 
 

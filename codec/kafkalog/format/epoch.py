@@ -21,24 +21,28 @@ class LeaderEpochCache:
     """Leader epochs and the offsets they started at, backed by ``<dir>/leader-epoch-checkpoint``.
 
     Opening creates the file empty when it is missing (Kafka's CheckpointFile does the same).
-    ``path=None`` keeps the cache in memory only.
+    ``path=None`` keeps the cache in memory only; so does ``writable=False`` after reading the
+    file (when it exists): changes are never written.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None, *, sync: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, *, sync: bool = True, writable: bool = True) -> None:
         self.path = None if path is None else os.fspath(path)
         self.sync = sync
+        self.writable = writable
         self._epochs: dict[int, int] = {}
         if self.path is not None:
             if not os.path.exists(self.path):
+                if not writable:
+                    return
                 with open(self.path, "xb"):
                     pass
             for e in read_leader_epoch_checkpoint(self.path):
                 self._assign(e.epoch, e.start_offset)
 
     @classmethod
-    def for_dir(cls, directory: str | os.PathLike[str], *, sync: bool = True) -> LeaderEpochCache:
+    def for_dir(cls, directory: str | os.PathLike[str], *, sync: bool = True, writable: bool = True) -> LeaderEpochCache:
         """The cache of the partition directory ``directory``."""
-        return cls(os.path.join(os.fspath(directory), LEADER_EPOCH_CHECKPOINT), sync=sync)
+        return cls(os.path.join(os.fspath(directory), LEADER_EPOCH_CHECKPOINT), sync=sync, writable=writable)
 
     @property
     def entries(self) -> list[EpochEntry]:
@@ -137,6 +141,6 @@ class LeaderEpochCache:
         self.write()
 
     def write(self) -> None:
-        """Replace the checkpoint file atomically with the current entries."""
-        if self.path is not None:
+        """Replace the checkpoint file atomically with the current entries (in memory only when read-only)."""
+        if self.path is not None and self.writable:
             write_leader_epoch_checkpoint(self.path, self.entries, sync=self.sync)

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkalog.errors import CorruptIndexError, IndexFullError, IndexOffsetOverflowError, InvalidOffsetError
+from kafkalog.errors import (
+    CorruptIndexError,
+    IndexFullError,
+    IndexOffsetOverflowError,
+    InvalidOffsetError,
+    ReadOnlyLogError,
+)
 from kafkalog.format.files import pwrite_all
 
 __all__ = [
@@ -209,6 +215,10 @@ class _MutableIndex:
     Entries live in memory as Python lists (read in bulk with numpy when an existing file is
     opened) and each new entry is written in place, whole (:func:`~kafkalog.format.files.pwrite_all`);
     the file itself is the one Kafka's memory map would leave behind.
+
+    With ``writable=False`` the file is read (when it exists) and closed: entries, resizes and
+    trims then happen in memory only, so a read-only log can rebuild an index without touching
+    the disk.
     """
 
     ENTRY_SIZE = 0
@@ -223,22 +233,34 @@ class _MutableIndex:
         newly_created = not os.path.exists(self.path)
         if newly_created and max_index_size < size:
             raise ValueError(f"invalid max index size {max_index_size}: smaller than one {size}-byte entry")
-        flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
-        self._fd: int | None = os.open(self.path, flags, 0o644)
-        try:
-            if newly_created:
-                # Kafka: RandomAccessFile.setLength on a new file, i.e. a sparse zero-filled file
-                length = _round_down(max_index_size, size)
-                os.ftruncate(self._fd, length)
-                raw = b""
+        self._fd: int | None = None
+        self._closed = False
+        if newly_created:
+            # Kafka: RandomAccessFile.setLength on a new file, i.e. a sparse zero-filled file
+            length = _round_down(max_index_size, size)
+            raw = b""
+            if writable:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    os.ftruncate(self._fd, length)
+                except BaseException:
+                    self.close_handler()
+                    raise
+        else:
+            # Kafka takes every whole slot of an existing file as an entry (a clean shutdown trims)
+            fd = os.open(self.path, os.O_RDWR if writable else os.O_RDONLY)
+            try:
+                length = os.fstat(fd).st_size
+                raw = os.pread(fd, _round_down(length, size), 0)
+            except BaseException:
+                os.close(fd)
+                raise
+            if writable:
+                self._fd = fd
             else:
-                # Kafka takes every whole slot of an existing file as an entry (a clean shutdown trims)
-                length = os.fstat(self._fd).st_size
-                raw = os.pread(self._fd, _round_down(length, size), 0)
-        except BaseException:
-            os.close(self._fd)
-            self._fd = None
-            raise
+                os.close(fd)
+        #: whether the file existed when the index was opened
+        self.existed = not newly_created
         self._length = length
         self._max_entries = length // size
         self._load(raw)
@@ -288,23 +310,25 @@ class _MutableIndex:
             raise IndexOffsetOverflowError(f"integer overflow for offset {offset} (base offset {self.base_offset})", file=self.path, offset=offset)
         return offset - self.base_offset
 
-    def _check_open(self) -> int:
-        if self._fd is None:
+    def _check_open(self) -> None:
+        if self._closed:
             raise ValueError(f"index {self.path} is closed")
-        return self._fd
 
     def _write_slot(self, slot: int, data: bytes) -> None:
-        fd = self._check_open()
+        self._check_open()
         if slot >= self._max_entries:
             raise IndexFullError(f"attempt to append to a full index (size = {self.entries})", file=self.path, position=slot * self.ENTRY_SIZE)
-        pwrite_all(fd, data, slot * self.ENTRY_SIZE)
+        if self._fd is not None:
+            pwrite_all(self._fd, data, slot * self.ENTRY_SIZE)
 
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded down to whole entries; False if unchanged."""
         rounded = _round_down(new_size, self.ENTRY_SIZE)
         if rounded == self._length:
             return False
-        os.ftruncate(self._check_open(), rounded)
+        self._check_open()
+        if self._fd is not None:
+            os.ftruncate(self._fd, rounded)
         self._length = rounded
         self._max_entries = rounded // self.ENTRY_SIZE
         return True
@@ -324,12 +348,12 @@ class _MutableIndex:
 
     def flush(self) -> None:
         """fsync the file."""
-        if self._fd is not None and self.writable:
+        if self._fd is not None:
             os.fsync(self._fd)
 
     def close(self) -> None:
         """Trim to the used entries and close (AbstractIndex.close)."""
-        if self._fd is None:
+        if self._closed:
             return
         if self.writable:
             self.trim_to_valid_size()
@@ -337,12 +361,14 @@ class _MutableIndex:
 
     def close_handler(self) -> None:
         """Close the file without trimming."""
+        self._closed = True
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
     def delete(self) -> bool:
         """Close and remove the file; False if it did not exist."""
+        self._require_writable()
         self.close_handler()
         try:
             os.unlink(self.path)
@@ -352,8 +378,13 @@ class _MutableIndex:
 
     def rename_to(self, path: str | os.PathLike[str]) -> None:
         """Rename the file (atomically, as Kafka's Utils.atomicMoveWithFallback)."""
+        self._require_writable()
         os.replace(self.path, path)
         self.path = os.fspath(path)
+
+    def _require_writable(self) -> None:
+        if not self.writable:
+            raise ReadOnlyLogError(f"index {self.path} was opened read-only", file=self.path)
 
     def __enter__(self):  # noqa: ANN204 - returns the subclass instance
         return self
@@ -408,6 +439,10 @@ class MutableOffsetIndex(_MutableIndex):
         if i < 0:
             return self.base_offset, 0
         return self._offsets[i], self._positions[i]
+
+    def offsets_and_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """The entries' offsets and positions (views: do not modify)."""
+        return self._offsets.view(), self._positions.view()
 
     def fetch_upper_bound_offset(self, position: int, fetch_size: int) -> tuple[int, int] | None:
         """The first entry whose position is >= ``position + fetch_size`` (OffsetIndex.fetchUpperBoundOffset)."""
@@ -472,6 +507,10 @@ class MutableTimeIndex(_MutableIndex):
         if not 0 <= n < self.entries:
             raise IndexError(f"attempt to fetch entry {n} from time index {self.path}, which has size {self.entries}")
         return self._timestamps[n], self._offsets[n]
+
+    def timestamps_and_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """The entries' timestamps and offsets (views: do not modify)."""
+        return self._timestamps.view(), self._offsets.view()
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
         """Append ``(timestamp, offset)`` if the timestamp is larger than the last entry's (TimeIndex.maybeAppend).

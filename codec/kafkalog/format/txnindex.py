@@ -6,7 +6,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from kafkalog.errors import CorruptIndexError
+from kafkalog.errors import CorruptIndexError, ReadOnlyLogError
 from kafkalog.format.files import pwrite_all
 
 __all__ = ["ABORTED_TXN", "AbortedTxn", "MutableTransactionIndex", "read_txn_index"]
@@ -57,20 +57,23 @@ class MutableTransactionIndex:
     """A writable ``.txnindex`` (Kafka's TransactionIndex): the file is created by the first append.
 
     Entries must arrive in strictly increasing ``last_offset`` order; ``flush`` fsyncs the file
-    when it exists.
+    when it exists. With ``writable=False`` the file is only read: appends and truncations
+    change the entries in memory.
     """
 
-    def __init__(self, path: str | os.PathLike[str], start_offset: int) -> None:
+    def __init__(self, path: str | os.PathLike[str], start_offset: int, *, writable: bool = True) -> None:
         self.path = os.fspath(path)
         self.start_offset = start_offset
+        self.writable = writable
         self._fd: int | None = None
         self._entries: list[AbortedTxn] = []
         if os.path.exists(self.path):
             self._entries = read_txn_index(self.path)
-            self._open()
+            if writable:
+                self._open()
 
-    def _open(self) -> int:
-        if self._fd is None:
+    def _open(self) -> int | None:
+        if self._fd is None and self.writable:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         return self._fd
 
@@ -90,7 +93,8 @@ class MutableTransactionIndex:
                 f"the last offset of appended transactions must increase: {txn.last_offset} is not greater than {last} in {self.path}"
             )
         fd = self._open()
-        pwrite_all(fd, txn.pack(), len(self._entries) * ABORTED_TXN.size)
+        if fd is not None:
+            pwrite_all(fd, txn.pack(), len(self._entries) * ABORTED_TXN.size)
         self._entries.append(txn)
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
@@ -112,7 +116,9 @@ class MutableTransactionIndex:
         """Remove the entries whose ``last_offset`` is >= ``offset`` (TransactionIndex.truncateTo)."""
         keep = next((i for i, t in enumerate(self._entries) if t.last_offset >= offset), len(self._entries))
         if keep < len(self._entries):
-            os.ftruncate(self._open(), keep * ABORTED_TXN.size)
+            fd = self._open()
+            if fd is not None:
+                os.ftruncate(fd, keep * ABORTED_TXN.size)
             del self._entries[keep:]
 
     def reset(self) -> None:
@@ -143,6 +149,8 @@ class MutableTransactionIndex:
 
     def delete(self) -> bool:
         """Close and remove the file; False if it did not exist."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"transaction index {self.path} was opened read-only", file=self.path)
         self.close()
         try:
             os.unlink(self.path)
@@ -152,6 +160,8 @@ class MutableTransactionIndex:
 
     def rename_to(self, path: str | os.PathLike[str]) -> None:
         """Rename the file if it exists."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"transaction index {self.path} was opened read-only", file=self.path)
         if os.path.exists(self.path):
             os.replace(self.path, path)
         self.path = os.fspath(path)

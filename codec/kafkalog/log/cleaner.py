@@ -691,6 +691,7 @@ def clean(
     last sequence is kept, emptied if need be). Returns the offset the next pass starts from.
     """
     lg.check_open()
+    lg.check_writable("compact")
     cfg = cleaner_config or CleanerConfig()
     active = last_records_of_active_producers(lg) if active_producers is None else active_producers
     clean_segs = lg.segments_in_range(0, first_dirty_offset)
@@ -791,6 +792,8 @@ def compact(
     :meth:`LogToClean.should_clean` says so (or ``force``), and the checkpoint then gets the next
     first dirty offset. ``dry_run`` only computes the range.
     """
+    if not dry_run:
+        lg.check_writable("compact")
     now = lg.clock() if now_ms is None else now_ms
     tp = parse_topic_partition(lg.dir)
     ckpt = _checkpoint_path(lg)

@@ -152,7 +152,7 @@ class LogDir:
                 cfg = (topic_configs or {}).get(tp[0], config)
                 logs[tp] = Log.open(
                     child, cfg, log_start_offset=starts.get(tp, 0), recovery_point=recovery.get(tp, 0),
-                    had_clean_shutdown=had_clean, clock=clock, sync=sync,
+                    had_clean_shutdown=had_clean, clock=clock, sync=sync, writable=True,
                 )
         except BaseException:
             _abandon(logs.values())  # as a failed broker start: nothing more is written

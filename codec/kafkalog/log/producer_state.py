@@ -35,6 +35,7 @@ __all__ = [
     "ProducerAppendInfo",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "SnapshotOverlay",
     "TxnMetadata",
     "decrement_sequence",
 ]
@@ -421,8 +422,22 @@ class _Snapshots:
         return min(self.files) if self.files else None
 
 
+@dataclass
+class SnapshotOverlay:
+    """The ``.snapshot`` files a read-only log's load would have written (their bytes) or deleted
+    (their offsets), kept in memory and shared by the log's producer state managers, which then
+    see the directory as a broker's load would leave it while the disk stays untouched."""
+
+    written: dict[int, bytes] = field(default_factory=dict)
+    removed: set[int] = field(default_factory=set)
+
+
 class ProducerStateManager:
-    """Producer state of a partition directory and its ``.snapshot`` files (ProducerStateManager.java)."""
+    """Producer state of a partition directory and its ``.snapshot`` files (ProducerStateManager.java).
+
+    With an ``overlay`` (a read-only log) snapshot files are read but never written or deleted:
+    those changes go to the overlay.
+    """
 
     def __init__(
         self,
@@ -430,8 +445,10 @@ class ProducerStateManager:
         *,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         sync: bool = True,
+        overlay: SnapshotOverlay | None = None,
     ) -> None:
         self.log_dir = os.fspath(log_dir)
+        self.overlay = overlay
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.sync = sync
         self.producers: JavaLongHashMap[ProducerStateEntry] = JavaLongHashMap()
@@ -452,7 +469,19 @@ class ProducerStateManager:
                 path = os.path.join(self.log_dir, name)
                 if stem.isdigit() and os.path.isfile(path):
                     out[int(stem)] = path
+        if self.overlay is not None:
+            for off in self.overlay.removed:
+                out.pop(off, None)
+            for off in self.overlay.written:
+                out[off] = self.snapshot_path(off)
         return out
+
+    def _delete_file(self, offset: int, path: str) -> None:
+        if self.overlay is None:
+            _unlink(path)
+        else:
+            self.overlay.written.pop(offset, None)
+            self.overlay.removed.add(offset)
 
     def snapshot_path(self, offset: int) -> str:
         """Where the snapshot at ``offset`` lives."""
@@ -474,7 +503,7 @@ class ProducerStateManager:
     def _remove_and_delete_snapshot(self, offset: int) -> None:
         path = self._snapshots.files.pop(offset, None)
         if path is not None:
-            _unlink(path)
+            self._delete_file(offset, path)
 
     def remove_stray_snapshots(self, segment_base_offsets: Iterable[int]) -> None:
         """Delete snapshots without a segment, except the newest one above every segment (ProducerStateManager.removeStraySnapshots)."""
@@ -486,10 +515,10 @@ class ProducerStateManager:
             if off in bases:
                 continue
             if latest_stray is not None:
-                _unlink(snapshots.pop(latest_stray))
+                self._delete_file(latest_stray, snapshots.pop(latest_stray))
             latest_stray = off
         if latest_stray is not None and max_base is not None and latest_stray < max_base:
-            _unlink(snapshots.pop(latest_stray))
+            self._delete_file(latest_stray, snapshots.pop(latest_stray))
         self._snapshots = _Snapshots(snapshots)
 
     def delete_snapshot(self, offset: int) -> None:
@@ -510,7 +539,12 @@ class ProducerStateManager:
         if self.last_map_offset <= self.last_snap_offset:
             return None
         path = self.snapshot_path(self.last_map_offset)
-        atomic_write(path, write_producer_snapshot(self.snapshot_entries()), sync=self.sync if sync is None else sync)
+        data = write_producer_snapshot(self.snapshot_entries())
+        if self.overlay is None:
+            atomic_write(path, data, sync=self.sync if sync is None else sync)
+        else:
+            self.overlay.written[self.last_map_offset] = data
+            self.overlay.removed.discard(self.last_map_offset)
         self._snapshots.files[self.last_map_offset] = path
         self.last_snap_offset = self.last_map_offset
         return path
@@ -524,7 +558,8 @@ class ProducerStateManager:
                 return
             path = self._snapshots.files[latest]
             try:
-                entries = read_producer_snapshot(path)
+                in_memory = None if self.overlay is None else self.overlay.written.get(latest)
+                entries = read_producer_snapshot(path) if in_memory is None else read_producer_snapshot(data=in_memory)
             except (CorruptIndexError, OSError) as e:
                 log.warning("failed to load producer snapshot from %s: %s", path, e)
                 self._remove_and_delete_snapshot(latest)

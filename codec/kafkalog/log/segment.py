@@ -23,7 +23,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from kafkalog.errors import CorruptRecordError, IndexOffsetOverflowError
+import numpy as np
+
+from kafkalog.errors import CorruptIndexError, CorruptRecordError, IndexOffsetOverflowError, ReadOnlyLogError
 from kafkalog.format.epoch import LeaderEpochCache
 from kafkalog.format.files import pwrite_all, segment_file_name
 from kafkalog.format.index import DEFAULT_MAX_INDEX_SIZE, MutableOffsetIndex, MutableTimeIndex
@@ -118,6 +120,11 @@ class Segment:
 
     Use :meth:`open` (or the constructor). ``clock`` returns the time in ms (wall clock by
     default); it only matters for ``segment.ms`` when the segment's first batch has no timestamp.
+
+    With ``writable=False`` every file is opened read-only and nothing is created: indexes
+    missing on disk start empty, and recovery rebuilds the indexes and cuts the ``.log`` at the
+    first invalid batch in memory only (:attr:`size` is then the valid prefix). A missing
+    ``.log`` is an empty segment. Appends raise :class:`~kafkalog.errors.ReadOnlyLogError`.
     """
 
     def __init__(
@@ -130,8 +137,10 @@ class Segment:
         rolling_jitter_ms: int = 0,
         clock: Callable[[], int] | None = None,
         suffix: str = "",
+        writable: bool = True,
     ) -> None:
         self.dir = os.fspath(directory)
+        self.writable = writable
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.max_index_size = max_index_size
@@ -141,17 +150,23 @@ class Segment:
         self.log_path = self._path(LOG_SUFFIX)
         self.index_file_existed = os.path.exists(self._path(INDEX_SUFFIX))
         self.time_index_file_existed = os.path.exists(self._path(TIME_INDEX_SUFFIX))
-        self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._size = os.fstat(self._fd).st_size
+        #: a read-only segment whose ``.log`` does not exist (the empty segment of an empty log)
+        self.virtual = not writable and not os.path.exists(self.log_path)
+        self._closed = False
+        self._fd: int | None = None
+        if not self.virtual:
+            self._fd = os.open(self.log_path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
+        self._size = 0 if self._fd is None else os.fstat(self._fd).st_size
         # Kafka's LazyIndex (LazyIndex.java @1eb7644): the .index and .timeindex files are opened, or
         # created preallocated, on first use, so an empty segment rolled and closed without an append
         # has only its .log (SPEC R-ROLL-05, R-IDX-09).
         self._offset_index: MutableOffsetIndex | None = None
         self._time_index: MutableTimeIndex | None = None
         try:
-            self.txn_index = MutableTransactionIndex(self._path(TXN_INDEX_SUFFIX), base_offset)
+            self.txn_index = MutableTransactionIndex(self._path(TXN_INDEX_SUFFIX), base_offset, writable=writable)
         except BaseException:
-            os.close(self._fd)
+            if self._fd is not None:
+                os.close(self._fd)
             raise
         self.created = self.clock()
         self._rolling_based_timestamp: int | None = None
@@ -170,11 +185,12 @@ class Segment:
         rolling_jitter_ms: int = 0,
         clock: Callable[[], int] | None = None,
         suffix: str = "",
+        writable: bool = True,
     ) -> Segment:
-        """Open (creating when missing) the segment with this base offset in ``directory``."""
+        """Open (creating when missing, unless ``writable=False``) the segment with this base offset in ``directory``."""
         return cls(
             directory, base_offset, index_interval_bytes=index_interval_bytes, max_index_size=max_index_size,
-            rolling_jitter_ms=rolling_jitter_ms, clock=clock, suffix=suffix,
+            rolling_jitter_ms=rolling_jitter_ms, clock=clock, suffix=suffix, writable=writable,
         )
 
     def _path(self, kind: str) -> str:
@@ -184,14 +200,14 @@ class Segment:
     def offset_index(self) -> MutableOffsetIndex:
         """The ``.index``, opened (or created, preallocated) on first use as Kafka's LazyIndex does."""
         if self._offset_index is None:
-            self._offset_index = MutableOffsetIndex(self._path(INDEX_SUFFIX), self.base_offset, self.max_index_size)
+            self._offset_index = MutableOffsetIndex(self._path(INDEX_SUFFIX), self.base_offset, self.max_index_size, writable=self.writable)
         return self._offset_index
 
     @property
     def time_index(self) -> MutableTimeIndex:
         """The ``.timeindex``, opened (or created, preallocated) on first use as Kafka's LazyIndex does."""
         if self._time_index is None:
-            self._time_index = MutableTimeIndex(self._path(TIME_INDEX_SUFFIX), self.base_offset, self.max_index_size)
+            self._time_index = MutableTimeIndex(self._path(TIME_INDEX_SUFFIX), self.base_offset, self.max_index_size, writable=self.writable)
         return self._time_index
 
     @property
@@ -232,10 +248,16 @@ class Segment:
     def __repr__(self) -> str:
         return f"Segment(baseOffset={self.base_offset}, size={self._size}, dir={self.dir!r})"
 
-    def _log_fd(self) -> int:
-        if self._fd is None:
+    def _log_fd(self) -> int | None:
+        if self._closed:
             raise ValueError(f"segment {self.log_path} is closed")
         return self._fd
+
+    def _require_writable(self) -> int:
+        fd = self._log_fd()
+        if not self.writable or fd is None:
+            raise ReadOnlyLogError(f"segment {self.log_path} was opened read-only", file=self.log_path)
+        return fd
 
     # -- timestamps ------------------------------------------------------------------------------
     def read_max_timestamp_and_offset_so_far(self) -> tuple[int, int]:
@@ -263,7 +285,9 @@ class Segment:
 
     @property
     def last_modified(self) -> int:
-        """The ``.log`` modification time in ms."""
+        """The ``.log`` modification time in ms (the creation time of a segment with no file)."""
+        if self.virtual:
+            return self.created
         return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
     def _load_first_batch_timestamp(self) -> None:
@@ -312,7 +336,7 @@ class Segment:
         )
 
     def _write(self, data: bytes | memoryview) -> None:
-        self._size = pwrite_all(self._log_fd(), data, self._size)
+        self._size = pwrite_all(self._require_writable(), data, self._size)
 
     def append(self, largest_offset: int, largest_timestamp: int, shallow_offset_of_max_timestamp: int, records: bytes) -> None:
         """Append one append's bytes and index them as Kafka does (LogSegment.append)."""
@@ -346,7 +370,7 @@ class Segment:
     def trim_log(self) -> None:
         """Cut the ``.log`` file to its data (only a preallocated file is longer)."""
         fd = self._log_fd()
-        if os.fstat(fd).st_size != self._size:
+        if fd is not None and self.writable and os.fstat(fd).st_size != self._size:
             os.ftruncate(fd, self._size)
 
     def resize_indexes(self, size: int) -> None:
@@ -357,6 +381,8 @@ class Segment:
     # -- reading ---------------------------------------------------------------------------------
     def batches(self, start: int = 0, end: int | None = None) -> Iterator[Batch]:
         """The batches from byte ``start`` (stopping at a torn tail)."""
+        if self.virtual:
+            return
         with LogReader(self.log_path, start=start, end=self._size if end is None else end) as reader:
             yield from reader.batches()
 
@@ -382,7 +408,8 @@ class Segment:
             return FetchData(meta)
         limit = self._size if max_position is None else max_position
         fetch_size = max(0, min(limit - found.position, adjusted))
-        data = os.pread(self._log_fd(), fetch_size, found.position) if fetch_size else b""
+        fd = self._log_fd()
+        data = os.pread(fd, fetch_size, found.position) if fetch_size and fd is not None else b""
         return FetchData(meta, data, adjusted < found.size)
 
     def read_next_offset(self) -> int:
@@ -435,6 +462,19 @@ class Segment:
             self.time_index.resize(0)
         self.txn_index.sanity_check()
 
+    def check_indexes_fit(self) -> None:
+        """Raise :class:`~kafkalog.errors.CorruptIndexError` when the offset or time index fails Kafka's
+        sanity checks, its entries do not increase, or an entry points past the ``.log`` (an index
+        left untrimmed or stale by a crash): a read-only load then rebuilds both in memory."""
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+        offsets, positions = self.offset_index.offsets_and_positions()
+        if len(offsets) and (positions[-1] >= max(self._size, 1) or (np.diff(offsets) <= 0).any() or (np.diff(positions) <= 0).any()):
+            raise CorruptIndexError("offset index entries do not increase or point past the end of the .log", file=self.index_path)
+        timestamps, ts_offsets = self.time_index.timestamps_and_offsets()
+        if len(timestamps) and ((np.diff(timestamps) <= 0).any() or (np.diff(ts_offsets) < 0).any()):
+            raise CorruptIndexError("time index entries do not increase", file=self.time_index_path)
+
     def recover(self, producer_state: ProducerStateManager | None = None, leader_epoch_cache: LeaderEpochCache | None = None) -> int:
         """Rebuild the indexes from the ``.log`` and cut it at the first invalid batch; return the bytes removed.
 
@@ -451,10 +491,12 @@ class Segment:
         try:
             for batch in self.batches():
                 batch.ensure_valid()
-                self._ensure_offset_in_range(batch.last_offset)
-                if batch.max_timestamp > self.max_timestamp_so_far:
+                indexable = self.can_convert_to_relative_offset(batch.last_offset)
+                if self.writable:  # a writable load splits such a segment (Log._retry_on_offset_overflow)
+                    self._ensure_offset_in_range(batch.last_offset)
+                if batch.max_timestamp > self.max_timestamp_so_far and indexable:
                     self._max_ts_offset = (batch.max_timestamp, batch.last_offset)
-                if valid_bytes - last_index_entry > self.index_interval_bytes:
+                if valid_bytes - last_index_entry > self.index_interval_bytes and indexable:
                     # Beyond Kafka (SPEC R-RCV-07): the replay can want more entries than the appends
                     # made (each reopen restarts their byte count); a full index stays sparse instead
                     # of failing the load with Kafka's "attempt to append to a full index".
@@ -498,7 +540,7 @@ class Segment:
         removed = self._size - size
         if removed < 0:
             raise ValueError(f"attempt to truncate {self.log_path} to {size} bytes, beyond its size {self._size}")
-        if os.fstat(fd).st_size != size:
+        if fd is not None and self.writable and os.fstat(fd).st_size != size:
             os.ftruncate(fd, size)
         self._size = size
         return removed
@@ -533,15 +575,18 @@ class Segment:
 
     # -- files -----------------------------------------------------------------------------------
     def flush(self) -> None:
-        """fsync the ``.log`` and the three indexes (LogSegment.flush)."""
-        os.fsync(self._log_fd())
+        """fsync the ``.log`` and the three indexes (LogSegment.flush); nothing to do when read-only."""
+        fd = self._log_fd()
+        if fd is None or not self.writable:
+            return
+        os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
 
     def close(self) -> None:
         """Offer the final time index entry, trim the indexes and close the files (LogSegment.close)."""
-        if self._fd is None:
+        if self._closed:
             return
         if self._max_ts_offset is not None:
             try:
@@ -552,9 +597,14 @@ class Segment:
             self._offset_index.close()
         if self._time_index is not None:
             self._time_index.close()
-        os.close(self._fd)
-        self._fd = None
+        self._close_log()
         self.txn_index.close()
+
+    def _close_log(self) -> None:
+        self._closed = True
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def close_handlers(self) -> None:
         """Close the files without writing anything."""
@@ -562,13 +612,12 @@ class Segment:
             self._offset_index.close_handler()
         if self._time_index is not None:
             self._time_index.close_handler()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close_log()
         self.txn_index.close()
 
     def delete(self) -> None:
         """Close and remove the segment's files."""
+        self._require_writable()
         self.close_handlers()
         for p in (self.log_path, self.index_path, self.time_index_path):
             try:

@@ -40,6 +40,7 @@ def split_overflowed_segment(lg: Log, segment: Segment, now_ms: int | None = Non
     (at once when it is 0).
     As in Kafka, the new segments get no ``.txnindex`` entries: a later recovery rebuilds them.
     """
+    lg.check_writable("split a segment")
     if not segment.has_overflow():
         raise ValueError(f"segment {segment.log_path} has no offset overflow: nothing to split")
     log.info("splitting overflowed segment %s", segment.log_path)

@@ -3,10 +3,11 @@
 :class:`Log` owns the segments of one partition directory, appends to the active one (rolling a
 new segment when :meth:`Segment.should_roll` says so), keeps the producer state, the leader epoch
 cache, the transaction index and ``partition.metadata`` up to date, and reads by offset or
-timestamp::
+timestamp. ``Log.open(path)`` only reads (the load happens in memory and no file changes);
+``Log.open(path, writable=True)`` loads as a broker does and can append::
 
     cfg = LogConfig(segment_bytes=2048, index_interval_bytes=256)
-    with Log.open("topic-0", cfg, topic_id="AAAAAAAAAAAAAAAAAAAAAQ") as log:
+    with Log.open("topic-0", cfg, topic_id="AAAAAAAAAAAAAAAAAAAAAQ", writable=True) as log:
         log.append(batch_bytes, assign_offsets=False)      # as a follower: bytes kept as they are
         log.append(producer_batch, leader_epoch=3)          # as the leader: offsets assigned
 
@@ -42,8 +43,10 @@ from kafkalog.errors import (
     InvalidOffsetError,
     InvalidRecordError,
     KafkaLogError,
+    LogNotFoundError,
     OffsetOutOfRangeError,
     OffsetsOutOfOrderError,
+    ReadOnlyLogError,
     RecordBatchTooLargeError,
     UnexpectedAppendOffsetError,
 )
@@ -71,6 +74,7 @@ from kafkalog.log.producer_state import (
     JavaLongHashMap,
     ProducerAppendInfo,
     ProducerStateManager,
+    SnapshotOverlay,
 )
 from kafkalog.log.segment import FetchData, LogOffsetMetadata, RollParams, Segment, TimestampAndOffset
 from kafkalog.log.split import split_overflowed_segment
@@ -359,11 +363,11 @@ class _State:
 class Log:
     """The segments and state files of one partition directory (Kafka's UnifiedLog + LocalLog).
 
-    Create with :meth:`open`. ``clock`` returns the time in ms (LogAppendTime stamps, producer
-    expiration, ``segment.ms`` without timestamps); ``sync=False`` skips the fsyncs of implicit
-    writes (snapshots, checkpoints, ``partition.metadata``) and the flush Kafka schedules after
-    each roll; :meth:`flush` always fsyncs. The log is its partition's only replica: the high
-    watermark follows the log end offset.
+    Create with :meth:`open`, read-only unless ``writable=True``. ``clock`` returns the time in
+    ms (LogAppendTime stamps, producer expiration, ``segment.ms`` without timestamps);
+    ``sync=False`` skips the fsyncs of implicit writes (snapshots, checkpoints,
+    ``partition.metadata``) and the flush Kafka schedules after each roll; :meth:`flush` always
+    fsyncs. The log is its partition's only replica: the high watermark follows the log end offset.
     """
 
     def __init__(
@@ -374,9 +378,14 @@ class Log:
         clock: Callable[[], int],
         sync: bool,
         topic_id: str | None,
+        writable: bool = True,
     ) -> None:
         self.dir = directory
         self.config = config
+        #: False for a reader: the load happens in memory and nothing on disk changes
+        self.writable = writable
+        #: the snapshot files a read-only load would have written or deleted
+        self._overlay = None if writable else SnapshotOverlay()
         self.clock = clock
         self.sync = sync
         self._topic_id = topic_id
@@ -386,8 +395,12 @@ class Log:
         self.recovery_point = 0
         self.high_watermark = 0
         self._next_offset_metadata = LogOffsetMetadata(0, 0, 0)
-        self.leader_epoch_cache = LeaderEpochCache.for_dir(directory, sync=sync)
-        self.producer_state = ProducerStateManager(directory, producer_id_expiration_ms=config.producer_id_expiration_ms, sync=sync)
+        self.leader_epoch_cache = LeaderEpochCache.for_dir(directory, sync=sync, writable=writable)
+        self.producer_state = self._new_producer_state()
+        #: a read-only load's view of an interrupted swap: the ``.swap`` files standing in for the
+        #: segments, and the range of base offsets whose files the swap would have deleted
+        self._swaps: set[str] = set()
+        self._swap_range = (_LONG_MAX, -_LONG_MAX - 1)
         #: ``.deleted`` files waiting for file.delete.delay.ms (retention.py)
         self.pending_deletions: list[PendingDeletion] = []
         self.closed = False
@@ -406,8 +419,18 @@ class Log:
         clock: Callable[[], int] | None = None,
         sync: bool = True,
         takeover: bool = False,
+        writable: bool = False,
     ) -> Log:
-        """Open (creating if needed) a partition directory, loading its segments as LogLoader does.
+        """Open a partition directory, loading its segments as LogLoader does.
+
+        By default the log is read-only and the load happens in memory: files are opened
+        read-only, nothing is created, changed or deleted, a missing directory raises
+        :class:`~kafkalog.errors.LogNotFoundError`, indexes that are missing or do not fit the
+        ``.log`` are rebuilt in memory, a torn tail is read up to its last whole batch, and the
+        last stable offset and aborted transactions are computed in memory; appends and other
+        writes raise :class:`~kafkalog.errors.ReadOnlyLogError`. With ``writable=True`` the
+        directory is created if needed and loaded as a broker loads it, writing what recovery
+        writes (indexes, snapshots, checkpoints, truncated tails), and the log can be appended to.
 
         ``log_start_offset`` and ``recovery_point`` are what the log dir's checkpoints hold for
         this partition. On a clean shutdown, a segment whose offset index is
@@ -422,10 +445,16 @@ class Log:
         snapshot written, so the files stay exactly as the copy has them (writer cases, SPEC §8.3).
         """
         directory = os.fspath(directory)
-        os.makedirs(directory, exist_ok=True)
+        if writable:
+            os.makedirs(directory, exist_ok=True)
+        elif not os.path.isdir(directory):
+            what = "is not a directory" if os.path.exists(directory) else "no such partition directory"
+            raise LogNotFoundError(f"{what} (a read-only Log.open creates nothing; writable=True creates it)", file=directory)
+        else:
+            _refuse_log_dir(directory)
         config = config or LogConfig()
         tid = None if topic_id is None else topic_id_string(topic_id)
-        self = cls(directory, config, clock=clock or _now_ms, sync=sync, topic_id=tid)
+        self = cls(directory, config, clock=clock or _now_ms, sync=sync, topic_id=tid, writable=writable)
         tp = parse_topic_partition(directory)
         if tp is not None and (problem := topic_name_problem(tp[0])) is not None:
             log.warning("%s: %s", directory, problem)  # R-NAME-03: warn, and read it anyway
@@ -456,8 +485,16 @@ class Log:
         return Segment.open(
             self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
             max_index_size=self.config.segment_index_bytes, rolling_jitter_ms=self.config.random_segment_jitter(),
-            clock=self.clock, suffix=suffix,
+            clock=self.clock, suffix=suffix, writable=self.writable,
         )
+
+    def _new_producer_state(self) -> ProducerStateManager:
+        return ProducerStateManager(self.dir, producer_id_expiration_ms=self.config.producer_id_expiration_ms, sync=self.sync, overlay=self._overlay)
+
+    def check_writable(self, what: str) -> None:
+        """Raise :class:`~kafkalog.errors.ReadOnlyLogError` if the log was opened read-only: what changes the log checks this."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"cannot {what}: the log was opened read-only (Log.open(path, writable=True) loads it for writing)", file=self.dir)
 
     def _load(self, log_start_checkpoint: int, recovery_point_checkpoint: int | None, had_clean_shutdown: bool, *, takeover: bool = False) -> None:
         """LogLoader.load: clean up temporary files, load the segments, recover what needs it, rebuild the state."""
@@ -492,6 +529,8 @@ class Log:
             try:
                 return action()
             except IndexOffsetOverflowError as e:
+                if not self.writable:
+                    raise
                 segment = next((s for s in self.segments if s.log_path == e.file), None)
                 if segment is None and e.file is not None and os.path.dirname(e.file) == self.dir:
                     segment = self._new_segment(base_offset_of(e.file))  # met while loading it
@@ -540,7 +579,10 @@ class Log:
     def _delete_segments(self, segments: list[Segment]) -> None:
         for seg in segments:
             self.remove_segment(seg.base_offset)
-            seg.delete()
+            if self.writable:
+                seg.delete()
+            else:
+                seg.close_handlers()
             path = self.producer_state.snapshot_path(seg.base_offset)
             self.producer_state.delete_snapshot(seg.base_offset)
             log.info("deleted segment %s and snapshot %s", seg.log_path, path)
@@ -557,7 +599,8 @@ class Log:
                 continue
             if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
                 log.debug("deleting stray temporary file %s", path)
-                os.unlink(path)
+                if self.writable:
+                    os.unlink(path)
             elif name.endswith(".cleaned"):
                 stem = name.split(".", 1)[0]
                 if stem.isdigit():
@@ -570,16 +613,20 @@ class Log:
             stem = os.path.basename(path).split(".", 1)[0]
             if stem.isdigit() and int(stem) >= min_cleaned:
                 log.debug("deleting invalid swap file %s (minimum .cleaned offset %d)", path, min_cleaned)
-                os.unlink(path)
+                if self.writable:
+                    os.unlink(path)
             else:
                 valid_swaps.append(path)
-        for path in cleaned:
-            os.unlink(path)
+        if self.writable:
+            for path in cleaned:
+                os.unlink(path)
         return valid_swaps
 
     def _complete_swaps(self, swaps: list[str]) -> None:
         """LogLoader.load's swap passes: every file (snapshots included) whose base offset lies in the range
-        the ``.swap`` segments cover is deleted, then the ``.swap`` files lose their suffix (R-CMP-14)."""
+        the ``.swap`` segments cover is deleted, then the ``.swap`` files lose their suffix (R-CMP-14).
+        A read-only load only notes the swap (:meth:`_load_segment_files` reads the ``.swap`` files
+        in place of the segments they replace)."""
         lo, hi = _LONG_MAX, -_LONG_MAX - 1
         for path in swaps:
             name = os.path.basename(path)
@@ -592,6 +639,12 @@ class Log:
             finally:
                 seg.close_handlers()
             log.info("found log file %s from an interrupted swap, recoverable by renaming", path)
+        if not self.writable:
+            self._swaps = {p for p in swaps if p.endswith(".log.swap")}
+            self._swap_range = (lo, hi)
+            if self._overlay is not None:
+                self._overlay.removed.update(o for o in self.producer_state.snapshot_offsets if lo <= o < hi)
+            return
         for name in os.listdir(self.dir):
             path = os.path.join(self.dir, name)
             stem = name.split(".", 1)[0]
@@ -609,6 +662,7 @@ class Log:
             fsync_dir(self.dir)
 
     def _load_segment_files(self, log_start_checkpoint: int, *, check: bool = True) -> None:
+        lo, hi = self._swap_range
         for name in sorted(os.listdir(self.dir)):
             path = os.path.join(self.dir, name)
             if not os.path.isfile(path):
@@ -617,27 +671,36 @@ class Log:
             if not stem.isdigit() or len(stem) != 20:
                 continue
             base = int(stem)
+            suffix = ""
+            if not self.writable:  # the files a writable load's swap pass would have deleted or renamed
+                if path in self._swaps:
+                    ext, suffix = "log", ".swap"
+                elif lo <= base < hi:
+                    continue
             if ext in ("index", "timeindex", "txnindex"):
                 if not os.path.exists(os.path.join(self.dir, segment_file_name(base, ".log"))):
                     log.warning("found an orphaned index file %s, with no corresponding log file", path)
-                    os.unlink(path)
+                    if self.writable:
+                        os.unlink(path)
             elif ext == "log":
-                segment = self._new_segment(base)
+                segment = self._new_segment(base, suffix)
                 if not check:
                     self.add_segment(segment)
                     continue
                 try:
                     segment.sanity_check()  # as Kafka, not the offset/time indexes: recovery covers them
+                    if not self.writable:
+                        segment.check_indexes_fit()
                 except (FileNotFoundError, CorruptIndexError) as e:
-                    log.warning("recovering segment %s and rebuilding its index files: %s", segment.log_path, e)
+                    log.log(logging.WARNING if self.writable else logging.INFO, "recovering segment %s and rebuilding its index files%s: %s", segment.log_path, "" if self.writable else " in memory", e)
                     self._recover_segment(segment, log_start_checkpoint)
-                    if self.sync:  # beyond Kafka: below the recovery point no later flush would sync the rebuilt indexes
+                    if self.sync and self.writable:  # beyond Kafka: below the recovery point no later flush would sync the rebuilt indexes
                         segment.flush()
                         fsync_dir(self.dir)
                 self.add_segment(segment)
 
     def _recover_segment(self, segment: Segment, log_start_checkpoint: int) -> int:
-        psm = ProducerStateManager(self.dir, producer_id_expiration_ms=self.config.producer_id_expiration_ms, sync=self.sync)
+        psm = self._new_producer_state()
         rebuild_producer_state(psm, self.segments, log_start_checkpoint, segment.base_offset, False, self.clock())
         truncated = segment.recover(psm, self.leader_epoch_cache)
         psm.take_snapshot()
@@ -700,13 +763,14 @@ class Log:
 
     # -- partition.metadata -----------------------------------------------------------------------
     def _maybe_flush_metadata_file(self) -> None:
-        if self._dirty_topic_id is not None:
+        if self._dirty_topic_id is not None and self.writable:
             write_partition_metadata(os.path.join(self.dir, PARTITION_METADATA), self._dirty_topic_id, sync=self.sync)
             self._dirty_topic_id = None
 
     def assign_topic_id(self, topic_id: str | bytes | uuid.UUID) -> None:
         """Record the topic id; ``partition.metadata`` is written before the next append or at close."""
         tid = topic_id_string(topic_id)
+        self.check_writable("assign a topic id")
         if self._topic_id is not None:
             if self._topic_id != tid:
                 raise InconsistentTopicIdError(f"tried to assign topic id {tid}, but the log already has topic id {self._topic_id}", file=self.dir)
@@ -736,6 +800,7 @@ class Log:
         0 and consistent sequence numbers, as Kafka requires.
         """
         self.check_open()
+        self.check_writable("append")
         data = bytes(records)
         self._maybe_flush_metadata_file()
         reader = LogReader(data, name=self.dir)
@@ -1007,6 +1072,7 @@ class Log:
     def roll(self, expected_next_offset: int | None = None) -> Segment:
         """Start a new active segment at max(``expected_next_offset``, log end offset) and take a producer snapshot (UnifiedLog.roll)."""
         self.check_open()
+        self.check_writable("roll a segment")
         new_offset = max(expected_next_offset or 0, self.log_end_offset)
         active = self.active_segment
         if new_offset in self._s.segments:
@@ -1050,6 +1116,7 @@ class Log:
         """fsync the segments holding offsets below ``offset`` (default: everything, the active segment
         included) and move the recovery point to ``offset`` (UnifiedLog.flush)."""
         self.check_open()
+        self.check_writable("flush")
         offset = self.log_end_offset if offset is None else offset
         flush_offset = offset + 1 if force_active else offset
         if flush_offset > self.recovery_point:
@@ -1067,18 +1134,22 @@ class Log:
         """Apply retention.ms, retention.bytes and the log start offset as UnifiedLog.deleteOldSegments does."""
         from kafkalog.log.retention import delete_old_segments
 
+        if not dry_run:
+            self.check_writable("delete segments")
         return delete_old_segments(self, now_ms, dry_run=dry_run)
 
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
         """Move the log start offset up (DeleteRecords); segments wholly below it go at the next retention run."""
         from kafkalog.log.retention import maybe_increment_log_start_offset
 
+        self.check_writable("move the log start offset")
         return maybe_increment_log_start_offset(self, new_log_start_offset)
 
     def delete_pending_files(self, now_ms: int | None = None) -> list[str]:
         """Remove the ``.deleted`` files whose file.delete.delay.ms has passed; return their paths."""
         from kafkalog.log.retention import delete_pending_files
 
+        self.check_writable("delete files")
         return delete_pending_files(self, now_ms)
 
     def remove_expired_producers(self, now_ms: int | None = None) -> None:
@@ -1237,8 +1308,13 @@ class Log:
 
     def close(self, *, flush: bool = True) -> None:
         """Flush (as Kafka's clean shutdown does), write the producer snapshot at the log end offset,
-        trim the indexes and close the files (UnifiedLog.close)."""
+        trim the indexes and close the files (UnifiedLog.close). A read-only log only closes its files."""
         if self.closed:
+            return
+        if not self.writable:
+            for seg in self.segments:
+                seg.close_handlers()
+            self.closed = True
             return
         self._maybe_flush_metadata_file()
         if flush:
@@ -1259,6 +1335,18 @@ class Log:
 
 
 # ------------------------------------------------------------------------------------- helpers
+def _refuse_log_dir(directory: str) -> None:
+    """Raise when ``directory`` holds no segment but partition directories: a broker's log dir given
+    where one of its partitions was meant (read as a partition, it would be silently empty)."""
+    names = os.listdir(directory)
+    if any(n.endswith(".log") for n in names):
+        return
+    parts = sorted(n for n in names if parse_topic_partition(n) is not None and os.path.isdir(os.path.join(directory, n)))
+    if parts:
+        shown = ", ".join(parts[:3]) + (", ..." if len(parts) > 3 else "")
+        raise KafkaLogError(f"is a log dir holding partition directories ({shown}), not a partition directory: open one of them", file=directory)
+
+
 def _segments_in_range(segments: list[Segment], start: int, end: int) -> list[Segment]:
     if start == end:
         return []

@@ -62,7 +62,18 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         lossless=args.lossless,
         decode=args.decode,
         decoder=args.decoder,
+        isolation=args.isolation,
     )
+    if args.isolation is not None:
+        from .dump import partition_dirs
+
+        for p in args.paths:
+            if os.path.isfile(p):
+                print(f"kafkalog dump: --isolation reads partition directories, not files such as {p}", file=sys.stderr)
+                return EXIT_USAGE
+            if os.path.exists(p) and not partition_dirs(p):
+                print(f"kafkalog dump: --isolation reads partition directories, and {p} holds none", file=sys.stderr)
+                return EXIT_IO
     progress = _Progress(sys.stderr, "dumping")
     try:
         result = dump(args.paths, opts, sys.stdout, sys.stderr, progress)
@@ -103,7 +114,7 @@ def _cmd_build_dir(args: argparse.Namespace) -> int:
     if any(n.endswith(".log") for n in os.listdir(args.output)):
         print(f"kafkalog build: {args.output} already holds segments; give an empty or new directory", file=sys.stderr)
         return EXIT_USAGE
-    log = Log.open(args.output, config, topic_id=args.topic_id)
+    log = Log.open(args.output, config, topic_id=args.topic_id, writable=True)
     n = 0
     try:
         for src in args.inputs or ["-"]:
@@ -315,6 +326,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--decode", action="store_true", help=(
         "decode keys and values of internal topics (__consumer_offsets, __transaction_state, __cluster_metadata), "
         "chosen by the partition directory's topic; JSON adds decodedKey/decodedValue"))
+    d.add_argument("--isolation", choices=["read_committed", "read_uncommitted"], help=(
+        "print only what a consumer with this isolation.level receives from each partition directory: the batches it "
+        "takes records from and those records (no control records; read_committed: no aborted data, nothing past the "
+        "last stable offset); the directory is read as a whole, read-only"))
     d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state"],
                    help="force one internal-topic decoder for every file")
     d.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets", help="as kafka-dump-log: --decoder offsets")

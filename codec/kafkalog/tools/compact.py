@@ -89,13 +89,15 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     by_data_dir: dict[str, list[Log]] = {}
     for p in parts:
         try:
-            lg = Log.open(p.path, config, log_start_offset=p.log_start_offset or 0, recovery_point=p.recovery_point, clock=lambda: now)
+            # a dry run reads only: the load happens in memory and no checkpoint is written
+            lg = Log.open(p.path, config, log_start_offset=p.log_start_offset or 0, recovery_point=p.recovery_point, clock=lambda: now, writable=not args.dry_run)
             try:
                 result = compact(lg, now, cleaner_config=cleaner_config, force=args.force, dry_run=args.dry_run)
                 retention = delete_old_segments(lg, now, dry_run=args.dry_run)  # LogCleaner: deletableLogs after the pass
             finally:
                 lg.close()
-            by_data_dir.setdefault(p.data_dir, []).append(lg)
+            if not args.dry_run:
+                by_data_dir.setdefault(p.data_dir, []).append(lg)
         except KafkaLogError as e:
             print(f"kafkalog compact: {e}", file=sys.stderr)
             status = EXIT_BAD_DATA

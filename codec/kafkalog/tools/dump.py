@@ -8,23 +8,24 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
-from kafkalog.format.files import DUMPED_KINDS, FileKind, kind_of, walk
+from kafkalog.format.files import DUMPED_KINDS, FileKind, kind_of, segment_file_name, walk
 from kafkalog.format.index import OffsetIndex, TimeIndex
+from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.record import LegacyRecord
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.internal import control_text, decoded_fields, decoder_for_path, record_text
-from kafkalog.tools.canonical import dumps, log_lines
+from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 
-__all__ = ["DumpOptions", "DumpResult", "dump", "json_lines"]
+__all__ = ["DumpOptions", "DumpResult", "dump", "json_lines", "partition_dirs"]
 
 
 @dataclass
@@ -38,6 +39,8 @@ class DumpOptions:
     lossless: bool = False
     decode: bool = False
     decoder: str | None = None
+    #: ``read_committed`` or ``read_uncommitted``: print only what a consumer receives (partition directories)
+    isolation: str | None = None
 
     def decoder_for(self, path: str) -> str | None:
         """The internal-topic decoder to apply to ``path``: forced, by topic, or none."""
@@ -185,33 +188,40 @@ def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult) -> 
         out.write(f"Snapshot end offset: {int(off)}, epoch: {int(epoch)}\n")
     else:
         out.write(f"Log starting offset: {int(stem.split('-')[0])}\n")
-    print_data = opts.print_data_log or decoder is not None
-    deep = opts.deep_iteration or print_data
     with LogReader(path) as reader:
         valid = 0
         for batch in reader.batches():
-            out.write(_text_batch(batch, valid) + "\n")
-            if deep:
-                for r in batch.records():
-                    prefix = "| "
-                    parts: list[str] = []
-                    if not opts.skip_record_metadata:
-                        line = f"{prefix}offset: {r.offset} {batch.timestamp_type.value}: {r.timestamp} keySize: {r.key_size} valueSize: {r.value_size}"
-                        prefix = " "
-                        if batch.magic >= 2:
-                            line += f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
-                        if isinstance(r, LegacyRecord):
-                            line += f" isValid: {_b(r.is_valid)} crc: {r.checksum}}}"  # sic: kafka-dump-log prints a stray '}'
-                        if isinstance(batch, RecordBatch) and batch.is_control:
-                            line += control_text(r, file=path, position=batch.position)
-                        parts.append(line)
-                    if print_data and not (isinstance(batch, RecordBatch) and batch.is_control):
-                        parts.append(record_text(None, r, decoder=decoder, prefix=prefix, file=path, position=batch.position))
-                    out.write("".join(parts) + "\n")
+            _text_batch_and_records(path, batch, valid, batch.records(), out, opts, decoder)
             valid += batch.size_in_bytes
         if reader.tail is not None:
             out.write(f"Found {reader.tail.size} invalid bytes at the end of {name}\n")
             result.torn_tails.append(reader.tail.message())
+
+
+def _text_batch_and_records(
+    path: str, batch: Any, position: int, records: Iterable[Any], out: TextIO, opts: DumpOptions, decoder: str | None
+) -> None:
+    """One batch line and, with deep iteration, a line for each of ``records``."""
+    out.write(_text_batch(batch, position) + "\n")
+    print_data = opts.print_data_log or decoder is not None
+    if not (opts.deep_iteration or print_data):
+        return
+    for r in records:
+        prefix = "| "
+        parts: list[str] = []
+        if not opts.skip_record_metadata:
+            line = f"{prefix}offset: {r.offset} {batch.timestamp_type.value}: {r.timestamp} keySize: {r.key_size} valueSize: {r.value_size}"
+            prefix = " "
+            if batch.magic >= 2:
+                line += f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
+            if isinstance(r, LegacyRecord):
+                line += f" isValid: {_b(r.is_valid)} crc: {r.checksum}}}"  # sic: kafka-dump-log prints a stray '}'
+            if isinstance(batch, RecordBatch) and batch.is_control:
+                line += control_text(r, file=path, position=batch.position)
+            parts.append(line)
+        if print_data and not (isinstance(batch, RecordBatch) and batch.is_control):
+            parts.append(record_text(None, r, decoder=decoder, prefix=prefix, file=path, position=batch.position))
+        out.write("".join(parts) + "\n")
 
 
 def _text_other(path: str, kind: FileKind, out: TextIO) -> None:
@@ -276,6 +286,52 @@ def _targets(paths: list[str], err: TextIO) -> Iterator[tuple[str, str, FileKind
             yield p, os.path.basename(p), k
 
 
+def partition_dirs(root: str) -> list[str]:
+    """``root`` if it holds segments, else every directory under it that does (sorted)."""
+    found = []
+    for dirpath, dirs, names in os.walk(root):
+        dirs.sort()
+        if any(kind_of(os.path.join(dirpath, n)) is FileKind.LOG for n in names):
+            found.append(dirpath)
+    return sorted(found)
+
+
+def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult, progress: Callable[[str], None] | None) -> None:
+    """What a consumer with ``opts.isolation`` receives from each partition directory under ``root``:
+    the batches it reads records from (position as in the segment) and those records, in the
+    shapes of the plain dump. The directory is loaded read-only (:meth:`kafkalog.log.unified.Log.open`)."""
+    from kafkalog.log.isolation import consume_batches
+    from kafkalog.log.unified import Log
+
+    base = root if os.path.isdir(root) else os.path.dirname(root)
+    for pdir in partition_dirs(root):
+        if progress is not None:
+            progress(pdir)
+        with Log.open(pdir) as lg:
+            current = None
+            for cb in consume_batches(lg, read_committed=opts.isolation == "read_committed"):
+                full = os.path.join(pdir, segment_file_name(cb.segment_base_offset, ".log"))
+                rel = os.path.relpath(full, base).replace(os.sep, "/")
+                decoder = opts.decoder_for(full)
+                if full != current:
+                    current = full
+                    result.files += 1
+                    if opts.fmt != "json":
+                        out.write(f"Dumping {full}\nLog starting offset: {cb.segment_base_offset}\n")
+                if opts.fmt != "json":
+                    _text_batch_and_records(full, cb.batch, cb.position, cb.records, out, opts, decoder)
+                    continue
+                obj = batch_json(cb.batch, rel)
+                obj["position"] = cb.position
+                out.write(dumps(obj) + "\n")
+                first = cb.batch.records()[0].offset if isinstance(cb.batch, LegacyBatch) else None
+                for r in cb.records:
+                    rec = record_json(cb.batch, r, rel, base_offset=first, lossless=opts.lossless)
+                    if decoder is not None:
+                        rec.update(decoded_fields(None, r, decoder=decoder, control=False, file=full, position=cb.position))
+                    out.write(dumps(rec) + "\n")
+
+
 def dump(
     paths: list[str],
     opts: DumpOptions,
@@ -286,12 +342,22 @@ def dump(
     """Dump every file named (directories recursively, in sorted order) to ``out``.
 
     Problems are written to ``err`` and collected in the result; a bad file does not stop the
-    others. A missing path raises FileNotFoundError.
+    others. A missing path raises FileNotFoundError. With ``opts.isolation`` every path is read as
+    partition directories, as a consumer reads them (:func:`_dump_consumed`).
     """
     for p in paths:
         if not os.path.exists(p):
             raise FileNotFoundError(p)
     result = DumpResult()
+    if opts.isolation is not None:
+        for p in paths:
+            try:
+                _dump_consumed(p, opts, out, result, progress)
+            except KafkaLogError as e:
+                e.located(file=p)
+                result.errors.append(str(e))
+                err.write(f"error: {e}\n")
+        return result
     for full, rel, kind in _targets(paths, err):
         result.files += 1
         if progress is not None:

@@ -88,7 +88,7 @@ def find_partitions(path: str) -> list[PartitionDir]:
 
 
 def _open(p: PartitionDir, config: LogConfig, *, clean: bool) -> Log:
-    return Log.open(p.path, config, log_start_offset=p.log_start_offset or 0, recovery_point=p.recovery_point, had_clean_shutdown=clean)
+    return Log.open(p.path, config, log_start_offset=p.log_start_offset or 0, recovery_point=p.recovery_point, had_clean_shutdown=clean, writable=True)
 
 
 # ------------------------------------------------------------------------------------ retention

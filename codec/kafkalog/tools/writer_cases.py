@@ -180,7 +180,7 @@ def run_case(case_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) 
     for op in ops:
         kind = op["op"]
         if kind == "create":
-            lg = Log.open(out, config, topic_id=spec.get("topicId"), clock=clock, sync=False)
+            lg = Log.open(out, config, topic_id=spec.get("topicId"), clock=clock, sync=False, writable=True)
         elif kind == "append":
             assert lg is not None
             lo, hi = op["batches"]
@@ -214,10 +214,10 @@ def run_case(case_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) 
         elif kind == "open":
             lg = Log.open(
                 out, config, topic_id=spec.get("topicId"), log_start_offset=int(op.get("logStartOffset", 0)),
-                recovery_point=op.get("recoveryPoint"), had_clean_shutdown=bool(op.get("cleanShutdown", True)), clock=clock, sync=False,
+                recovery_point=op.get("recoveryPoint"), had_clean_shutdown=bool(op.get("cleanShutdown", True)), clock=clock, sync=False, writable=True,
             )
         elif kind == "attach":
-            lg = Log.open(out, config, topic_id=spec.get("topicId"), log_start_offset=int(op.get("logStartOffset", 0)), clock=clock, sync=False, takeover=True)
+            lg = Log.open(out, config, topic_id=spec.get("topicId"), log_start_offset=int(op.get("logStartOffset", 0)), clock=clock, sync=False, writable=True, takeover=True)
         elif kind == "close":  # UnifiedLog.close(): no flush first (a broker's shutdown flushes, then closes)
             assert lg is not None
             lg.close(flush=False)
