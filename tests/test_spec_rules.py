@@ -2,7 +2,7 @@
 
 A test claims a rule by naming its id: ``@pytest.mark.rule("R-IDX-05")`` (registered in conftest.py)
 or, inside a parametrised table, a comment. A corpus case claims it in golden/corpus/README.md's
-SPEC column or in its ``expected.json`` ``rules``. Claiming a rule means exercising it: a test that
+(or golden/corpus/writer/README.md's) SPEC column or in its ``expected.json`` ``rules``. Claiming a rule means exercising it: a test that
 only mentions an id without checking the behaviour does not count (reviewers check the markers).
 That every case SPEC.md names exists is checked in test_corpus.py (test_spec_names_only_existing_cases).
 """
@@ -62,7 +62,7 @@ def claimed_by_tests() -> dict[str, list[str]]:
 
 def claimed_by_corpus() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for line in (CORPUS / "README.md").read_text(encoding="utf-8").splitlines():
+    for line in (CORPUS / "README.md").read_text(encoding="utf-8").splitlines() + (CORPUS / "writer" / "README.md").read_text(encoding="utf-8").splitlines():
         m = re.match(r"\| `([^`]+)` \|", line)
         if m:
             for rule in set(RULE_ID.findall(line)):

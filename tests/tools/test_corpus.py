@@ -260,7 +260,7 @@ def test_cli_table_and_exit_codes() -> None:
 
 @pytest.mark.parametrize("args,code,message", [
     (["--impl", "mytool"], 2, "needs {file}"),
-    ([], 2, "give --impl and/or --verify-impl"),
+    ([], 2, "give --impl, --verify-impl and/or --writer"),
     (["--impl", "x {file}", "--case", "nothing-*"], 2, "no case matches"),
     (["--impl", "x {file}", "--corpus", "/nonexistent"], 3, "no corpus"),
 ])

@@ -157,16 +157,14 @@ class Segment:
         if not self.virtual:
             self._fd = os.open(self.log_path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
         self._size = 0 if self._fd is None else os.fstat(self._fd).st_size
-        opened: list[MutableOffsetIndex | MutableTimeIndex] = []
+        # Kafka's LazyIndex (LazyIndex.java @1eb7644): the .index and .timeindex files are opened, or
+        # created preallocated, on first use, so an empty segment rolled and closed without an append
+        # has only its .log (SPEC R-ROLL-05, R-IDX-09).
+        self._offset_index: MutableOffsetIndex | None = None
+        self._time_index: MutableTimeIndex | None = None
         try:
-            self.offset_index = MutableOffsetIndex(self._path(INDEX_SUFFIX), base_offset, max_index_size, writable=writable)
-            opened.append(self.offset_index)
-            self.time_index = MutableTimeIndex(self._path(TIME_INDEX_SUFFIX), base_offset, max_index_size, writable=writable)
-            opened.append(self.time_index)
             self.txn_index = MutableTransactionIndex(self._path(TXN_INDEX_SUFFIX), base_offset, writable=writable)
         except BaseException:
-            for idx in opened:
-                idx.close_handler()
             if self._fd is not None:
                 os.close(self._fd)
             raise
@@ -199,14 +197,43 @@ class Segment:
         return os.path.join(self.dir, segment_file_name(self.base_offset, kind) + self.suffix)
 
     @property
+    def offset_index(self) -> MutableOffsetIndex:
+        """The ``.index``, opened (or created, preallocated) on first use as Kafka's LazyIndex does."""
+        if self._offset_index is None:
+            self._offset_index = MutableOffsetIndex(self._path(INDEX_SUFFIX), self.base_offset, self.max_index_size, writable=self.writable)
+        return self._offset_index
+
+    @property
+    def time_index(self) -> MutableTimeIndex:
+        """The ``.timeindex``, opened (or created, preallocated) on first use as Kafka's LazyIndex does."""
+        if self._time_index is None:
+            self._time_index = MutableTimeIndex(self._path(TIME_INDEX_SUFFIX), self.base_offset, self.max_index_size, writable=self.writable)
+        return self._time_index
+
+    @property
+    def indexes_loaded(self) -> bool:
+        """Whether either index file has been opened (or created) yet."""
+        return self._offset_index is not None or self._time_index is not None
+
+    @property
     def index_path(self) -> str:
-        """Path of the ``.index`` file."""
-        return self.offset_index.path
+        """Path of the ``.index`` file (it may not exist yet)."""
+        return self._offset_index.path if self._offset_index is not None else self._path(INDEX_SUFFIX)
 
     @property
     def time_index_path(self) -> str:
-        """Path of the ``.timeindex`` file."""
-        return self.time_index.path
+        """Path of the ``.timeindex`` file (it may not exist yet)."""
+        return self._time_index.path if self._time_index is not None else self._path(TIME_INDEX_SUFFIX)
+
+    def rename_index(self, path: str, target: str) -> None:
+        """Rename this segment's ``.index`` or ``.timeindex`` at ``path`` to ``target``; a file never
+        created is skipped (LazyIndex.renameTo)."""
+        for idx in (self._offset_index, self._time_index):
+            if idx is not None and idx.path == path:
+                idx.rename_to(target)
+                return
+        if os.path.exists(path):
+            os.replace(path, target)
 
     @property
     def txn_index_path(self) -> str:
@@ -386,12 +413,17 @@ class Segment:
         return FetchData(meta, data, adjusted < found.size)
 
     def read_next_offset(self) -> int:
-        """The offset after the last batch (scanning from the last index entry; LogSegment.readNextOffset)."""
-        found = self.translate_offset(self.offset_index.last_offset)
-        if found is None:
-            return self.base_offset
+        """The offset after the last batch (scanning from the last index entry; LogSegment.readNextOffset).
+        An index file not created yet (Kafka's LazyIndex) is not created here: the scan starts at byte 0."""
+        if self._offset_index is None and not os.path.exists(self.index_path):
+            position = 0
+        else:
+            found = self.translate_offset(self.offset_index.last_offset)
+            if found is None:
+                return self.base_offset
+            position = found.position
         nxt = self.base_offset
-        for batch in self.batches(found.position):
+        for batch in self.batches(position):
             nxt = batch.next_offset
         return nxt
 
@@ -561,8 +593,10 @@ class Segment:
                 self.time_index.maybe_append(*self._max_ts_offset, skip_full_check=True)
             except Exception as e:  # Kafka swallows this with a warning
                 log.warning("could not append the final time index entry of %s: %s", self.log_path, e)
-        self.offset_index.close()
-        self.time_index.close()
+        if self._offset_index is not None:
+            self._offset_index.close()
+        if self._time_index is not None:
+            self._time_index.close()
         self._close_log()
         self.txn_index.close()
 
@@ -574,8 +608,10 @@ class Segment:
 
     def close_handlers(self) -> None:
         """Close the files without writing anything."""
-        self.offset_index.close_handler()
-        self.time_index.close_handler()
+        if self._offset_index is not None:
+            self._offset_index.close_handler()
+        if self._time_index is not None:
+            self._time_index.close_handler()
         self._close_log()
         self.txn_index.close()
 

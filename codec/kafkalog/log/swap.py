@@ -47,17 +47,15 @@ def _rename_segment_files(seg: Segment, old: str, new: str, step: str, on_step: 
         stem = path[: len(path) - len(old)] if old else path
         return stem + new
 
-    paths = [seg.log_path, seg.offset_index.path, seg.time_index.path, seg.txn_index.path]
+    paths = [seg.log_path, seg.index_path, seg.time_index_path, seg.txn_index.path]
     for path in paths:
         if on_step is not None:
             on_step(step, path)
         if path == seg.log_path:
             os.replace(path, target(path))
             seg.log_path = target(path)
-        elif path == seg.offset_index.path:
-            seg.offset_index.rename_to(target(path))
-        elif path == seg.time_index.path:
-            seg.time_index.rename_to(target(path))
+        elif path in (paths[1], paths[2]):
+            seg.rename_index(path, target(path))
         else:
             seg.txn_index.rename_to(target(path))
     seg.suffix = seg.suffix[: len(seg.suffix) - len(old)] + new if old else seg.suffix + new
@@ -84,7 +82,7 @@ def replace_segments(lg: Log, new: list[Segment], old: list[Segment], now_ms: in
         if seg.base_offset != new[0].base_offset:
             lg.remove_segment(seg.base_offset)
         seg.close_handlers()
-        paths = [seg.log_path, seg.offset_index.path, seg.time_index.path, seg.txn_index.path]
+        paths = [seg.log_path, seg.index_path, seg.time_index_path, seg.txn_index.path]
         moved = []
         for p in paths:
             if on_step is not None:

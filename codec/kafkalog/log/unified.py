@@ -235,6 +235,15 @@ class LogConfig:
         """True when cleanup.policy includes delete."""
         return "delete" in self.cleanup_policy
 
+    @property
+    def max_segment_ms(self) -> int:
+        """The time after which the active segment rolls (LogConfig.maxSegmentMs @1eb7644): for a compacted
+        topic with a positive max.compaction.lag.ms, the smaller of it and segment.ms, so that a dirty
+        record can be cleaned within the lag (SPEC R-ROLL-02)."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
+
     def random_segment_jitter(self) -> int:
         """0 when segment.jitter.ms is 0, else a random value below min(segment.jitter.ms, segment.ms)."""
         if self.segment_jitter_ms == 0:
@@ -423,6 +432,7 @@ class Log:
         had_clean_shutdown: bool = True,
         clock: Callable[[], int] | None = None,
         sync: bool = True,
+        takeover: bool = False,
         writable: bool = False,
     ) -> Log:
         """Open a partition directory, loading its segments as LogLoader does.
@@ -442,6 +452,11 @@ class Log:
         ``had_clean_shutdown=False`` every segment from the one holding ``recovery_point`` (default
         0) on is recovered as LogLoader.recoverLog does: indexes rebuilt, the ``.log`` cut at the
         first invalid batch or torn tail, and the segments after it deleted.
+
+        ``takeover=True`` continues a log whose writer (a broker, or another Log) still held it open
+        when the directory was copied after a flush: the state is loaded as after a clean shutdown,
+        but no segment is recovered, no index resized or created, no producer expired and no
+        snapshot written, so the files stay exactly as the copy has them (writer cases, SPEC §8.3).
         """
         directory = os.fspath(directory)
         if writable:
@@ -460,7 +475,7 @@ class Log:
         if tp is not None and (problem := topic_name_problem(tp[0])) is not None:
             log.warning("%s: %s; read anyway", directory, problem)  # R-NAME-03: warn, and read it anyway
         self._init_partition_metadata(tid)
-        self._load(log_start_offset, recovery_point, had_clean_shutdown)
+        self._load(log_start_offset, recovery_point, had_clean_shutdown or takeover, takeover=takeover)
         return self
 
     def _init_partition_metadata(self, topic_id: str | None) -> None:
@@ -497,22 +512,26 @@ class Log:
         if not self.writable:
             raise ReadOnlyLogError(f"cannot {what}: the log was opened read-only (Log.open(path, writable=True) loads it for writing)", file=self.dir)
 
-    def _load(self, log_start_checkpoint: int, recovery_point_checkpoint: int | None, had_clean_shutdown: bool) -> None:
+    def _load(self, log_start_checkpoint: int, recovery_point_checkpoint: int | None, had_clean_shutdown: bool, *, takeover: bool = False) -> None:
         """LogLoader.load: clean up temporary files, load the segments, recover what needs it, rebuild the state."""
         self._complete_swaps(self._remove_temp_files())
-        self._retry_on_offset_overflow(lambda: self._load_segment_files(log_start_checkpoint), reload=True)
+        self._retry_on_offset_overflow(lambda: self._load_segment_files(log_start_checkpoint, check=not takeover), reload=True)
         recovery_point, next_offset = self._retry_on_offset_overflow(
             lambda: self._recover_log(log_start_checkpoint, recovery_point_checkpoint or 0, had_clean_shutdown)
         )
         active = self.active_segment
-        active.resize_indexes(self.config.segment_index_bytes)
+        if not takeover:
+            active.resize_indexes(self.config.segment_index_bytes)
         if self.leader_epoch_cache.truncate_from_end(next_offset):
             self.leader_epoch_cache.write()
         self.log_start_offset = max(log_start_checkpoint, self.segments[0].base_offset)
         if self.leader_epoch_cache.truncate_from_start(log_start_checkpoint):
             self.leader_epoch_cache.write()
-        self.producer_state.remove_stray_snapshots(self._s.bases)
-        rebuild_producer_state(self.producer_state, self.segments, self.log_start_offset, next_offset, had_clean_shutdown, self.clock())
+        if takeover:  # the producers the live log had: none expired, no snapshot written
+            rebuild_producer_state(self.producer_state, self.segments, self.log_start_offset, next_offset, True, -_LONG_MAX - 1, write=False)
+        else:
+            self.producer_state.remove_stray_snapshots(self._s.bases)
+            rebuild_producer_state(self.producer_state, self.segments, self.log_start_offset, next_offset, had_clean_shutdown, self.clock())
         self.recovery_point = recovery_point
         self._next_offset_metadata = LogOffsetMetadata(next_offset, active.base_offset, active.size)
         self.high_watermark = next_offset
@@ -658,7 +677,7 @@ class Log:
         if swaps and self.sync:
             fsync_dir(self.dir)
 
-    def _load_segment_files(self, log_start_checkpoint: int) -> None:
+    def _load_segment_files(self, log_start_checkpoint: int, *, check: bool = True) -> None:
         lo, hi = self._swap_range
         for name in sorted(os.listdir(self.dir)):
             path = os.path.join(self.dir, name)
@@ -681,6 +700,9 @@ class Log:
                         os.unlink(path)
             elif ext == "log":
                 segment = self._new_segment(base, suffix)
+                if not check:
+                    self.add_segment(segment)
+                    continue
                 try:
                     segment.sanity_check()  # as Kafka, not the offset/time indexes: recovery covers them
                     if not self.writable:
@@ -1057,7 +1079,7 @@ class Log:
     # -- roll / flush ----------------------------------------------------------------------------
     def _maybe_roll(self, messages_size: int, info: LogAppendInfo) -> Segment:
         segment = self.active_segment
-        params = RollParams(self.config.segment_ms, self.config.segment_bytes, info.max_timestamp, info.last_offset, messages_size, self.clock())
+        params = RollParams(self.config.max_segment_ms, self.config.segment_bytes, info.max_timestamp, info.last_offset, messages_size, self.clock())
         if segment.should_roll(params):
             roll_offset = info.first_offset if info.first_offset is not None else info.last_offset - _INT32_MAX
             return self.roll(roll_offset)
@@ -1359,8 +1381,11 @@ def rebuild_producer_state(
     last_offset: int,
     reload_from_clean_shutdown: bool,
     now_ms: int,
+    *,
+    write: bool = True,
 ) -> None:
-    """Bring ``psm`` to ``last_offset`` from its newest usable snapshot and the segments after it (UnifiedLog.rebuildProducerState)."""
+    """Bring ``psm`` to ``last_offset`` from its newest usable snapshot and the segments after it (UnifiedLog.rebuildProducerState);
+    ``write=False`` takes no snapshot."""
     offsets_to_snapshot: list[int] = []
     if segments:
         if len(segments) > 1:
@@ -1370,7 +1395,8 @@ def rebuild_producer_state(
     if psm.latest_snapshot_offset() is None and reload_from_clean_shutdown:
         for off in offsets_to_snapshot:
             psm.update_map_end_offset(off)
-            psm.take_snapshot()
+            if write:
+                psm.take_snapshot()
         return
     empty_before = psm.is_empty() and psm.map_end_offset >= last_offset
     psm.truncate_and_reload(log_start_offset, last_offset, now_ms)
@@ -1381,7 +1407,7 @@ def rebuild_producer_state(
         for seg in _segments_in_range(segments, psm.map_end_offset, last_offset):
             start = max(seg.base_offset, psm.map_end_offset, log_start_offset)
             psm.update_map_end_offset(start)
-            if seg.base_offset in offsets_to_snapshot:
+            if write and seg.base_offset in offsets_to_snapshot:
                 psm.take_snapshot()
             max_position = seg.size
             if seg is seg_of_last:
@@ -1391,7 +1417,8 @@ def rebuild_producer_state(
             if fetch is not None:
                 psm.load_producers_from_batches(fetch.batches())
     psm.update_map_end_offset(last_offset)
-    psm.take_snapshot()
+    if write:
+        psm.take_snapshot()
 
 
 def checkpoint_log_dir(log_dir: str | os.PathLike[str], logs: Iterable[Log], *, sync: bool = True) -> None:

@@ -69,7 +69,7 @@ def _build_dir(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace) -> int:
     if not args.output.endswith(".log"):
         try:
             return _build_dir(args)
@@ -140,4 +140,4 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     b.add_argument("--index-interval-bytes", type=int, metavar="M", help="directory output: index.interval.bytes (default 4096)")
     b.add_argument("--segment-index-bytes", type=int, metavar="K", help="directory output: segment.index.bytes (default 10 MiB)")
     b.add_argument("--topic-id", metavar="ID", help="directory output: write partition.metadata with this topic id (22-char base64)")
-    b.set_defaults(func=_run)
+    b.set_defaults(func=_command)

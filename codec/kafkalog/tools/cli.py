@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from kafkalog import __version__
 from kafkalog.errors import KafkaLogError
-from kafkalog.tools import build, compact, conformance, dump, explain, groups, maintenance, verify
+from kafkalog.tools import build, compact, conformance, dump, explain, groups, maintenance, verify, writer_cases
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, UsageError
 
 __all__ = ["main"]
@@ -25,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kafkalog", description="Read, verify and write Apache Kafka log files without a broker.")
     p.add_argument("--version", action="version", version=f"kafkalog {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (dump, build, explain, groups, verify, conformance, maintenance, compact):  # in the order --help lists them
+    for module in (dump, build, explain, groups, verify, conformance, writer_cases, maintenance, compact):  # in the order --help lists them
         module.register(sub)
     return p
 

@@ -13,15 +13,15 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress
+from kafkalog.tools.harness import CaseResult, _describe, _last_line, _Run, _run
 
 __all__ = ["Case", "CaseResult", "default_corpus", "load_corpus", "render_table", "run_conformance"]
 
@@ -41,24 +41,6 @@ class Case:
     @property
     def bad(self) -> bool:
         return self.expected is not None
-
-
-@dataclass
-class CaseResult:
-    """The outcome of one case for the dumper (``impl``) and the validator (``verify``) checks."""
-
-    case: str
-    kind: str
-    impl: str = "-"
-    verify: str = "-"
-    details: list[str] = field(default_factory=list)
-
-    @property
-    def failed(self) -> bool:
-        return "fail" in (self.impl, self.verify)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"case": self.case, "kind": self.kind, "impl": self.impl, "verify": self.verify, "details": self.details}
 
 
 def default_corpus() -> Path | None:
@@ -84,55 +66,13 @@ def _case(path: Path, name: str) -> Case:
 
 
 def load_corpus(root: Path) -> list[Case]:
-    """Every case of the corpus at ``root``: good cases first, then ``bad/*``, each in name order."""
-    cases = [_case(p, p.name) for p in sorted(root.iterdir()) if p.is_dir() and p.name != "bad"]
+    """Every case of the corpus at ``root``: good cases first, then ``bad/*``, each in name order
+    (``writer/`` holds the writer cases, :mod:`kafkalog.writer_cases`)."""
+    cases = [_case(p, p.name) for p in sorted(root.iterdir()) if p.is_dir() and p.name not in ("bad", "writer")]
     bad = root / "bad"
     if bad.is_dir():
         cases += [_case(p, f"bad/{p.name}") for p in sorted(bad.iterdir()) if p.is_dir()]
     return cases
-
-
-# ----------------------------------------------------------------------------------- running
-@dataclass
-class _Run:
-    code: int | None  # None: timed out
-    stdout: str
-    stderr: str
-    error: str | None = None  # the command could not be started
-
-
-def _run(template: list[str], subst: dict[str, str], timeout: float) -> _Run:
-    argv = [_fill(tok, subst) for tok in template]
-    try:
-        p = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as e:
-        return _Run(None, _text(e.stdout), _text(e.stderr))
-    except OSError as e:
-        return _Run(None, "", "", error=f"cannot run {argv[0]}: {e.strerror or e}")
-    return _Run(p.returncode, _text(p.stdout), _text(p.stderr))
-
-
-def _fill(tok: str, subst: dict[str, str]) -> str:
-    for k, v in subst.items():
-        tok = tok.replace("{" + k + "}", v)
-    return tok
-
-
-def _text(b: bytes | str | None) -> str:
-    if b is None:
-        return ""
-    return b if isinstance(b, str) else b.decode("utf-8", errors="replace")
-
-
-def _describe(run: _Run, timeout: float) -> str | None:
-    """Why a run is unusable (not started, timed out, killed by a signal), or None."""
-    if run.error:
-        return run.error
-    if run.code is None:
-        return f"timed out after {timeout:g} s"
-    if run.code < 0:
-        return f"killed by signal {-run.code}"
-    return None
 
 
 def _parse_lines(out: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -200,11 +140,6 @@ def _dump_lines(case: Case, template: list[str], timeout: float, strict_exit: bo
         if diff:
             return where + diff
     return None
-
-
-def _last_line(text: str) -> str:
-    lines = [x for x in text.strip().splitlines() if x.strip()]
-    return lines[-1][:160] if lines else "(no message)"
 
 
 def _findings(stdout: str) -> list[dict[str, Any]]:
@@ -336,38 +271,56 @@ def run_conformance(
 def render_table(results: list[CaseResult]) -> Iterator[str]:
     """Lines of a plain-text table, one row per case, then a summary line."""
     width = max([len(r.case) for r in results] + [4])
-    yield f"{'case':<{width}}  {'kind':<4}  {'impl':<4}  {'verify':<6}  detail"
+    kw = max([len(r.kind) for r in results] + [4])
+    yield f"{'case':<{width}}  {'kind':<{kw}}  {'impl':<4}  {'verify':<6}  detail"
     for r in results:
         detail = r.details[0] if r.details else ""
-        yield f"{r.case:<{width}}  {r.kind:<4}  {r.impl:<4}  {r.verify:<6}  {detail}"
+        yield f"{r.case:<{width}}  {r.kind:<{kw}}  {r.impl:<4}  {r.verify:<6}  {detail}"
         for more in r.details[1:]:
-            yield f"{'':<{width}}  {'':<4}  {'':<4}  {'':<6}  {more}"
+            yield f"{'':<{width}}  {'':<{kw}}  {'':<4}  {'':<6}  {more}"
     failed = sum(r.failed for r in results)
     yield f"{len(results)} cases, {len(results) - failed} passed, {failed} failed"
 
 
-def _run(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace) -> int:
     import fnmatch
     import json
     from pathlib import Path
 
+    from kafkalog.tools.writer_cases import WriterCase, load_writer_cases, run_writer_conformance
 
-    if not args.impl and not args.verify_impl:
-        print("kafkalog conformance: give --impl and/or --verify-impl", file=sys.stderr)
+
+    if not args.impl and not args.verify_impl and not args.writer:
+        print("kafkalog conformance: give --impl, --verify-impl and/or --writer", file=sys.stderr)
         return EXIT_USAGE
     corpus = Path(args.corpus) if args.corpus else default_corpus()
     if corpus is None or not corpus.is_dir():
         print(f"kafkalog conformance: no corpus at {args.corpus or 'golden/corpus'} (give --corpus DIR)", file=sys.stderr)
         return EXIT_IO
-    cases = load_corpus(corpus)
+
+    def chosen(names: list[str]) -> set[str]:
+        return {n for n in names if not args.case or any(fnmatch.fnmatchcase(n, pat) for pat in args.case)}
+
+    cases = load_corpus(corpus) if args.impl or args.verify_impl else []
+    writer_root = corpus / "writer" if (corpus / "writer").is_dir() else corpus
+    writer_cases: list[WriterCase] = load_writer_cases(writer_root) if args.writer else []
     if args.case:
-        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.name, pat) for pat in args.case)]
-        if not cases:
+        keep = chosen([c.name for c in cases] + [c.name for c in writer_cases])
+        cases = [c for c in cases if c.name in keep]
+        writer_cases = [c for c in writer_cases if c.name in keep]
+        if not cases and not writer_cases:
             print(f"kafkalog conformance: no case matches {' '.join(args.case)}", file=sys.stderr)
             return EXIT_USAGE
+    if args.writer and not writer_cases and not args.case:
+        print(f"kafkalog conformance: no writer cases (folders with case.json) in {writer_root}", file=sys.stderr)
+        return EXIT_IO
     progress = Progress(sys.stderr, "checking")
     try:
-        results = run_conformance(cases, args.impl, args.verify_impl, timeout=args.timeout, jobs=args.jobs, progress=progress)
+        results: list[CaseResult] = []
+        if cases:
+            results += run_conformance(cases, args.impl, args.verify_impl, timeout=args.timeout, jobs=args.jobs, progress=progress)
+        if writer_cases:
+            results += run_writer_conformance(writer_cases, args.writer, timeout=args.timeout, jobs=args.jobs, progress=progress)
     except ValueError as e:
         progress.done()
         print(f"kafkalog conformance: {e}", file=sys.stderr)
@@ -391,12 +344,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "Good cases: the dumper's stdout must be Kafka's canonical JSON lines (expected.jsonl) and its exit 0. "
         "Bad cases: per expected.json, the dumper must fail ('reject') or print exactly expected.jsonl ('lines'); "
         "the validator must exit non-zero, and JSON findings it prints must include the expected code and position. "
+        "Writer cases (--writer): the command replays a case's operations (case.json, input.log) into an empty "
+        "directory, which must then equal the case's expected/ file by file, byte for byte; a failing case names the "
+        "missing, extra or different files, the first differing byte and the SPEC rules. "
         "Prints a table (or --json, one object per case); exit 1 if any case fails."))
     c.add_argument("--impl", metavar="COMMAND", help='dumper command, e.g. "mytool dump --json {file}"')
     c.add_argument("--verify-impl", metavar="COMMAND", help='validator command, e.g. "mytool verify --json {dir}"')
+    c.add_argument("--writer", metavar="COMMAND", help=(
+        'writer command, e.g. "kafkalog write-case {case} {dir}": run over each writer case (golden/corpus/writer), '
+        "{case} the case folder, {dir} an empty output dir that must end equal to the case's expected/ byte for byte"))
     c.add_argument("--corpus", metavar="DIR", help="corpus folder (default: golden/corpus)")
     c.add_argument("--case", action="append", metavar="PATTERN", help="only cases whose name matches this glob (repeatable)")
     c.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="cases run at once (default 1)")
     c.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per command run (default 60)")
     c.add_argument("--json", action="store_true", help="one JSON object per case")
-    c.set_defaults(func=_run)
+    c.set_defaults(func=_command)

@@ -399,7 +399,7 @@ def dump(
     return result
 
 
-def _run(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace) -> int:
     from kafkalog.format.files import DUMPED_KINDS, kind_of
 
     if args.lossless and not args.json:
@@ -437,6 +437,8 @@ def _run(args: argparse.Namespace) -> int:
         progress.done()
         print(f"kafkalog dump: no such file or directory: {e.args[0]}", file=sys.stderr)
         return EXIT_IO
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: main ends quietly
     except OSError as e:  # e.g. an s3:// path without credentials
         progress.done()
         print(f"kafkalog dump: cannot read: {e}", file=sys.stderr)
@@ -474,4 +476,4 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets", help="as kafka-dump-log: --decoder offsets")
     d.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log", help="as kafka-dump-log: --decoder transaction-log")
     d.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const", const="cluster-metadata", help="as kafka-dump-log: --decoder cluster-metadata")
-    d.set_defaults(func=_run)
+    d.set_defaults(func=_command)

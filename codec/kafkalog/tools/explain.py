@@ -195,7 +195,7 @@ def explain_file(path: str, *, offset: int | None = None, limit: int = 1) -> Ite
             yield from _hex_lines(data, fl, 0)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.file):
         print(f"kafkalog explain: no such file: {args.file}", file=sys.stderr)
@@ -220,4 +220,4 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     e.add_argument("file", metavar="FILE")
     e.add_argument("--offset", type=int, help=".log: start at the batch holding this offset (default: the first)")
     e.add_argument("--count", type=int, default=1, help=".log: how many batches to show (default 1)")
-    e.set_defaults(func=_run)
+    e.set_defaults(func=_command)

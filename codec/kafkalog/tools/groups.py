@@ -516,7 +516,7 @@ def describe_groups(result: GroupsResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace) -> int:
     import json
 
 
@@ -548,4 +548,4 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "that partition's directory is there too."))
     g.add_argument("dirs", nargs="+", metavar="DIR")
     g.add_argument("--json", action="store_true", help="one JSON object")
-    g.set_defaults(func=_run)
+    g.set_defaults(func=_command)

@@ -895,6 +895,11 @@ class _Dir:
             return fn()
         except KafkaLogError as err:
             self.report.add(ERROR, "unreadable-data", err.file or path, err.position, err.offset, err.message)
+        except FileNotFoundError as err:
+            if os.path.exists(path):
+                self.report.add(ERROR, "unreadable", path, None, None, err.strerror or str(err))
+            else:  # R-LIVE-03: listed, then renamed away by a writer (retention, a cleaner swap, an empty segment replaced)
+                self.report.add(WARNING, "gone", path, None, None, "listed, then renamed or deleted by a writer while it was verified")
         except OSError as err:
             self.report.add(ERROR, "unreadable", path, None, None, err.strerror or str(err))
         except Exception as err:  # noqa: BLE001 - a validator reports, it never crashes on its input

@@ -20,7 +20,7 @@ __all__ = ["register"]
 
 
 
-def _run(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace) -> int:
     import json
 
     from kafkalog.tools.validate import NOTE, verify
@@ -72,4 +72,4 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     v.add_argument("--max-message-bytes", type=int, metavar="N", help=(
         "the topic's max.message.bytes (default Kafka's, 1048588): a trailing entry larger than this is corruption, "
         "not a torn tail"))
-    v.set_defaults(func=_run)
+    v.set_defaults(func=_command)
