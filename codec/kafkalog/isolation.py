@@ -15,7 +15,7 @@ consumer's decision batch by batch; :func:`consumer_records` applies it to one f
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from .records.control import ControlType, control_type_of
@@ -61,13 +61,20 @@ class ReadCommittedFilter:
         records are never returned either; :func:`consumer_records` handles both."""
         if not isinstance(batch, RecordBatch) or batch.producer_id == NO_PRODUCER_ID:
             return False
-        last = batch.last_offset
-        while self._pending and self._pending[0][0] <= last:
+        return self.skips_fields(batch.producer_id, batch.last_offset, batch.is_transactional, batch.is_control, lambda: is_abort_marker(batch))
+
+    def skips_fields(self, producer_id: int, last_offset: int, transactional: bool, control: bool, abort_marker: Callable[[], bool]) -> bool:
+        """:meth:`skips` for a magic 2 batch given by its header fields (``producer_id`` not -1),
+        for decoders that hold no batch object; ``abort_marker()`` says whether the control
+        batch's first record is an ABORT marker (asked for control batches only). Batches neither
+        transactional nor control may be left out: they do not consult the state, and what they
+        would pop from it the next batch that does pops as well."""
+        while self._pending and self._pending[0][0] <= last_offset:
             self.aborted_producers.add(heapq.heappop(self._pending)[1])
-        if is_abort_marker(batch):
-            self.aborted_producers.discard(batch.producer_id)
+        if control and abort_marker():
+            self.aborted_producers.discard(producer_id)
             return False
-        return batch.is_transactional and batch.producer_id in self.aborted_producers
+        return transactional and producer_id in self.aborted_producers
 
 
 def consumer_records(

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .arrow import records_to_arrow
-from .errors import DataLossError, LayoutError, SourceOptionError
-from .source import KafkaLogDataSource, source_schema
-from .views import consumer_offsets
+from kafkalog_spark.arrow import records_to_arrow
+from kafkalog_spark.errors import DataLossError, LayoutError, SourceOptionError
+from kafkalog_spark.source import KafkaLogDataSource, session_defaults, source_schema
+from kafkalog_spark.views import consumer_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,7 +36,17 @@ def register(spark: SparkSession) -> None:
 
     Spark only calls a Python source's ``pushFilters`` with
     ``spark.sql.python.filterPushdown.enabled=true``, and fails reads of a source that defines it
-    when the setting is off, so registering sets it.
+    when the setting is off, so registering sets it. The session's file-source planning settings
+    (``spark.sql.files.maxPartitionBytes``, ``openCostInBytes``, ``minPartitionNum``, the default
+    parallelism) are read now and travel with the registered source, since planning runs in a
+    Python worker that cannot ask the session: register again after changing them.
     """
-    spark.dataSource.register(KafkaLogDataSource)
+    defaults = session_defaults(spark)
+
+    class SessionKafkaLogDataSource(KafkaLogDataSource):
+        """``format("kafkalog")`` with this session's planning settings (pickled by value: defined here)."""
+
+        session_defaults = defaults
+
+    spark.dataSource.register(SessionKafkaLogDataSource)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
