@@ -9,9 +9,8 @@ See :mod:`kafkalog_spark.source` for the schema and :mod:`kafkalog_spark.options
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kafkalog_spark.arrow import records_to_arrow
 from kafkalog_spark.errors import DataLossError, LayoutError, SourceOptionError
 from kafkalog_spark.source import KafkaLogDataSource, session_defaults, source_schema
 from kafkalog_spark.views import consumer_offsets
@@ -29,6 +28,16 @@ __all__ = [
     "register",
     "source_schema",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``records_to_arrow``, imported on first use: it loads the compiled decoder, which the
+    Python processes Spark plans in do not need."""
+    if name == "records_to_arrow":
+        from kafkalog_spark.arrow import records_to_arrow
+
+        return records_to_arrow
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(spark: SparkSession) -> None:

@@ -18,47 +18,22 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kafkalog.arrow import HEADERS_TYPE, KAFKA_SCHEMA, columns_to_arrow, constant_string
+from kafkalog.arrow import KAFKA_SCHEMA, columns_to_arrow, constant_string
 from kafkalog.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_columns
 from kafkalog.isolation import ReadCommittedFilter
 from kafkalog.records.control import ControlType, control_type_of
 from kafkalog.records.stream import Batch
 from kafkalog.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_PRODUCER_ID, RecordBatch
 
-from .filters import Bounds
+from kafkalog_spark.filters import Bounds
+from kafkalog_spark.schema import ARROW_TYPES, METADATA_COLUMNS, arrow_schema
 
 __all__ = ["ARROW_TYPES", "METADATA_COLUMNS", "BatchFields", "arrow_schema", "count_rows", "pieces_to_arrow", "records_to_arrow"]
 
-#: Every column the source can produce, with its Arrow type (what Spark's types map to).
-ARROW_TYPES: dict[str, pa.DataType] = {
-    "key": pa.binary(),
-    "value": pa.binary(),
-    "topic": pa.string(),
-    "partition": pa.int32(),
-    "offset": pa.int64(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestampType": pa.int32(),
-    "headers": HEADERS_TYPE,
-    "producerId": pa.int64(),
-    "producerEpoch": pa.int16(),
-    "sequence": pa.int32(),
-    "isTransactional": pa.bool_(),
-    "leaderEpoch": pa.int32(),
-    "segment": pa.string(),
-    "position": pa.int64(),
-    "decoded": pa.string(),
-}
-#: The opt-in columns (``includeMetadata=true``), in schema order.
-METADATA_COLUMNS = ("producerId", "producerEpoch", "sequence", "isTransactional", "leaderEpoch", "segment", "position")
 _INT32_MAX = 2**31 - 1
 ANY = Bounds()
 
 Piece = ChunkColumns | BatchColumns
-
-
-def arrow_schema(columns: Sequence[str]) -> pa.Schema:
-    """The Arrow schema Spark expects for ``columns`` (all nullable, as Spark's schema declares them)."""
-    return pa.schema([pa.field(c, ARROW_TYPES[c]) for c in columns])
 
 
 @dataclass(frozen=True)

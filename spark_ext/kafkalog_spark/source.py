@@ -40,7 +40,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kafkalog_spark.arrow import METADATA_COLUMNS, arrow_schema
 from kafkalog_spark.errors import SourceOptionError
 from kafkalog_spark.filters import RowFilter, push_filters
 from kafkalog_spark.layout import discover, filesystem_for
@@ -54,12 +53,13 @@ from kafkalog_spark.planning import (
     report_data_loss,
     split_bytes,
 )
-from kafkalog_spark.reader import ReadSettings, read_slice
+from kafkalog_spark.schema import METADATA_COLUMNS, arrow_schema
 from kafkalog_spark.segments import TailState
-from kafkalog_spark.writer import KafkaLogWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from kafkalog_spark.reader import ReadSettings
 
 __all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SessionDefaults", "session_defaults", "source_schema"]
 
@@ -191,6 +191,8 @@ class _Planner:
         return list(pack(slices, split, self.open_cost))
 
     def settings(self) -> ReadSettings:
+        from kafkalog_spark.reader import ReadSettings  # the decoder: imported where reading runs, not where planning does
+
         o = self.opts
         return ReadSettings(
             arrow_schema(self.columns), self.row_filter, o.read_committed, o.verify_crc, o.ignore_corrupt_files, o.fail_on_data_loss,
@@ -259,6 +261,8 @@ class KafkaLogReader(DataSourceReader):
 def _read(partition: InputPartition, planner: _Planner) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, SlicePack):
         return iter(())
+    from kafkalog_spark.reader import read_slice
+
     settings = planner.settings()
     return (b for sl in partition.slices for b in read_slice(sl, settings))
 
@@ -400,6 +404,8 @@ class KafkaLogDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """The appending writer (``mode("append")`` only: logs are never overwritten)."""
+        from kafkalog_spark.writer import KafkaLogWriter  # imported where writing is asked for (it loads the compiled partitioner)
+
         if overwrite:
             raise SourceOptionError("kafkalog logs are append-only: use mode('append')")
         return KafkaLogWriter(dict(self.options), schema)

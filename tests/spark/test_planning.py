@@ -86,3 +86,17 @@ def test_pack_is_next_fit_decreasing_with_an_open_cost() -> None:
     packs = pack([sl(s) for s in (10, 70, 30, 50, 5)], split=100, open_cost=10)
     assert [[s.size for s in p.slices] for p in packs] == [[70], [50, 30], [10, 5]]
     assert split_bytes(1000, 10, 10_000, 4, 2) == 520 and split_bytes(1000, 10, 300, 4, 2) == 300 and split_bytes(10, 1, 300, 64, 2) == 64
+
+
+def test_planning_imports_no_compiled_decoder() -> None:
+    """Spark plans in fresh Python processes: the source's planning side must not import numba
+    (seconds on a loaded machine), and its headers type is the decoder's."""
+    import subprocess
+    import sys
+
+    from kafkalog.arrow import HEADERS_TYPE
+    from kafkalog_spark.schema import HEADERS_TYPE as SOURCE_HEADERS_TYPE
+
+    assert SOURCE_HEADERS_TYPE == HEADERS_TYPE
+    code = "import sys, kafkalog_spark, kafkalog_spark.source; print(sorted(m for m in ('numba', 'kafkalog.columnar') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip() == "[]"
