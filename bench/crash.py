@@ -15,7 +15,7 @@ had_clean_shutdown=False)``) and checks that
 * every record whose ``flush()`` returned is there with the same offset, key and value,
 * every record there is one a writer appended at that offset (no torn bytes read as data), and
   offsets are contiguous,
-* :func:`kafkalog.validate.verify` reports no error on the recovered directory.
+* :func:`kafkalog.tools.validate.verify` reports no error on the recovered directory.
 
 The parent then closes the log cleanly (so everything present is durable and must survive the
 next kill) and the next writer continues in the same directory; every few kill points a fresh
@@ -45,10 +45,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kafkalog import RecordBatchBuilder
-from kafkalog.checkpoints import read_offset_checkpoint
-from kafkalog.compression import Codec
-from kafkalog.log import RECOVERY_POINT_CHECKPOINT, Log, LogConfig, checkpoint_log_dir
-from kafkalog.validate import verify
+from kafkalog.format.checkpoints import read_offset_checkpoint
+from kafkalog.format.compression import Codec
+from kafkalog.log.unified import RECOVERY_POINT_CHECKPOINT, Log, LogConfig, checkpoint_log_dir
+from kafkalog.tools.validate import verify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import durability  # noqa: E402
@@ -102,7 +102,7 @@ def writer(directory: str, seed: int, gen: int, cfg: DirConfig, out_fd: int) -> 
     """The child: append and flush until killed, reporting each flushed offset range on ``out_fd``."""
     rng = random.Random(f"{seed}/{gen}/writer")
     _say(out_fd, "O")
-    log = Log.open(directory, cfg.log_config())
+    log = Log.open(directory, cfg.log_config(), writable=True)
     start = log.log_end_offset
     _say(out_fd, f"R {start}")
     producer = {"producer_id": 1000 + gen, "producer_epoch": 0} if cfg.idempotent else {}
@@ -336,7 +336,7 @@ def _kill_point(
     recovery_point = read_offset_checkpoint(cp).get((TOPIC, 0), 0) if os.path.exists(cp) else 0
     before = _log_bytes(pdir)
     try:
-        log = Log.open(pdir, cfg.log_config(), recovery_point=recovery_point, had_clean_shutdown=False)
+        log = Log.open(pdir, cfg.log_config(), recovery_point=recovery_point, had_clean_shutdown=False, writable=True)
     except Exception as e:
         row.open_failures += 1
         stats.problems.append(f"{where}: Log.open failed: {e!r}")

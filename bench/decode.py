@@ -5,7 +5,7 @@ One run prints four tables:
 
 1. **decode**: for each codec x value size (100 B, 1 KiB; 16-byte keys) x records per batch (100,
    1,000), the records/s and MB/s (log bytes) of
-   * ``kafkalog columnar``: ``kafkalog.arrow.to_arrow(LogReader(bytes))`` (Arrow record batches:
+   * ``kafkalog columnar``: ``kafkalog.fast.arrow.to_arrow(LogReader(bytes))`` (Arrow record batches:
      key, value, offset, timestamp; decoded a chunk of batches at a time, no Python object per record),
    * ``kafkalog columnar views``: the same with ``views=True`` (key and value as Arrow binary
      views into each chunk's decompressed records: no key or value is copied),
@@ -23,7 +23,7 @@ One run prints four tables:
    and, for both, "C library from compiled loop": one numba call that decompresses every payload
    with the same C function, called the same way (``LZ4_decompress_safe`` over the lz4 frame
    walk, ``ZSTD_decompressStream`` of the system's libzstd), as kafkalog's columnar decoder
-   (:mod:`kafkalog.native`), but walks no record. Each writes into one reused buffer or fresh
+   (:mod:`kafkalog.fast.native`), but walks no record. Each writes into one reused buffer or fresh
    bytes, whichever it does best; vs kafkalog's full columnar decode of the same batches: the
    ratio is what decoding adds on top of decompression. Beside it, the **floor**: one compiled
    call that does only what a columnar decoder must, with kafkalog's own pieces (its framing pass
@@ -69,9 +69,10 @@ import zstandard
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kafkalog  # noqa: E402
 import records as recbench  # noqa: E402  (bench/records.py: data generator, peers, timing harness)
-from kafkalog import LogReader, RecordBatch, RecordBatchBuilder, native  # noqa: E402
-from kafkalog.arrow import to_arrow  # noqa: E402
-from kafkalog.columnar import (  # noqa: E402 - the compiled loops' framing, lz4 frame walk and varints
+from kafkalog import LogReader, RecordBatch, RecordBatchBuilder  # noqa: E402
+from kafkalog.fast import native  # noqa: E402
+from kafkalog.fast.arrow import to_arrow  # noqa: E402
+from kafkalog.fast.columnar import (  # noqa: E402 - the compiled loops' framing, lz4 frame walk and varints
     _M_BASE_OFFSET,
     _M_BASE_TS,
     _M_COUNT,
@@ -83,9 +84,9 @@ from kafkalog.columnar import (  # noqa: E402 - the compiled loops' framing, lz4
     _lz4_frame,
     _short_varint,
 )
-from kafkalog.compression import _lz4_blocks  # noqa: E402 - the frame walk Kafka-checked, shared with the decoder
-from kafkalog.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex  # noqa: E402
-from kafkalog.records.v2 import HEADER_SIZE  # noqa: E402
+from kafkalog.format.compression import _lz4_blocks  # noqa: E402 - the frame walk Kafka-checked, shared with the decoder
+from kafkalog.format.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex  # noqa: E402
+from kafkalog.format.records.v2 import HEADER_SIZE  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 VALUE_SIZES = (100, 1024)
@@ -592,7 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     peers: dict[str, Any] = {}
-    labels = [f"kafkalog {kafkalog.__version__} (numba {'on' if kafkalog.columnar.ACCELERATED else 'off'}; "
+    labels = [f"kafkalog {kafkalog.__version__} (numba {'on' if kafkalog.fast.columnar.ACCELERATED else 'off'}; "
               f"C from compiled loop: lz4 {'on' if NATIVE_WAY['lz4'] else 'off'}, zstd {'on' if NATIVE_WAY['zstd'] else 'off'})"]
     for name, make in (("aiokafka", recbench.make_aiokafka), ("kafka-python", recbench.make_kafka_python)):
         got = make()

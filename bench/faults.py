@@ -3,7 +3,7 @@
 
 The file layer of ``tests/faultfs.py`` models what is durable (a file's content at its last
 fsync, a directory's entries at its last fsync) while a writer appends leader batches through
-:class:`kafkalog.log.Log` (every codec, idempotent producers in half of the directories, small
+:class:`kafkalog.log.unified.Log` (every codec, idempotent producers in half of the directories, small
 segments that roll, ``flush()`` every few appends, log dir checkpoints, retention by size that
 renames segments ``.deleted`` and removes them, and in half of the directories a compacted topic
 whose cleaner passes swap cleaned segments in through ``.cleaned`` and ``.swap`` renames). One fault is injected per cycle:
@@ -24,7 +24,7 @@ directory is reopened as after an unclean shutdown (recovery point and log start
 log dir's checkpoints) and checked: every record whose append returned before a ``flush()`` that
 returned is there with its offset, key and value (unless retention had removed it), every record
 present is one a writer appended at that offset, offsets are contiguous, and
-:func:`kafkalog.validate.verify` finds no error.
+:func:`kafkalog.tools.validate.verify` finds no error.
 
     python bench/faults.py                      # 1200 faults
     python bench/faults.py --faults 100 --seed 4 --json
@@ -47,11 +47,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kafkalog import RecordBatchBuilder
-from kafkalog.checkpoints import read_offset_checkpoint
-from kafkalog.cleaner import compact
-from kafkalog.compression import Codec
-from kafkalog.log import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, Log, LogConfig, checkpoint_log_dir
-from kafkalog.validate import verify
+from kafkalog.format.checkpoints import read_offset_checkpoint
+from kafkalog.format.compression import Codec
+from kafkalog.log.cleaner import compact
+from kafkalog.log.unified import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    Log,
+    LogConfig,
+    checkpoint_log_dir,
+)
+from kafkalog.tools.validate import verify
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "tests")]
 import durability  # noqa: E402
@@ -153,7 +159,7 @@ def reopen(d: Dir) -> Log:
     """Open after an unclean shutdown, from the log dir's checkpoints, as a broker's log manager would."""
     return Log.open(
         d.pdir, d.config, log_start_offset=_checkpoint(d.root, LOG_START_OFFSET_CHECKPOINT),
-        recovery_point=_checkpoint(d.root, RECOVERY_POINT_CHECKPOINT), had_clean_shutdown=False,
+        recovery_point=_checkpoint(d.root, RECOVERY_POINT_CHECKPOINT), had_clean_shutdown=False, writable=True,
     )
 
 

@@ -23,14 +23,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "codec"))
 
 from kafkalog import KafkaLogError, LogReader  # noqa: E402
-from kafkalog.canonical import log_lines  # noqa: E402
-from kafkalog.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint, read_partition_metadata  # noqa: E402
-from kafkalog.columnar import iter_columns  # noqa: E402
-from kafkalog.index import OffsetIndex, TimeIndex  # noqa: E402
+from kafkalog.fast.columnar import iter_columns  # noqa: E402
+from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint, read_partition_metadata  # noqa: E402
+from kafkalog.format.index import OffsetIndex, TimeIndex  # noqa: E402
+from kafkalog.format.records.v2 import RecordBatch  # noqa: E402
+from kafkalog.format.snapshot import read_producer_snapshot  # noqa: E402
+from kafkalog.format.txnindex import read_txn_index  # noqa: E402
 from kafkalog.internal import decode_record  # noqa: E402
-from kafkalog.records.v2 import RecordBatch  # noqa: E402
-from kafkalog.snapshot import read_producer_snapshot  # noqa: E402
-from kafkalog.txnindex import read_txn_index  # noqa: E402
+from kafkalog.tools.canonical import log_lines  # noqa: E402
 
 GOLDEN = REPO / "golden"
 #: Bound on decompressed bytes per batch during fuzzing (a bomb must be refused, not allocated).

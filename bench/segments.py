@@ -17,7 +17,7 @@ is then closed and measured, each row the best of ``--repeat`` runs:
 * ``timestamp lookup``: ``Log.offset_for_timestamp`` at random timestamps (time index, then
   offset index, then the batches), checked against the known answer;
 * ``header scan``: every batch header of every segment (``Segment.batches``), the cheapest scan;
-* ``decode scan``: every record of the log to Arrow (``kafkalog.arrow.to_arrow``).
+* ``decode scan``: every record of the log to Arrow (``kafkalog.fast.arrow.to_arrow``).
 
 A lookup by scanning reads half of the log on average: the ``vs`` columns divide half of each
 scan's time by one lookup's time.
@@ -43,9 +43,9 @@ from typing import Any
 import crc32c
 
 from kafkalog import RecordBatchBuilder
-from kafkalog.arrow import to_arrow
-from kafkalog.log import Log, LogConfig
-from kafkalog.records.v2 import CRC_OFFSET, CRC_START
+from kafkalog.fast.arrow import to_arrow
+from kafkalog.format.records.v2 import CRC_OFFSET, CRC_START
+from kafkalog.log.unified import Log, LogConfig
 
 T0 = 1_700_000_000_000
 
@@ -64,7 +64,7 @@ def generate(directory: str, size: int, segments: int, batch_records: int, value
     tpl = bytearray(b.build())
     n = max(segments, size // len(tpl))
     config = LogConfig(segment_bytes=max(len(tpl), -(-n // segments) * len(tpl)))
-    lg = Log.open(directory, config, sync=False)
+    lg = Log.open(directory, config, sync=False, writable=True)
     try:
         for k in range(n):
             base = k * batch_records
@@ -97,7 +97,7 @@ def measure(directory: str, records: int, args: argparse.Namespace) -> list[list
     t_open = float("inf")
     for i in range(args.repeat):
         t0 = time.perf_counter()
-        lg = Log.open(directory, sync=False, recovery_point=end, had_clean_shutdown=True)
+        lg = Log.open(directory, sync=False, recovery_point=end, had_clean_shutdown=True, writable=True)
         t_open = min(t_open, time.perf_counter() - t0)
         if i < args.repeat - 1:
             lg.close(flush=False)

@@ -58,7 +58,7 @@ def generate_log(root: Path, gigabytes: float) -> tuple[Path, int]:
     """Write ``<root>/bench-0`` through kafkalog's Log (as a leader appends) until it holds at
     least ``gigabytes`` GB; returns (partition dir, records). Reused when ``done.json`` says so."""
     from kafkalog import RecordBatchBuilder
-    from kafkalog.log import Log, LogConfig
+    from kafkalog.log.unified import Log, LogConfig
 
     part = root / "log" / f"{TOPIC}-0"
     marker = root / "log" / "done.json"
@@ -71,7 +71,7 @@ def generate_log(root: Path, gigabytes: float) -> tuple[Path, int]:
     part.parent.mkdir(parents=True)
     config = LogConfig.from_properties({"segment.bytes": str(SEGMENT_BYTES)})
     written = records = 0
-    with Log.open(str(part), config, sync=False) as lg:
+    with Log.open(str(part), config, sync=False, writable=True) as lg:
         while written < want:
             values = os.urandom(VALUE_BYTES * RECORDS_PER_BATCH)
             b = RecordBatchBuilder(0)
@@ -95,7 +95,7 @@ def generate_parquet(root: Path, part: Path) -> Path:
     import pyarrow.parquet as pq
 
     from kafkalog import LogReader
-    from kafkalog.arrow import to_arrow
+    from kafkalog.fast.arrow import to_arrow
 
     out = root / "parquet"
     marker = root / "parquet.done"

@@ -8,7 +8,7 @@ so generation takes about a second per GB. Rows, each the best of ``--repeat`` r
 
 * ``crc32c floor``: read the file and compute the CRC-32C of every batch (C code, no checks);
 * ``LogReader + ensure_valid``: kafkalog's object path, a ``RecordBatch`` per batch and its CRC;
-* ``kafkalog verify``: :func:`kafkalog.validate.verify` on the partition dir (every check of SPEC
+* ``kafkalog verify``: :func:`kafkalog.tools.validate.verify` on the partition dir (every check of SPEC
   §4.7, records walked, indexes checked).
 
 Timings include reading the file; it is in the page cache after the first run.
@@ -30,8 +30,8 @@ from collections.abc import Callable
 import crc32c
 
 from kafkalog import LogReader, RecordBatchBuilder
-from kafkalog.records.v2 import CRC_OFFSET, CRC_START
-from kafkalog.validate import verify
+from kafkalog.format.records.v2 import CRC_OFFSET, CRC_START
+from kafkalog.tools.validate import verify
 
 BASE_TIMESTAMP = 1_700_000_000_000
 

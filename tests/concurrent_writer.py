@@ -1,4 +1,4 @@
-"""A writer process for tests/test_concurrency.py: appends to one partition, rolls, compacts and
+"""A writer process for tests/log/test_concurrency.py: appends to one partition, rolls, compacts and
 applies retention in cycles while readers run, and logs every record it appended.
 
     python concurrent_writer.py DIR CYCLES SEED TRUTH_FILE
@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "codec"))
 
 from kafkalog import RecordBatchBuilder  # noqa: E402
-from kafkalog.compression import Codec  # noqa: E402
-from kafkalog.log import Log, LogConfig  # noqa: E402
+from kafkalog.format.compression import Codec  # noqa: E402
+from kafkalog.log.unified import Log, LogConfig  # noqa: E402
 
 #: a clock that moves 1 s per call: retention by time and compaction lag both come due
 START_MS = 1_700_000_000_000
@@ -45,7 +45,7 @@ def main(directory: str, cycles: int, seed: int, truth_file: str) -> None:
         delete_retention_ms=5_000,
         min_cleanable_dirty_ratio=0.1,
     )
-    log = Log.open(directory, config, clock=clock)
+    log = Log.open(directory, config, clock=clock, writable=True)
     truth: list[tuple[int, bytes, bytes | None]] = []
     seq = 0
     for cycle in range(cycles):
@@ -82,7 +82,7 @@ def main(directory: str, cycles: int, seed: int, truth_file: str) -> None:
 
 def compact(log: Log, now_ms: int) -> None:
     """One cleaner pass over the log, as Kafka's cleaner thread runs it."""
-    from kafkalog.cleaner import compact as clean_pass
+    from kafkalog.log.cleaner import compact as clean_pass
 
     clean_pass(log, now_ms)
 

@@ -2,7 +2,7 @@
 
 :class:`FaultFS` wraps the calls kafkalog writes with (``os.open``, ``os.pwrite``, ``os.write``,
 ``os.ftruncate``, ``os.fsync``, ``os.replace``, ``os.rename``, ``os.unlink``, ``os.remove`` and
-the ``open`` of :mod:`kafkalog.files` and :mod:`kafkalog.epoch`) for files under one root
+the ``open`` of :mod:`kafkalog.format.files` and :mod:`kafkalog.format.epoch`) for files under one root
 directory, and keeps a model of what is durable:
 
 * a file's durable content is its content at its last ``fsync``; writes and truncations since
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: the kafkalog modules whose ``open`` writes files
-OPEN_MODULES = ("kafkalog.files", "kafkalog.epoch")
+OPEN_MODULES = ("kafkalog.format.files", "kafkalog.format.epoch")
 
 _Op = tuple  # ("w", position, bytes) | ("t", size)
 

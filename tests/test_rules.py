@@ -1,7 +1,7 @@
 """SPEC.md rules that no broader test exercised: one small test per rule, inputs built byte by byte.
 
 Expected values follow from the rule's text (and Kafka's classes it cites), never from kafkalog's
-output. The byte builders are those of tests/records/test_malformed.py.
+output. The byte builders are those of tests/format/records/test_malformed.py.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ import zstandard
 
 from helpers import GOLDEN, REPO
 from kafkalog import Codec, KafkaLogError, LegacyBatchBuilder, LogReader, RecordBatchBuilder
-from kafkalog.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
-from kafkalog.compression import compress, decompress, lz4_header_checksum
-from kafkalog.files import FileKind, kind_of
-from kafkalog.log import FetchIsolation, Log, LogConfig, parse_topic_partition, topic_name_problem
-from kafkalog.records.control import ControlType, control_type_of, parse_end_txn_marker
-from kafkalog.snapshot import ProducerSnapshotEntry, read_producer_snapshot, write_producer_snapshot
-from kafkalog.txnindex import read_txn_index
-from kafkalog.validate import verify
+from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
+from kafkalog.format.compression import compress, decompress, lz4_header_checksum
+from kafkalog.format.files import FileKind, kind_of
+from kafkalog.format.records.control import ControlType, control_type_of, parse_end_txn_marker
+from kafkalog.format.snapshot import ProducerSnapshotEntry, read_producer_snapshot, write_producer_snapshot
+from kafkalog.format.txnindex import read_txn_index
+from kafkalog.log.unified import FetchIsolation, Log, LogConfig, parse_topic_partition, topic_name_problem
+from kafkalog.tools.validate import verify
 
-sys.path.insert(0, str(REPO / "tests" / "records"))
+sys.path.insert(0, str(REPO / "tests" / "format" / "records"))
 from test_malformed import GOOD, field_bytes, fix_crc, legacy_message, record, record_body, v2_batch, zz  # noqa: E402
 
 LOGDIR = GOLDEN / "kafka" / "logdir"
@@ -87,12 +87,12 @@ def test_topic_names_breaking_the_rules_are_read_with_a_warning(tmp_path: Path, 
     good = tmp_path / "legacy-0"
     shutil.copytree(LOGDIR / "legacy-0", good)
     assert not [f for f in verify(good).warnings if f.code == "topic-name"]
-    with caplog.at_level("WARNING", logger="kafkalog.log"), Log.open(d) as lg:
+    with caplog.at_level("WARNING", logger="kafkalog.log.unified"), Log.open(d, writable=True) as lg:
         assert lg.topic_partition == ("bad topic!", 0)
         assert lg.read(0, 10**6).records == (LOGDIR / "legacy-0" / "00000000000000000000.log").read_bytes()
     assert any("bad topic!" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
     caplog.clear()
-    with caplog.at_level("WARNING", logger="kafkalog.log"), Log.open(good):
+    with caplog.at_level("WARNING", logger="kafkalog.log.unified"), Log.open(good, writable=True):
         pass
     assert not caplog.records
 
@@ -258,7 +258,7 @@ def test_read_committed_over_a_compacted_partition(tmp_path: Path) -> None:
     d = tmp_path / "compacted-0"
     shutil.copytree(LOGDIR / "compacted-0", d)
     assert read_txn_index(d / "00000000000000000000.txnindex")
-    with Log.open(d, LogConfig(index_interval_bytes=256, segment_index_bytes=4096), sync=False) as log:
+    with Log.open(d, LogConfig(index_interval_bytes=256, segment_index_bytes=4096), sync=False, writable=True) as log:
         offsets = []
         pos = log.log_start_offset
         while pos < log.last_stable_offset:

@@ -8,7 +8,7 @@ import pytest
 from construct import Const, FocusedSeq, FormatField, IfThenElse, Renamed
 
 from helpers import REPO
-from kafkalog import schemas as S
+from kafkalog.format import schemas as S
 
 SPEC = (REPO / "SPEC.md").read_text(encoding="utf-8")
 

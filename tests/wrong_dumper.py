@@ -1,4 +1,4 @@
-"""A deliberately wrong dumper for tests/test_corpus.py: kafkalog's canonical JSON with known bugs.
+"""A deliberately wrong dumper for tests/tools/test_corpus.py: kafkalog's canonical JSON with known bugs.
 
 Usage: python tests/wrong_dumper.py BUG[,BUG...] PATH
 Bugs: drop-headers (every record's headers printed as []), swap-ts-magic1 (CreateTime and
@@ -11,8 +11,8 @@ from __future__ import annotations
 import io
 import sys
 
-from kafkalog.canonical import dumps
-from kafkalog.dump import DumpOptions, dump
+from kafkalog.tools.canonical import dumps
+from kafkalog.tools.dump import DumpOptions, dump
 
 BUGS = {"drop-headers", "swap-ts-magic1", "accept-bad-crc", "exit-zero"}
 _SWAP = {"CreateTime": "LogAppendTime", "LogAppendTime": "CreateTime"}

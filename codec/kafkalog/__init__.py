@@ -4,8 +4,7 @@ Start with :class:`LogReader` (one ``.log`` file), the builders :class:`RecordBa
 and :class:`LegacyBatchBuilder`, and the CLI (``kafkalog --help``). SPEC.md defines the formats.
 """
 
-from .compression import Codec
-from .errors import (
+from kafkalog.errors import (
     BuildError,
     CorruptIndexError,
     CorruptRecordError,
@@ -13,11 +12,14 @@ from .errors import (
     DecompressionError,
     InvalidRecordError,
     KafkaLogError,
+    LogNotFoundError,
+    ReadOnlyLogError,
     TruncatedError,
     UnsupportedCompressionError,
     UnsupportedMagicError,
 )
-from .records import (
+from kafkalog.format.compression import Codec
+from kafkalog.format.records import (
     ControlType,
     LegacyBatch,
     LegacyBatchBuilder,
@@ -30,8 +32,19 @@ from .records import (
     TornTail,
     read_batches,
 )
+from kafkalog.format.records.v2 import RecordDecoder, set_record_decoder
 
 __version__ = "0.1.0"
+
+
+def _compiled_record_decoder() -> RecordDecoder:
+    """The compiled record walker of the fast path, loaded when a batch's records are first decoded."""
+    from kafkalog.fast import objects
+
+    return objects  # type: ignore[return-value]
+
+
+set_record_decoder(_compiled_record_decoder)
 
 __all__ = [
     "BuildError",
@@ -46,7 +59,9 @@ __all__ = [
     "LegacyBatch",
     "LegacyBatchBuilder",
     "LegacyRecord",
+    "LogNotFoundError",
     "LogReader",
+    "ReadOnlyLogError",
     "Record",
     "RecordBatch",
     "RecordBatchBuilder",

@@ -6,6 +6,8 @@ The hierarchy mirrors the names Kafka gives these conditions (``CorruptRecordExc
 
 from __future__ import annotations
 
+import errno
+
 
 class KafkaLogError(ValueError):
     """Base class of every error kafkalog raises for bad input.
@@ -141,3 +143,23 @@ class BrokerRejectedBatchError(InvalidRecordError):
     """A batch a broker refuses from a producer: bad count or offset range, a control batch, a
     producer id without a sequence, or a magic unlike the first batch's (Kafka: InvalidRecordException
     from LogValidator.validateBatch; R-WR-07)."""
+
+
+class ReadOnlyLogError(KafkaLogError):
+    """A write (append, roll, truncation, retention, a state file) asked of a log opened read-only:
+    open it with ``Log.open(path, writable=True)`` to load and change it as a broker does."""
+
+
+class LogNotFoundError(KafkaLogError, FileNotFoundError):
+    """A partition directory given to a reader does not exist (nothing is created for it).
+
+    Also a :class:`FileNotFoundError`, with ``filename`` set to the path."""
+
+    def __init__(self, message: str, *, file: str | None = None, position: int | None = None, offset: int | None = None) -> None:
+        super().__init__(message, file=file, position=position, offset=offset)
+        self.errno = errno.ENOENT
+        self.strerror = "No such file or directory"
+        self.filename = file
+
+    def __str__(self) -> str:
+        return self._render()

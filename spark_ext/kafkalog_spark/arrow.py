@@ -1,12 +1,12 @@
 """Decoded Kafka batches to the Arrow record batches the source yields (the one place rows are built).
 
 The records come from kafkalog's columnar decoder: chunks of many batches
-(:class:`~kafkalog.columnar.ChunkColumns`, from :func:`~kafkalog.columnar.iter_chunks`, whose
+(:class:`~kafkalog.fast.columnar.ChunkColumns`, from :func:`~kafkalog.fast.columnar.iter_chunks`, whose
 compiled walk also reads each batch's header fields) or single batches
-(:class:`~kafkalog.columnar.BatchColumns`, for magic 0/1 and what the chunk walk hands to the
+(:class:`~kafkalog.fast.columnar.BatchColumns`, for magic 0/1 and what the chunk walk hands to the
 per-batch path). :func:`pieces_to_arrow` picks the rows a read wants (offset and timestamp
 bounds, no control records, no aborted transactions) with numpy masks over the per-batch fields,
-and builds the Kafka columns with :func:`kafkalog.arrow.columns_to_arrow`: no Python object is
+and builds the Kafka columns with :func:`kafkalog.fast.arrow.columns_to_arrow`: no Python object is
 made per record or per batch.
 """
 
@@ -18,13 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kafkalog.arrow import KAFKA_SCHEMA, columns_to_arrow, constant_string
-from kafkalog.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_columns
-from kafkalog.isolation import ReadCommittedFilter
-from kafkalog.records.control import ControlType, control_type_of
-from kafkalog.records.stream import Batch
-from kafkalog.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_PRODUCER_ID, RecordBatch
-
+from kafkalog.fast.arrow import KAFKA_SCHEMA, columns_to_arrow, constant_string
+from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_columns
+from kafkalog.format.records.control import ControlType, control_type_of
+from kafkalog.format.records.stream import Batch
+from kafkalog.format.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_PRODUCER_ID, RecordBatch
+from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog_spark.filters import Bounds
 from kafkalog_spark.schema import ARROW_TYPES, METADATA_COLUMNS, arrow_schema
 
@@ -104,8 +103,8 @@ def _decoded(picked: list[tuple[Piece, np.ndarray | None]], topic: str, n: int) 
     """``decodeInternalTopics``: each record's key and value as Kafka's decoders print them, one
     JSON string ``{"key":...,"value":...}`` (``{"error":...}`` when undecodable); null for topics
     without a decoder."""
+    from kafkalog.format.records.record import Record
     from kafkalog.internal import decoded_fields, decoder_for_topic, kafka_json
-    from kafkalog.records.record import Record
 
     decoder = decoder_for_topic(topic)
     if decoder is None:
@@ -247,7 +246,7 @@ def count_rows(
 
 
 def _abort_marker(batch: RecordBatch) -> bool:
-    from kafkalog.isolation import is_abort_marker
+    from kafkalog.log.isolation import is_abort_marker
 
     return is_abort_marker(batch)
 

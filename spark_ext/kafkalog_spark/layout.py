@@ -27,7 +27,7 @@ import fsspec
 from fsspec.core import url_to_fs
 from fsspec.spec import AbstractFileSystem
 
-from kafkalog.log import topic_name_problem
+from kafkalog.log.unified import topic_name_problem
 
 from .errors import LayoutError
 

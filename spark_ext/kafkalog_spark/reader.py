@@ -15,11 +15,11 @@ from typing import BinaryIO
 import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
-from kafkalog.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_chunks, iter_columns
 from kafkalog.errors import KafkaLogError
-from kafkalog.isolation import ReadCommittedFilter
-from kafkalog.records.stream import LogReader
-from kafkalog.records.v2 import RecordBatch
+from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_chunks, iter_columns
+from kafkalog.format.records.stream import LogReader
+from kafkalog.format.records.v2 import RecordBatch
+from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog_spark.arrow import count_rows, pieces_to_arrow
 from kafkalog_spark.filters import RowFilter
 from kafkalog_spark.planning import SegmentSlice, report_data_loss
@@ -64,7 +64,7 @@ def _open_segment(fs: AbstractFileSystem, path: str) -> BinaryIO:
 def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBatch]:
     """Yield the slice's records as Arrow batches of ``settings.schema``.
 
-    The ``.log`` is decoded by kafkalog's chunked columnar decoder (:func:`~kafkalog.columnar.iter_chunks`),
+    The ``.log`` is decoded by kafkalog's chunked columnar decoder (:func:`~kafkalog.fast.columnar.iter_chunks`),
     which checks each batch's CRC (``verifyCrc``) in its compiled framing pass; an empty schema
     reads batch headers only. Control batches are never returned; under read_committed, batches
     of the slice's aborted transactions are dropped. A :class:`~kafkalog.KafkaLogError` (bad CRC,

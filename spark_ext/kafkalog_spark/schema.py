@@ -10,7 +10,7 @@ import pyarrow as pa
 
 __all__ = ["ARROW_TYPES", "HEADERS_TYPE", "METADATA_COLUMNS", "arrow_schema"]
 
-#: Spark's Kafka source type of ``headers`` (the type :data:`kafkalog.arrow.HEADERS_TYPE` builds; a test holds them equal).
+#: Spark's Kafka source type of ``headers`` (the type :data:`kafkalog.fast.arrow.HEADERS_TYPE` builds; a test holds them equal).
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 
 #: Every column the source can produce, with its Arrow type (what Spark's types map to).

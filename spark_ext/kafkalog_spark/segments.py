@@ -16,13 +16,13 @@ import numpy as np
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.errors import CorruptRecordError, KafkaLogError
-from kafkalog.index import OffsetIndex, TimeIndex
-from kafkalog.records.control import ControlType, control_type_of
-from kafkalog.records.legacy import RECORD_OVERHEAD_V0
-from kafkalog.records.stream import LogReader
-from kafkalog.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, HEADER, HEADER_SIZE, RecordBatch
-from kafkalog.snapshot import read_producer_snapshot
-from kafkalog.txnindex import read_txn_index
+from kafkalog.format.index import OffsetIndex, TimeIndex
+from kafkalog.format.records.control import ControlType, control_type_of
+from kafkalog.format.records.legacy import RECORD_OVERHEAD_V0
+from kafkalog.format.records.stream import LogReader
+from kafkalog.format.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, HEADER, HEADER_SIZE, RecordBatch
+from kafkalog.format.snapshot import read_producer_snapshot
+from kafkalog.format.txnindex import read_txn_index
 
 from .layout import Replica, SegmentFiles
 

@@ -191,7 +191,9 @@ class _Planner:
         return list(pack(slices, split, self.open_cost))
 
     def settings(self) -> ReadSettings:
-        from kafkalog_spark.reader import ReadSettings  # the decoder: imported where reading runs, not where planning does
+        from kafkalog_spark.reader import (
+            ReadSettings,  # the decoder: imported where reading runs, not where planning does
+        )
 
         o = self.opts
         return ReadSettings(
@@ -404,7 +406,9 @@ class KafkaLogDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """The appending writer (``mode("append")`` only: logs are never overwritten)."""
-        from kafkalog_spark.writer import KafkaLogWriter  # imported where writing is asked for (it loads the compiled partitioner)
+        from kafkalog_spark.writer import (
+            KafkaLogWriter,  # imported where writing is asked for (it loads the compiled partitioner)
+        )
 
         if overwrite:
             raise SourceOptionError("kafkalog logs are append-only: use mode('append')")

@@ -4,12 +4,12 @@ Columns, as Spark's Kafka sink takes them: ``value`` (binary or string, required
 (binary or string), ``topic`` (string; or the ``topic`` option, which wins), ``partition`` (int),
 ``timestamp`` (default: the time of writing) and ``headers``
 (``array<struct<key:string,value:binary>>``). A row without a partition goes where Kafka's
-default partitioner sends it (:mod:`kafkalog.partitioner`): a keyed row by the murmur2 hash of its
+default partitioner sends it (:mod:`kafkalog.fast.partitioner`): a keyed row by the murmur2 hash of its
 key modulo the topic's partition count, a keyless row to a sticky partition that changes after
 ``kafka.batch.size`` bytes. The partition count is the ``numPartitions`` option, else the number
 of the topic's partition dirs present when the job starts (highest partition + 1), else 1 (the
 broker's ``num.partitions`` default for a new topic). Each task groups its rows by partition and appends
-them through :class:`kafkalog.log.Log` (offsets, indexes, producer snapshots and leader epochs
+them through :class:`kafkalog.log.unified.Log` (offsets, indexes, producer snapshots and leader epochs
 written by Kafka's rules), holding a lock file per partition (``<log dir>/.kafkalog-<topic>-<partition>.lock``,
 which Kafka ignores) so that concurrent tasks append whole batches one after another.
 
@@ -31,10 +31,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType, TimestampType
 
-from kafkalog.compression import Codec
-from kafkalog.log import Log, LogConfig
-from kafkalog.partitioner import DEFAULT_BATCH_SIZE, StickyPartitioner, key_hashes
-from kafkalog.records.v2 import RecordBatchBuilder
+from kafkalog.fast.partitioner import DEFAULT_BATCH_SIZE, StickyPartitioner, key_hashes
+from kafkalog.format.compression import Codec
+from kafkalog.format.records.v2 import RecordBatchBuilder
+from kafkalog.log.unified import Log, LogConfig
 
 from .errors import LayoutError, SourceOptionError
 from .layout import filesystem_for
@@ -223,7 +223,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
         step = self.opts.max_records_per_batch
         with open(lock_path, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            with Log.open(directory, LogConfig.from_properties(dict(self.opts.config)), sync=False) as lg:
+            with Log.open(directory, LogConfig.from_properties(dict(self.opts.config)), sync=False, writable=True) as lg:
                 first = lg.log_end_offset
                 for i in range(0, len(records), step):
                     builder = RecordBatchBuilder(0, compression=self.opts.compression)

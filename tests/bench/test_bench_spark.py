@@ -20,7 +20,7 @@ def bench() -> Iterator[ModuleType]:
 def test_generated_log_and_parquet_hold_the_same_records(bench: ModuleType, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from kafkalog.validate import verify
+    from kafkalog.tools.validate import verify
 
     part, records = bench.generate_log(tmp_path, 0.0003)  # 300 kB: three batches of 1,000 records
     assert records == 3000

@@ -19,6 +19,10 @@ from typing import Any
 import pytest
 
 from helpers import GOLDEN, SHARED, need_shared
+from kafkalog.format.records.control import ControlType, encode_control_key
+from kafkalog.format.records.record import Record
+from kafkalog.format.records.stream import LogReader
+from kafkalog.format.records.v2 import RecordBatch, RecordBatchBuilder
 from kafkalog.internal import (
     InternalRecordError,
     MalformedInternalRecordError,
@@ -33,13 +37,7 @@ from kafkalog.internal import (
     kafka_json,
     record_text,
 )
-from kafkalog.internal.txnlog import java_hash_set_order
-from kafkalog.internal.wire import Reader, java_double, message_json, read_message
-from kafkalog.records.control import ControlType, encode_control_key
-from kafkalog.records.record import Record
-from kafkalog.records.stream import LogReader
-from kafkalog.records.v2 import RecordBatch, RecordBatchBuilder
-from kafkalog.schemas_internal import (
+from kafkalog.internal.schemas import (
     CONTROL_RECORDS,
     GROUP_COORDINATOR_RECORDS,
     INTERNAL_SCHEMAS,
@@ -48,6 +46,8 @@ from kafkalog.schemas_internal import (
     Message,
     construct_for,
 )
+from kafkalog.internal.txnlog import java_hash_set_order
+from kafkalog.internal.wire import Reader, java_double, message_json, read_message
 
 _JSON = json.JSONDecoder()
 
@@ -431,7 +431,7 @@ def test_txn_unknown_versions() -> None:
 
 def test_transaction_log_value_flexible_version() -> None:
     """Version 1 (flexible): tagged fields print only when not at their default."""
-    from kafkalog.schemas_internal import TRANSACTION_LOG_VALUE
+    from kafkalog.internal.schemas import TRANSACTION_LOG_VALUE
 
     layout = construct_for(TRANSACTION_LOG_VALUE, 1)
     body = layout.build({

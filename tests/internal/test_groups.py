@@ -1,4 +1,4 @@
-"""``kafkalog.groups`` against Kafka's decoded dumps of the same ``__consumer_offsets`` partitions.
+"""``kafkalog.tools.groups`` against Kafka's decoded dumps of the same ``__consumer_offsets`` partitions.
 
 Kafka's text (kafka-dump-log ``--offsets-decoder``) is replayed independently here: per group and
 topic-partition the latest offset commit wins and a tombstone removes it; per group the latest
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from helpers import GOLDEN, SHARED, need_shared, read_jsonl
-from kafkalog.groups import groups_json, log_end_offset, read_groups
-from kafkalog.records.v2 import RecordBatchBuilder
+from kafkalog.format.records.v2 import RecordBatchBuilder
+from kafkalog.tools.groups import groups_json, log_end_offset, read_groups
 
 _JSON = json.JSONDecoder()
 
@@ -132,8 +132,8 @@ def test_lag_against_log_end_offsets() -> None:
 
 def test_transactional_commits_and_tombstones(tmp_path: Path) -> None:
     """Transactional commits apply at COMMIT, vanish at ABORT; tombstones remove offsets and groups."""
-    from kafkalog.records.control import ControlType
-    from kafkalog.schemas_internal import OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, construct_for
+    from kafkalog.format.records.control import ControlType
+    from kafkalog.internal.schemas import OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, construct_for
 
     def key(group: str, topic: str, p: int) -> bytes:
         return b"\x00\x01" + construct_for(OFFSET_COMMIT_KEY, 1).build({"group": group, "topic": topic, "partition": p})
@@ -196,7 +196,7 @@ def test_missing_dir() -> None:
 
 
 def test_describe_groups_table() -> None:
-    from kafkalog.groups import describe_groups
+    from kafkalog.tools.groups import describe_groups
 
     text = describe_groups(read_groups(GOLDEN / "real" / "zk-danielmorales9-kafkafun"))
     lines = text.splitlines()

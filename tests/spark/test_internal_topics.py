@@ -6,7 +6,7 @@ import json
 
 import kafkalog_spark
 from helpers import GOLDEN
-from kafkalog.groups import read_groups
+from kafkalog.tools.groups import read_groups
 
 SET = GOLDEN / "real" / "zk-danielmorales9-kafkafun" / "data" / "kafka"
 

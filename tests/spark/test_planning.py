@@ -94,9 +94,9 @@ def test_planning_imports_no_compiled_decoder() -> None:
     import subprocess
     import sys
 
-    from kafkalog.arrow import HEADERS_TYPE
+    from kafkalog.fast.arrow import HEADERS_TYPE
     from kafkalog_spark.schema import HEADERS_TYPE as SOURCE_HEADERS_TYPE
 
     assert SOURCE_HEADERS_TYPE == HEADERS_TYPE
-    code = "import sys, kafkalog_spark, kafkalog_spark.source; print(sorted(m for m in ('numba', 'kafkalog.columnar') if m in sys.modules))"
+    code = "import sys, kafkalog_spark, kafkalog_spark.source; print(sorted(m for m in ('numba', 'kafkalog.fast.columnar') if m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip() == "[]"

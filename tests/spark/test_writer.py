@@ -8,7 +8,7 @@ import pytest
 
 from helpers import GOLDEN, read_jsonl
 from kafka_partitioner_ref import kafka_python_partition
-from kafkalog.validate import verify
+from kafkalog.tools.validate import verify
 from kafkalog_spark import LayoutError, SourceOptionError
 from kafkalog_spark.writer import WriteOptions
 

@@ -29,17 +29,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import KafkaLogError
-from ..records.record import Record
-from ..records.stream import Batch, LogReader
-from ..records.v2 import RecordBatch
-from .errors import InternalRecordError, MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
-from .kraft import control_record_text, decode_control_record
-from .metadata import decode_metadata_record
-from .offsets import decode_offsets_record, decode_share_state_record
-from .result import Decoded
-from .txnlog import decode_txn_record
-from .wire import kafka_json
+from kafkalog.errors import KafkaLogError
+from kafkalog.format.records.record import Record
+from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.records.v2 import RecordBatch
+from kafkalog.internal.errors import (
+    InternalRecordError,
+    MalformedInternalRecordError,
+    UnknownRecordTypeError,
+    UnknownRecordVersionError,
+)
+from kafkalog.internal.kraft import control_record_text, decode_control_record
+from kafkalog.internal.metadata import decode_metadata_record
+from kafkalog.internal.offsets import decode_offsets_record, decode_share_state_record
+from kafkalog.internal.result import Decoded
+from kafkalog.internal.txnlog import decode_txn_record
+from kafkalog.internal.wire import kafka_json
 
 __all__ = [
     "DECODERS",

@@ -7,7 +7,7 @@ kafka-dump-log prints for that record instead of the decoded key (``text_part`` 
 
 from __future__ import annotations
 
-from ..errors import KafkaLogError
+from kafkalog.errors import KafkaLogError
 
 __all__ = ["InternalRecordError", "MalformedInternalRecordError", "UnknownRecordTypeError", "UnknownRecordVersionError"]
 

@@ -10,12 +10,12 @@ coordinatorEpoch: N`` for markers, and ``controlType: LEADER_CHANGE(2)`` for the
 
 from __future__ import annotations
 
-from ..errors import KafkaLogError
-from ..records.control import ControlType, control_type_of, parse_end_txn_marker
-from ..schemas_internal import CONTROL_RECORDS
-from .errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
-from .result import Decoded
-from .wire import MessageReadError, Reader, kafka_json, message_json, read_message
+from kafkalog.errors import KafkaLogError
+from kafkalog.format.records.control import ControlType, control_type_of, parse_end_txn_marker
+from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
+from kafkalog.internal.result import Decoded
+from kafkalog.internal.schemas import CONTROL_RECORDS
+from kafkalog.internal.wire import MessageReadError, Reader, kafka_json, message_json, read_message
 
 __all__ = ["control_record_text", "decode_control_record"]
 

@@ -8,10 +8,10 @@ that version, which must end exactly at the end of the value. kafka-dump-log
 
 from __future__ import annotations
 
-from ..schemas_internal import METADATA_RECORDS
-from .errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
-from .result import Decoded
-from .wire import MessageReadError, Reader, message_json, read_message
+from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
+from kafkalog.internal.result import Decoded
+from kafkalog.internal.schemas import METADATA_RECORDS
+from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
 
 __all__ = ["decode_metadata_record", "decode_metadata_value"]
 

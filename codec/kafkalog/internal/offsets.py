@@ -14,7 +14,14 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ..schemas_internal import (
+from kafkalog.internal.errors import (
+    InternalRecordError,
+    MalformedInternalRecordError,
+    UnknownRecordTypeError,
+    UnknownRecordVersionError,
+)
+from kafkalog.internal.result import Decoded
+from kafkalog.internal.schemas import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     GROUP_COORDINATOR_RECORDS,
@@ -22,9 +29,7 @@ from ..schemas_internal import (
     SHARE_COORDINATOR_RECORDS,
     Message,
 )
-from .errors import InternalRecordError, MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
-from .result import Decoded
-from .wire import MessageReadError, Reader, message_json, read_message
+from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
 
 __all__ = ["decode_offsets_record", "decode_share_state_record", "decode_consumer_protocol"]
 

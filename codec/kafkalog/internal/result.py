@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .wire import kafka_json
+from kafkalog.internal.wire import kafka_json
 
 __all__ = ["Decoded"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ..schemas_internal import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
-from .errors import MalformedInternalRecordError, UnknownRecordVersionError
-from .result import Decoded
-from .wire import MessageReadError, Reader, message_json, read_message
+from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordVersionError
+from kafkalog.internal.result import Decoded
+from kafkalog.internal.schemas import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
+from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
 
 __all__ = ["TRANSACTION_STATES", "decode_txn_record", "java_hash_set_order"]
 

@@ -1,4 +1,4 @@
-"""Read a declared message (``kafkalog.schemas_internal``) from bytes and write Kafka's JSON of it.
+"""Read a declared message (``kafkalog.internal.schemas``) from bytes and write Kafka's JSON of it.
 
 :func:`read_message` follows the reader Kafka generates from a message spec, rule for rule: the
 same version check, null checks, length checks and tagged-field handling, and errors worded as
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from ..schemas_internal import NULL, F, Message
+from kafkalog.internal.schemas import NULL, F, Message
 
 __all__ = ["MessageReadError", "Reader", "kafka_json", "message_json", "read_message"]
 

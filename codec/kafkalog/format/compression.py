@@ -1,0 +1,444 @@
+"""Kafka's five codecs with the framings Kafka uses on disk (SPEC appendix A).
+
+* gzip: one or more gzip members; written as Java's GZIPOutputStream does (10-byte header with
+  OS=255, deflate level 6): byte-identical to Kafka's output.
+* snappy: snappy-java's stream framing (magic ``82 'SNAPPY' 00``, version, compatible version,
+  then big-endian length-prefixed raw blocks of at most 32 KiB input); raw snappy is read too.
+* lz4: an LZ4 frame with independent 64 KiB blocks, no content size and no checksums; for magic
+  0 the header checksum is computed the old, wrong way (over the magic number too) and is not
+  checked on read. Linked blocks are refused, as Kafka refuses them.
+* zstd: a zstd frame without content size (read by streaming); written byte-identical to Kafka's.
+
+Every decompressor stops at ``max_size`` output bytes and raises :class:`DecompressionError`
+past it, so a small corrupt or hostile payload cannot allocate without bound.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from enum import IntEnum
+
+import cramjam
+import lz4.block
+import numpy as np
+import xxhash
+import zstandard
+
+from kafkalog.errors import DecompressionError, UnsupportedCompressionError
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "Codec",
+    "compress",
+    "decompress",
+    "decompress_into",
+]
+
+#: Default bound on one batch's decompressed size (Kafka's own bound is the fetch/message size).
+DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
+
+
+class Codec(IntEnum):
+    """Compression codec ids, as stored in the low 3 bits of a batch's attributes."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @property
+    def label(self) -> str:
+        """The lowercase name Kafka prints (``none``, ``gzip``, ...)."""
+        return self.name.lower()
+
+    @classmethod
+    def from_name(cls, name: str) -> Codec:
+        """Look a codec up by its Kafka name (``none``, ``gzip``, ``snappy``, ``lz4``, ``zstd``)."""
+        try:
+            return cls[name.upper()]
+        except KeyError:
+            raise UnsupportedCompressionError(f"unknown compression codec {name!r}") from None
+
+
+def codec_of(codec_id: int) -> Codec:
+    """Map a 3-bit codec id to :class:`Codec`, raising for the unassigned ids 5-7."""
+    try:
+        return Codec(codec_id)
+    except ValueError:
+        raise UnsupportedCompressionError(f"unknown compression codec id {codec_id}") from None
+
+
+# --------------------------------------------------------------------------------------- gzip
+#: What java.util.zip.GZIPOutputStream writes (JDK 16+: OS byte 255, "unknown").
+_JAVA_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+def _gzip_decompress(data: bytes, max_size: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    rest = bytes(data)
+    while True:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            chunk = d.decompress(rest, max_size - total + 1)
+            total += len(chunk)
+            out.append(chunk)
+            if total > max_size:
+                raise DecompressionError(f"gzip payload decompresses to more than {max_size} bytes")
+            if not d.eof:
+                if d.unconsumed_tail:
+                    raise DecompressionError(f"gzip payload decompresses to more than {max_size} bytes")
+                raise DecompressionError("gzip payload ends inside a member")
+        except zlib.error as e:
+            raise DecompressionError(f"bad gzip payload: {e}") from None
+        rest = d.unused_data
+        if not rest:
+            return b"".join(out)
+
+
+def _gzip_compress(data: bytes, level: int | None) -> bytes:
+    c = zlib.compressobj(6 if level is None else level, zlib.DEFLATED, -15)
+    body = c.compress(data) + c.flush()
+    return _JAVA_GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+# ------------------------------------------------------------------------------------- snappy
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_BLOCK = 32 * 1024
+
+
+def _snappy_raw(block: bytes | memoryview, budget: int) -> bytes:
+    try:
+        n = cramjam.snappy.decompress_raw_len(block)
+    except Exception as e:  # cramjam raises its own error type
+        raise DecompressionError(f"bad snappy block: {e}") from None
+    if n > budget:
+        raise DecompressionError(f"snappy payload decompresses to more than the {budget} bytes allowed")
+    try:
+        return bytes(cramjam.snappy.decompress_raw(block))
+    except Exception as e:
+        raise DecompressionError(f"bad snappy block: {e}") from None
+
+
+def _snappy_decompress(data: bytes, max_size: int) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC):
+        return _snappy_raw(data, max_size)
+    if len(data) < 16:
+        raise DecompressionError("snappy stream header is truncated")
+    pos = 16
+    out: list[bytes] = []
+    total = 0
+    mv = memoryview(data)
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise DecompressionError(f"snappy chunk length truncated at payload byte {pos}")
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if n < 0 or pos + n > len(data):
+            raise DecompressionError(f"snappy chunk of {n} bytes at payload byte {pos - 4} runs past the payload")
+        chunk = _snappy_raw(mv[pos : pos + n], max_size - total)
+        total += len(chunk)
+        out.append(chunk)
+        pos += n
+    return b"".join(out)
+
+
+def _snappy_compress(data: bytes, level: int | None) -> bytes:
+    parts = [_XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
+    for i in range(0, len(data), _XERIAL_BLOCK):
+        raw = bytes(cramjam.snappy.compress_raw(data[i : i + _XERIAL_BLOCK]))
+        parts.append(struct.pack(">i", len(raw)))
+        parts.append(raw)
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------------------- lz4
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_LZ4_BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
+
+
+def lz4_header_checksum(header: bytes, magic: int) -> int:
+    """The HC byte Kafka writes: over FLG..BD, or (magic 0, Kafka's old bug) over magic..BD too."""
+    return (xxhash.xxh32_intdigest(header if magic == 0 else header[4:]) >> 8) & 0xFF
+
+
+def _lz4_header(data: bytes | memoryview, magic: int) -> tuple[int, int, int]:
+    """Check an lz4 frame header as Kafka reads it; returns (first block position, block maximum, block checksum flag)."""
+    if magic != 0 and data[:7] == _KAFKA_LZ4_HEADER:  # the header Kafka writes: the checks below would pass
+        return 7, 64 * 1024, 0
+    if len(data) < 7:
+        raise DecompressionError("lz4 frame header is truncated")
+    if data[:4] != _LZ4_MAGIC:
+        raise DecompressionError("not an lz4 frame (bad magic number)")
+    flg, bd = data[4], data[5]
+    if flg & 0x03:
+        raise DecompressionError("lz4 frame: reserved FLG bits are set")
+    if (flg >> 6) != 1:
+        raise DecompressionError(f"lz4 frame: version {flg >> 6} is unsupported")
+    if not (flg >> 5) & 1:
+        raise DecompressionError("lz4 frame: dependent (linked) blocks are unsupported, as in Kafka")
+    if bd & 0x8F:
+        raise DecompressionError("lz4 frame: reserved BD bits are set")
+    block_max = _LZ4_BLOCK_SIZES.get((bd >> 4) & 7)
+    if block_max is None:
+        raise DecompressionError("lz4 frame: block size id must be 4 to 7")
+    pos = 6
+    if (flg >> 3) & 1:
+        pos += 8
+    if pos >= len(data):
+        raise DecompressionError("lz4 frame header is truncated")
+    if magic != 0 and data[pos] != lz4_header_checksum(bytes(data[:pos]), magic):
+        raise DecompressionError("lz4 frame: header checksum mismatch")
+    return pos + 1, block_max, (flg >> 4) & 1
+
+
+def _lz4_blocks(data: bytes | memoryview, magic: int) -> Iterator[tuple[int, int, bool, int]]:
+    """The blocks of a Kafka lz4 frame, checked: (position, size, stored uncompressed, block maximum)."""
+    pos, block_max, block_checksum = _lz4_header(data, magic)
+    while True:
+        if pos + 4 > len(data):
+            raise DecompressionError("lz4 frame ends before its end mark")
+        (size,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        if size == 0:
+            return
+        stored = bool(size & 0x80000000)
+        size &= 0x7FFFFFFF
+        if size > block_max:
+            raise DecompressionError(f"lz4 block of {size} bytes exceeds the frame's maximum {block_max}")
+        if pos + size > len(data):
+            raise DecompressionError("lz4 block runs past the payload")
+        if block_checksum:
+            if pos + size + 4 > len(data):
+                raise DecompressionError("lz4 block checksum runs past the payload")
+            (expected,) = struct.unpack_from("<I", data, pos + size)
+            if xxhash.xxh32_intdigest(data[pos : pos + size]) != expected:
+                raise DecompressionError("lz4 block checksum mismatch")
+        yield pos, size, stored, block_max
+        pos += size + 4 * block_checksum
+
+
+#: What Kafka's producer writes for magic 1 and 2: FLG 0x60 (version 1, independent blocks), BD 0x40 (64 KiB blocks).
+_KAFKA_LZ4_HEADER = _LZ4_MAGIC + b"\x60\x40" + bytes([lz4_header_checksum(_LZ4_MAGIC + b"\x60\x40", 2)])
+
+
+def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    mv = memoryview(data)
+    for pos, size, stored, block_max in _lz4_blocks(data, magic):
+        if stored:
+            block = bytes(mv[pos : pos + size])
+        else:
+            try:
+                block = lz4.block.decompress(mv[pos : pos + size], uncompressed_size=block_max)
+            except lz4.block.LZ4BlockError as e:
+                raise DecompressionError(f"bad lz4 block: {e}") from None
+        total += len(block)
+        if total > max_size:
+            raise DecompressionError(f"lz4 payload decompresses to more than {max_size} bytes")
+        out.append(block)
+    return b"".join(out)
+
+
+def _lz4_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: int, magic: int) -> tuple[np.ndarray, int]:
+    start = at
+    for pos, size, stored, block_max in _lz4_blocks(data, magic):
+        if at + block_max > len(out):
+            out = _grown(out, at, at + block_max)
+        if stored:
+            out[at : at + size] = np.frombuffer(data, np.uint8, size, pos)
+            at += size
+        else:
+            try:
+                at += cramjam.lz4.decompress_block_into(data[pos : pos + size], out[at : at + block_max])
+            except cramjam.DecompressionError as e:
+                raise DecompressionError(f"bad lz4 block: {e}") from None
+        if at - start > max_size:
+            raise DecompressionError(f"lz4 payload decompresses to more than {max_size} bytes")
+    return out, at
+
+
+def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
+    header = bytearray(_LZ4_MAGIC + b"\x60\x40")
+    header.append(lz4_header_checksum(bytes(header), magic))
+    parts = [bytes(header)]
+    block = 64 * 1024
+    for i in range(0, len(data), block):
+        raw = data[i : i + block]
+        if level is None or level <= 9:
+            c = lz4.block.compress(raw, mode="default", store_size=False)
+        else:
+            c = lz4.block.compress(raw, mode="high_compression", compression=level, store_size=False)
+        if len(c) >= len(raw):
+            parts.append(struct.pack("<I", len(raw) | 0x80000000))
+            parts.append(raw)
+        else:
+            parts.append(struct.pack("<I", len(c)))
+            parts.append(c)
+    parts.append(b"\x00\x00\x00\x00")
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------------------- zstd
+_ZSTD_LOCAL = threading.local()
+
+
+def _zstd_d() -> zstandard.ZstdDecompressor:
+    """This thread's decompressor: zstandard's must not be shared by threads (decoding at once,
+    they report corruption in good payloads)."""
+    d = getattr(_ZSTD_LOCAL, "d", None)
+    if d is None:
+        d = _ZSTD_LOCAL.d = zstandard.ZstdDecompressor()
+    return d
+
+
+_ZSTD_CHUNK = 1 << 20
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = 0x184D2A50  # and the 15 magic numbers after it
+
+
+def _zstd_check_complete(data: bytes | memoryview | np.ndarray) -> None:
+    """Raise when the payload ends inside a zstd frame. zstandard's reader then returns what it
+    decoded as if the data ended there; zstd-jni, which Kafka reads with, reports a truncated
+    source. Walks frame and block headers only (RFC 8878, sections 3.1.1 and 3.1.2); the
+    decoder has checked everything else."""
+    data = memoryview(data).cast("B")  # Python ints when indexed, whatever the buffer
+    pos, n = 0, len(data)
+    while pos < n:
+        if n - pos < 4:
+            raise DecompressionError("zstd payload ends inside a frame header")
+        (magic,) = struct.unpack_from("<I", data, pos)
+        if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+            if n - pos < 8:
+                raise DecompressionError("zstd payload ends inside a skippable frame")
+            pos += 8 + struct.unpack_from("<I", data, pos + 4)[0]
+            continue
+        if magic != _ZSTD_MAGIC:
+            return  # not a frame: the decoder has already judged it
+        try:
+            header_size = zstandard.frame_header_size(data[pos : pos + 18])
+        except zstandard.ZstdError:
+            raise DecompressionError("zstd payload ends inside a frame header") from None
+        if pos + header_size > n:
+            raise DecompressionError("zstd payload ends inside a frame header")
+        checksum = 4 if data[pos + 4] & 0x04 else 0  # Content_Checksum_flag of the frame header descriptor
+        pos += header_size
+        last = False
+        while not last:
+            if n - pos < 3:
+                raise DecompressionError("zstd payload ends inside a frame (truncated source)")
+            header = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+            last = bool(header & 1)
+            pos += 3 + (1 if (header >> 1) & 3 == 1 else header >> 3)  # an RLE block stores one byte
+        pos += checksum
+    if pos > n:
+        raise DecompressionError("zstd payload ends inside a frame (truncated source)")
+
+
+def _zstd_decompress(data: bytes, max_size: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    try:
+        with _zstd_d().stream_reader(data, read_across_frames=True) as reader:
+            while True:
+                chunk = reader.read(min(_ZSTD_CHUNK, max_size - total + 1))
+                if not chunk:
+                    _zstd_check_complete(data)
+                    return b"".join(out)
+                total += len(chunk)
+                if total > max_size:
+                    raise DecompressionError(f"zstd payload decompresses to more than {max_size} bytes")
+                out.append(chunk)
+    except zstandard.ZstdError as e:
+        raise DecompressionError(f"bad zstd payload: {e}") from None
+
+
+def _zstd_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: int) -> tuple[np.ndarray, int]:
+    start = at
+    try:
+        with _zstd_d().stream_reader(data, read_across_frames=True) as reader:
+            while True:
+                if at == len(out):
+                    out = _grown(out, at, at + _ZSTD_CHUNK)
+                room = min(len(out) - at, max_size - (at - start) + 1)
+                got = reader.readinto(out[at : at + room])
+                if not got:
+                    _zstd_check_complete(data)
+                    return out, at
+                at += got
+                if at - start > max_size:
+                    raise DecompressionError(f"zstd payload decompresses to more than {max_size} bytes")
+    except zstandard.ZstdError as e:
+        raise DecompressionError(f"bad zstd payload: {e}") from None
+
+
+def _zstd_compress(data: bytes, level: int | None) -> bytes:
+    # Streamed as zstd-jni's ZstdOutputStream does it: no content size in the frame header, the
+    # data flushed as non-final block(s) at close, then an empty final block (01 00 00). This is
+    # byte-identical to Kafka's zstd batches.
+    c = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False).compressobj()
+    return c.compress(data) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + c.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
+
+
+# ----------------------------------------------------------------------------------- registry
+_DECOMPRESSORS: dict[Codec, Callable[[bytes, int, int], bytes]] = {
+    Codec.GZIP: lambda d, m, _magic: _gzip_decompress(d, m),
+    Codec.SNAPPY: lambda d, m, _magic: _snappy_decompress(d, m),
+    Codec.LZ4: _lz4_decompress,
+    Codec.ZSTD: lambda d, m, _magic: _zstd_decompress(d, m),
+}
+
+_COMPRESSORS: dict[Codec, Callable[[bytes, int | None, int], bytes]] = {
+    Codec.GZIP: lambda d, lv, _magic: _gzip_compress(d, lv),
+    Codec.SNAPPY: lambda d, lv, _magic: _snappy_compress(d, lv),
+    Codec.LZ4: _lz4_compress,
+    Codec.ZSTD: lambda d, lv, _magic: _zstd_compress(d, lv),
+}
+
+
+def decompress(codec: Codec, data: bytes, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+    """Decompress one batch payload written with ``codec`` inside a batch of ``magic``."""
+    if codec is Codec.NONE:
+        return bytes(data)
+    if codec is Codec.ZSTD and magic < 2:
+        raise UnsupportedCompressionError(f"zstd cannot be used with magic {magic} (Kafka requires magic 2)")
+    return _DECOMPRESSORS[codec](bytes(data), max_size, magic)
+
+
+def _grown(out: np.ndarray, used: int, need: int) -> np.ndarray:
+    """A larger buffer (at least ``need`` bytes, doubling) holding ``out[:used]``."""
+    bigger = np.empty(max(need, 2 * len(out)), np.uint8)
+    bigger[:used] = out[:used]
+    return bigger
+
+
+def decompress_into(
+    codec: Codec, data: memoryview, out: np.ndarray, at: int, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> tuple[np.ndarray, int]:
+    """Decompress one batch payload into ``out`` (uint8) from byte ``at``, so that many batches
+    share one buffer; ``out`` is replaced by a larger copy when it runs short. Returns (the buffer,
+    the end of what was written). lz4 and zstd write in place; the other codecs go through
+    :func:`decompress`."""
+    if codec is Codec.LZ4:
+        return _lz4_decompress_into(data, out, at, max_size, magic)
+    if codec is Codec.ZSTD and magic >= 2:
+        return _zstd_decompress_into(data, out, at, max_size)
+    raw = decompress(codec, bytes(data), magic=magic, max_size=max_size)
+    if at + len(raw) > len(out):
+        out = _grown(out, at, at + len(raw))
+    out[at : at + len(raw)] = np.frombuffer(raw, np.uint8)
+    return out, at + len(raw)
+
+
+def compress(codec: Codec, data: bytes, *, magic: int = 2, level: int | None = None) -> bytes:
+    """Compress one batch payload as Kafka's producer does for ``codec`` and ``magic``."""
+    if codec is Codec.NONE:
+        return bytes(data)
+    if codec is Codec.ZSTD and magic < 2:
+        raise UnsupportedCompressionError(f"zstd cannot be used with magic {magic} (Kafka requires magic 2)")
+    return _COMPRESSORS[codec](bytes(data), level, magic)

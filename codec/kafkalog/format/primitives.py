@@ -1,0 +1,93 @@
+"""Primitive encodings of Kafka's formats: zig-zag varints (protobuf style) and the two CRCs.
+
+Kafka's ByteUtils reads a varint of at most 5 bytes and a varlong of at most 10; longer encodings
+are rejected. CRC-32C (Castagnoli) covers v2 batches, CRC-32 (IEEE) covers v0/v1 messages.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import crc32c as _crc32c
+
+from kafkalog.errors import CorruptRecordError, TruncatedError
+
+__all__ = [
+    "crc32",
+    "crc32c",
+    "read_varint",
+    "read_varlong",
+    "write_varint",
+    "varint_size",
+    "zigzag_decode",
+    "zigzag_encode",
+]
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32C of ``data`` (hardware-accelerated C implementation)."""
+    return _crc32c.crc32c(data)
+
+
+def crc32(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32 (IEEE 802.3, as java.util.zip.CRC32) of ``data``."""
+    return zlib.crc32(data)
+
+
+def zigzag_encode(value: int) -> int:
+    """Map a signed integer to an unsigned one (0, -1, 1, -2 -> 0, 1, 2, 3)."""
+    return (value << 1) ^ (value >> 63)
+
+
+def zigzag_decode(value: int) -> int:
+    """Inverse of :func:`zigzag_encode`."""
+    return (value >> 1) ^ -(value & 1)
+
+
+def _read_unsigned(buf: bytes | memoryview, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    end = len(buf)
+    for _i in range(max_bytes):
+        if pos >= end:
+            raise TruncatedError(f"{what} runs past the end of its buffer", position=pos)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+    raise CorruptRecordError(f"{what} is longer than {max_bytes} bytes", position=pos - max_bytes)
+
+
+def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Read a zig-zag varint (at most 5 bytes); return (value, next position). As Kafka's
+    ByteUtils.readVarint, only the low 32 bits of a 5-byte encoding count (R-PRIM-04)."""
+    raw, pos = _read_unsigned(buf, pos, 5, "varint")
+    return zigzag_decode(raw & 0xFFFFFFFF), pos
+
+
+def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Read a zig-zag varlong (at most 10 bytes); return (value, next position). As Kafka's
+    ByteUtils.readVarlong, only the low 64 bits of a 10-byte encoding count (R-PRIM-04)."""
+    raw, pos = _read_unsigned(buf, pos, 10, "varlong")
+    return zigzag_decode(raw & 0xFFFFFFFFFFFFFFFF), pos
+
+
+def write_varint(value: int, out: bytearray) -> None:
+    """Append the zig-zag varint (or varlong) encoding of ``value`` to ``out``."""
+    v = zigzag_encode(value) & 0xFFFFFFFFFFFFFFFF
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def varint_size(value: int) -> int:
+    """Number of bytes :func:`write_varint` uses for ``value``."""
+    v = zigzag_encode(value) & 0xFFFFFFFFFFFFFFFF
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n

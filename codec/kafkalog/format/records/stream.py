@@ -1,0 +1,160 @@
+"""Iterate the batches of a ``.log`` file or buffer, one batch in memory at a time.
+
+Follows Kafka's FileLogInputStream: an entry is read when at least 17 bytes (offset, size,
+epoch/crc and magic) remain; a declared size under 14 bytes is corruption; an entry that runs
+past the end of the input, or fewer than 18 remaining bytes, is a torn tail (normal after an
+unclean shutdown): iteration stops and :attr:`LogReader.tail` reports it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from kafkalog.errors import CorruptRecordError, UnsupportedMagicError
+from kafkalog.format.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from kafkalog.format.records.legacy import RECORD_OVERHEAD_V0, LegacyBatch
+from kafkalog.format.records.record import Record
+from kafkalog.format.records.v2 import RecordBatch
+
+__all__ = ["Batch", "LogReader", "TornTail", "read_batches"]
+
+Batch = RecordBatch | LegacyBatch
+Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
+
+#: offset(8) + size(4) + partitionLeaderEpoch/crc(4) + magic(1)
+HEADER_SIZE_UP_TO_MAGIC = 17
+LOG_OVERHEAD = 12
+_PREFIX = struct.Struct(">qi")
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """Bytes at the end of a log that do not form a whole entry."""
+
+    file: str | None
+    position: int
+    size: int
+
+    def message(self) -> str:
+        name = os.path.basename(self.file) if self.file else "<buffer>"
+        return f"Found {self.size} invalid bytes at the end of {name}"
+
+
+class LogReader:
+    """Streams the batches of a ``.log`` file (path, binary file object or bytes).
+
+    Use as a context manager when given a path. ``batches()`` yields :class:`RecordBatch` (magic
+    2) or :class:`LegacyBatch` (magic 0/1) objects positioned in the file; memory holds one batch.
+    After iteration, :attr:`tail` is a :class:`TornTail` if the input ended inside an entry.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        name: str | None = None,
+        start: int = 0,
+        end: int | None = None,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+        buffer_size: int = 1 << 20,
+    ) -> None:
+        self._own = False
+        self._buf: bytes | memoryview | None = None
+        self._fh: BinaryIO | None = None
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            self._buf = source if isinstance(source, bytes) else bytes(source)
+            self.name = name
+            size = len(self._buf)
+        elif isinstance(source, (str, os.PathLike)):
+            self.name = name or os.fspath(source)
+            self._fh = open(source, "rb", buffering=buffer_size)  # noqa: SIM115 - closed in close()
+            self._own = True
+            size = os.fstat(self._fh.fileno()).st_size
+        else:
+            self._fh = source
+            self.name = name or getattr(source, "name", None)
+            cur = source.tell()
+            size = source.seek(0, io.SEEK_END)
+            source.seek(cur)
+        self.size = size
+        self.start = start
+        self.end = size if end is None else min(end, size)
+        self.max_decompressed_size = max_decompressed_size
+        self.tail: TornTail | None = None
+        self.valid_bytes = 0
+
+    def __enter__(self) -> LogReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file if this reader opened it."""
+        if self._own and self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def _read(self, pos: int, n: int) -> bytes:
+        if self._buf is not None:
+            return self._buf[pos : pos + n]
+        assert self._fh is not None
+        if self._fh.tell() != pos:
+            self._fh.seek(pos)
+        return self._fh.read(n)
+
+    def batches(self) -> Iterator[Batch]:
+        """Yield each batch in file order, stopping at a torn tail."""
+        pos = self.start
+        end = self.end
+        name = self.name
+        self.tail = None
+        while True:
+            if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
+                if pos < end:
+                    self.tail = TornTail(name, pos, end - pos)
+                break
+            head = self._read(pos, LOG_OVERHEAD)
+            offset, size = _PREFIX.unpack_from(head, 0)
+            if size < RECORD_OVERHEAD_V0:
+                raise CorruptRecordError(
+                    f"found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
+                    file=name, position=pos, offset=offset,
+                )
+            if pos > end - LOG_OVERHEAD - size:
+                self.tail = TornTail(name, pos, end - pos)
+                break
+            data = head + self._read(pos + LOG_OVERHEAD, size)
+            if len(data) != LOG_OVERHEAD + size:
+                self.tail = TornTail(name, pos, len(data))
+                break
+            magic = data[16]
+            if magic == 2:
+                batch: Batch = RecordBatch(data, pos, name, self.max_decompressed_size)
+            elif magic < 2:
+                batch = LegacyBatch(data, pos, name, self.max_decompressed_size)
+            else:
+                raise UnsupportedMagicError(f"unknown magic {magic}", file=name, position=pos, offset=offset)
+            yield batch
+            pos += len(data)
+            self.valid_bytes = pos - self.start
+
+    def records(self, verify_crc: bool = False) -> Iterator[Record]:
+        """Yield every record of every batch."""
+        for batch in self.batches():
+            yield from batch.records(verify_crc)
+
+    def __iter__(self) -> Iterator[Batch]:
+        return self.batches()
+
+
+def read_batches(source: Source, **kwargs: object) -> Iterator[Batch]:
+    """Yield the batches of ``source`` (closing the file when done); see :class:`LogReader`."""
+    with LogReader(source, **kwargs) as reader:  # type: ignore[arg-type]
+        yield from reader.batches()
+

@@ -1,0 +1,342 @@
+"""``kafkalog conformance``: run another implementation over the golden corpus and compare.
+
+The corpus (golden/corpus, SPEC.md §8) holds good cases, each a folder of Kafka-written files with
+``expected.jsonl`` (Kafka's own canonical JSON, SPEC §7), and bad cases under ``bad/``, each a
+corrupted file with ``expected.json`` (the finding a conforming reader or validator must report).
+The implementation is any command; ``{file}`` in it is replaced by each input file of a case in
+turn, ``{dir}`` by the case folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Case", "CaseResult", "default_corpus", "load_corpus", "render_table", "run_conformance"]
+
+_SIDE_FILES = {"expected.jsonl", "expected.json", "README.md"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One corpus folder: its name (``bad/<x>`` for bad cases), path, inputs and expectations."""
+
+    name: str
+    path: Path
+    inputs: tuple[str, ...]
+    expected_lines: tuple[dict[str, Any], ...] | None
+    expected: dict[str, Any] | None  # bad cases: the contents of expected.json
+
+    @property
+    def bad(self) -> bool:
+        return self.expected is not None
+
+
+@dataclass
+class CaseResult:
+    """The outcome of one case for the dumper (``impl``) and the validator (``verify``) checks."""
+
+    case: str
+    kind: str
+    impl: str = "-"
+    verify: str = "-"
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return "fail" in (self.impl, self.verify)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "kind": self.kind, "impl": self.impl, "verify": self.verify, "details": self.details}
+
+
+def default_corpus() -> Path | None:
+    """golden/corpus of the source tree this package runs from, else of the current directory."""
+    for cand in (Path(__file__).resolve().parents[3] / "golden" / "corpus", Path.cwd() / "golden" / "corpus"):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def _read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
+    with open(path, encoding="utf-8") as f:
+        return tuple(json.loads(line) for line in f if line.strip())
+
+
+def _case(path: Path, name: str) -> Case:
+    inputs = tuple(sorted(f for f in os.listdir(path) if f not in _SIDE_FILES and (path / f).is_file()))
+    lines = _read_jsonl(path / "expected.jsonl") if (path / "expected.jsonl").exists() else None
+    expected = json.loads((path / "expected.json").read_text(encoding="utf-8")) if (path / "expected.json").exists() else None
+    if lines is None and expected is None:
+        raise ValueError(f"{path}: neither expected.jsonl nor expected.json")
+    return Case(name, path, inputs, lines, expected)
+
+
+def load_corpus(root: Path) -> list[Case]:
+    """Every case of the corpus at ``root``: good cases first, then ``bad/*``, each in name order."""
+    cases = [_case(p, p.name) for p in sorted(root.iterdir()) if p.is_dir() and p.name != "bad"]
+    bad = root / "bad"
+    if bad.is_dir():
+        cases += [_case(p, f"bad/{p.name}") for p in sorted(bad.iterdir()) if p.is_dir()]
+    return cases
+
+
+# ----------------------------------------------------------------------------------- running
+@dataclass
+class _Run:
+    code: int | None  # None: timed out
+    stdout: str
+    stderr: str
+    error: str | None = None  # the command could not be started
+
+
+def _run(template: list[str], subst: dict[str, str], timeout: float) -> _Run:
+    argv = [_fill(tok, subst) for tok in template]
+    try:
+        p = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as e:
+        return _Run(None, _text(e.stdout), _text(e.stderr))
+    except OSError as e:
+        return _Run(None, "", "", error=f"cannot run {argv[0]}: {e.strerror or e}")
+    return _Run(p.returncode, _text(p.stdout), _text(p.stderr))
+
+
+def _fill(tok: str, subst: dict[str, str]) -> str:
+    for k, v in subst.items():
+        tok = tok.replace("{" + k + "}", v)
+    return tok
+
+
+def _text(b: bytes | str | None) -> str:
+    if b is None:
+        return ""
+    return b if isinstance(b, str) else b.decode("utf-8", errors="replace")
+
+
+def _describe(run: _Run, timeout: float) -> str | None:
+    """Why a run is unusable (not started, timed out, killed by a signal), or None."""
+    if run.error:
+        return run.error
+    if run.code is None:
+        return f"timed out after {timeout:g} s"
+    if run.code < 0:
+        return f"killed by signal {-run.code}"
+    return None
+
+
+def _parse_lines(out: str) -> tuple[list[dict[str, Any]], str | None]:
+    objs: list[dict[str, Any]] = []
+    for n, line in enumerate(out.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return objs, f"output line {n} is not JSON: {line[:80]!r}"
+        if not isinstance(obj, dict):
+            return objs, f"output line {n} is not a JSON object"
+        objs.append(obj)
+    return objs, None
+
+
+def _first_difference(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> str | None:
+    """A message naming the first line where ``got`` differs from ``expected``, or None when equal."""
+    for i, (g, e) in enumerate(zip(got, expected, strict=False)):
+        if g != e:
+            keys = [k for k in list(e) + [k for k in g if k not in e] if g.get(k, "<absent>") != e.get(k, "<absent>")]
+            diff = ", ".join(f"{k}: got {json.dumps(g.get(k, '<absent>'))}, expected {json.dumps(e.get(k, '<absent>'))}" for k in keys[:4])
+            return f"line {i + 1} ({e.get('file')} {e.get('type')}): {diff}"
+        if list(g) != list(e):
+            return f"line {i + 1} ({e.get('file')} {e.get('type')}): keys in order {list(g)}, SPEC §7 order is {list(e)}"
+    if len(got) != len(expected):
+        if len(got) < len(expected):
+            e = expected[len(got)]
+            return f"{len(got)} lines, expected {len(expected)}; first missing: line {len(got) + 1} ({e.get('file')} {e.get('type')})"
+        g = got[len(expected)]
+        return f"{len(got)} lines, expected {len(expected)}; first extra: line {len(expected) + 1} ({g.get('file')} {g.get('type')})"
+    return None
+
+
+def _mode(template: list[str]) -> str:
+    joined = " ".join(template)
+    if "{file}" in joined:
+        return "file"
+    if "{dir}" in joined:
+        return "dir"
+    raise ValueError("the command needs {file} (run once per input file) or {dir} (once per case folder)")
+
+
+def _dump_lines(case: Case, template: list[str], timeout: float, strict_exit: bool) -> str | None:
+    """Run a dumper over a case and compare its JSON lines with expected.jsonl; None when they match."""
+    assert case.expected_lines is not None
+    expected = list(case.expected_lines)
+    if _mode(template) == "dir":
+        runs = [(None, _run(template, {"dir": str(case.path)}, timeout), expected)]
+    else:
+        runs = [(f, _run(template, {"file": str(case.path / f), "dir": str(case.path)}, timeout),
+                 [o for o in expected if o.get("file") == f]) for f in case.inputs]
+    for f, run, exp in runs:
+        where = f"{f}: " if f else ""
+        bad = _describe(run, timeout)
+        if bad:
+            return where + bad
+        if strict_exit and run.code != 0:
+            return f"{where}exit {run.code}: {_last_line(run.stderr)}"
+        got, err = _parse_lines(run.stdout)
+        if err:
+            return where + err
+        diff = _first_difference(got, exp)
+        if diff:
+            return where + diff
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [x for x in text.strip().splitlines() if x.strip()]
+    return lines[-1][:160] if lines else "(no message)"
+
+
+def _findings(stdout: str) -> list[dict[str, Any]]:
+    """JSON objects with a ``code`` in an implementation's output (its machine-readable findings)."""
+    out = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and "code" in obj:
+                out.append(obj)
+            elif isinstance(obj, dict) and isinstance(obj.get("findings"), list):
+                out += [x for x in obj["findings"] if isinstance(x, dict) and "code" in x]
+    return out
+
+
+def _finding_matches(got: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Same code and file; same position (the corrupted byte, or the start of its entry) and offset when reported."""
+    if got.get("code") != want["code"]:
+        return False
+    if got.get("file") and os.path.basename(str(got["file"])) != want["file"]:
+        return False
+    if got.get("position") is not None and got["position"] not in (want["position"], want.get("entryPosition", want["position"])):
+        return False
+    return got.get("offset") is None or want.get("offset") is None or got["offset"] == want["offset"]
+
+
+def _check_findings(run: _Run, want: dict[str, Any]) -> str | None:
+    found = _findings(run.stdout)
+    if found and not any(_finding_matches(f, want) for f in found):
+        codes = ", ".join(f"{f.get('code')}@{f.get('position')}" for f in found[:5])
+        return f"expected finding {want['code']} at {want['file']} position {want['position']}; reported: {codes}"
+    return None
+
+
+def _bad_with_dumper(case: Case, template: list[str], timeout: float) -> str | None:
+    assert case.expected is not None
+    if case.expected["reader"] == "lines":
+        return _dump_lines(case, template, timeout, strict_exit=False)
+    want = case.expected["finding"]
+    subst = {"file": str(case.path / want["file"]), "dir": str(case.path)}
+    run = _run(template, subst, timeout)
+    bad = _describe(run, timeout)
+    if bad:
+        return bad
+    if run.code == 0:
+        return f"exit 0: a conforming reader rejects this input ({want['code']} at position {want['position']})"
+    return _check_findings(run, want)
+
+
+def _bad_with_validator(case: Case, template: list[str], timeout: float) -> str | None:
+    assert case.expected is not None
+    want = case.expected["finding"]
+    subst = {"file": str(case.path / want["file"]), "dir": str(case.path)}
+    run = _run(template, subst, timeout)
+    bad = _describe(run, timeout)
+    if bad:
+        return bad
+    if want.get("severity", "error") == "error" and run.code == 0:
+        return f"exit 0: a conforming validator reports {want['code']} at {want['file']} position {want['position']}"
+    return _check_findings(run, want)
+
+
+def _good_with_validator(case: Case, template: list[str], timeout: float) -> str | None:
+    if _mode(template) == "dir":
+        runs = [(None, _run(template, {"dir": str(case.path)}, timeout))]
+    else:
+        runs = [(f, _run(template, {"file": str(case.path / f), "dir": str(case.path)}, timeout)) for f in case.inputs]
+    for f, run in runs:
+        where = f"{f}: " if f else ""
+        bad = _describe(run, timeout)
+        if bad:
+            return where + bad
+        if run.code != 0:
+            errors = [x for x in _findings(run.stdout) if x.get("severity", "error") == "error"]
+            first = f"{errors[0].get('code')}@{errors[0].get('position')}" if errors else _last_line(run.stderr)
+            return f"{where}exit {run.code} on Kafka-written data: {first}"
+    return None
+
+
+def _check(case: Case, impl: list[str] | None, verify: list[str] | None, timeout: float) -> CaseResult:
+    res = CaseResult(case.name, "bad" if case.bad else "good")
+    if impl is not None:
+        msg = _bad_with_dumper(case, impl, timeout) if case.bad else _dump_lines(case, impl, timeout, strict_exit=True)
+        res.impl = "fail" if msg else "pass"
+        if msg:
+            res.details.append(f"impl: {msg}")
+    if verify is not None:
+        msg = _bad_with_validator(case, verify, timeout) if case.bad else _good_with_validator(case, verify, timeout)
+        res.verify = "fail" if msg else "pass"
+        if msg:
+            res.details.append(f"verify: {msg}")
+    return res
+
+
+def run_conformance(
+    cases: list[Case],
+    impl: str | None,
+    verify_impl: str | None = None,
+    *,
+    timeout: float = 60.0,
+    jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> list[CaseResult]:
+    """Check every case with the dumper command ``impl`` and/or the validator command ``verify_impl``.
+
+    Commands are split like a shell would (no shell runs them); raises ValueError when a command
+    has neither ``{file}`` nor ``{dir}``."""
+    t_impl = shlex.split(impl) if impl else None
+    t_verify = shlex.split(verify_impl) if verify_impl else None
+    for t in (t_impl, t_verify):
+        if t is not None:
+            _mode(t)
+
+    def one(case: Case) -> CaseResult:
+        if progress is not None:
+            progress(case.name)
+        return _check(case, t_impl, t_verify, timeout)
+
+    if jobs <= 1:
+        return [one(c) for c in cases]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, cases))
+
+
+def render_table(results: list[CaseResult]) -> Iterator[str]:
+    """Lines of a plain-text table, one row per case, then a summary line."""
+    width = max([len(r.case) for r in results] + [4])
+    yield f"{'case':<{width}}  {'kind':<4}  {'impl':<4}  {'verify':<6}  detail"
+    for r in results:
+        detail = r.details[0] if r.details else ""
+        yield f"{r.case:<{width}}  {r.kind:<4}  {r.impl:<4}  {r.verify:<6}  {detail}"
+        for more in r.details[1:]:
+            yield f"{'':<{width}}  {'':<4}  {'':<4}  {'':<6}  {more}"
+    failed = sum(r.failed for r in results)
+    yield f"{len(results)} cases, {len(results) - failed} passed, {failed} failed"

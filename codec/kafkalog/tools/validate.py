@@ -1,0 +1,980 @@
+"""``kafkalog verify``: check every batch, index entry and state file of a log dir, reporting all findings.
+
+What is checked (SPEC §4.7, R-VFY-01..06): batch framing and CRCs (CRC-32C of v2 batches, CRC-32 of v0/v1
+messages and of a wrapper's inner messages), record structure, offsets increasing within and
+across segments; every ``.index`` entry against the log as DumpLogSegments' ``--verify-index-only``
+does, every ``.timeindex`` entry against its batch's largest timestamp as that tool's time-index
+check does (DumpLogSegments.scala @1eb7644); ``.txnindex`` entries against the ABORT markers of their
+segment; producer ``.snapshot`` structure and CRC-32C; checkpoint files.
+
+The fast path: a ``.log`` is memory-mapped, a compiled walk (numba) frames every batch and walks
+the records of uncompressed v2 batches, batch headers are read with one numpy gather, CRCs are
+computed in C over whole batches, and index files are read with numpy. Only compressed, control
+and v0/v1 batches are decoded into objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kafkalog.errors import CorruptIndexError, KafkaLogError
+from kafkalog.fast.columnar import (
+    _E_HEADERS,
+    _E_LEFTOVER,
+    _E_LENGTH,
+    _E_SIZE_MISMATCH,
+    _MESSAGES,
+    _jit,
+    _source_digest,
+    _span,
+    _varint,
+    decode_columns,
+)
+from kafkalog.format.checkpoints import (
+    read_leader_epoch_checkpoint,
+    read_meta_properties,
+    read_offset_checkpoint,
+    read_partition_metadata,
+)
+from kafkalog.format.files import FileKind, kind_of, walk
+from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
+from kafkalog.format.primitives import crc32c
+from kafkalog.format.records.control import ControlType, control_type_of
+from kafkalog.format.records.legacy import LegacyBatch
+from kafkalog.format.records.record import LegacyRecord
+from kafkalog.format.records.v2 import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL,
+    ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL,
+    CRC_START,
+    RecordBatch,
+)
+from kafkalog.format.snapshot import read_producer_snapshot
+from kafkalog.format.txnindex import ABORTED_TXN, CURRENT_VERSION
+from kafkalog.log.unified import parse_topic_partition, topic_name_problem
+
+__all__ = ["Finding", "VerifyReport", "verify"]
+
+ERROR = "error"
+WARNING = "warning"
+
+_INT32_MAX = 2**31 - 1
+_NO_TIMESTAMP = -1
+_I64_MIN = -(2**63)
+#: offset(8) size(4) epoch/crc(4) magic(1): the least Kafka reads before deciding an entry is torn
+_HEADER_UP_TO_MAGIC = 17
+_MIN_ENTRY_SIZE = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0
+_V2_HEADER = 61
+#: numpy view of the v2 batch header (schemas.RECORD_BATCH_V2_HEADER)
+_V2_DTYPE = np.dtype(
+    [
+        ("baseOffset", ">i8"), ("batchLength", ">i4"), ("partitionLeaderEpoch", ">i4"), ("magic", "i1"),
+        ("crc", ">u4"), ("attributes", ">i2"), ("lastOffsetDelta", ">i4"), ("baseTimestamp", ">i8"),
+        ("maxTimestamp", ">i8"), ("producerId", ">i8"), ("producerEpoch", ">i2"), ("baseSequence", ">i4"),
+        ("recordsCount", ">i4"),
+    ]
+)
+_OFFSET_CHECKPOINTS = frozenset(
+    {"recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint"}
+)
+
+# record-walk status codes beyond columnar's
+_E_OFFSET_ORDER = -20
+_E_OFFSET_DELTA = -21
+_E_COUNT = -22
+_WALK_MESSAGES = {
+    **_MESSAGES,
+    _E_OFFSET_ORDER: "record offset deltas are not strictly increasing",
+    _E_OFFSET_DELTA: "a record's offset delta is greater than the batch's lastOffsetDelta",
+    _E_COUNT: "invalid record count",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: ``code`` is a short stable id, ``position`` the byte position in ``file``."""
+
+    severity: str
+    code: str
+    file: str
+    position: int | None
+    offset: int | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as a JSON object (one line of ``kafkalog verify --json``)."""
+        return {
+            "severity": self.severity, "code": self.code, "file": self.file,
+            "position": self.position, "offset": self.offset, "message": self.message,
+        }
+
+    def __str__(self) -> str:
+        where = self.file if self.position is None else f"{self.file}:{self.position}"
+        off = "" if self.offset is None else f" offset {self.offset}:"
+        return f"{where}:{off} {self.severity}: {self.message} [{self.code}]"
+
+
+@dataclass
+class VerifyReport:
+    """Every finding of a :func:`verify` run, with the number of files and bytes checked."""
+
+    findings: list[Finding] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (warnings allowed)."""
+        return not self.errors
+
+    def add(self, severity: str, code: str, file: str, position: int | None, offset: int | None, message: str) -> None:
+        self.findings.append(Finding(severity, code, file, None if position is None else int(position), None if offset is None else int(offset), message))
+
+
+# ------------------------------------------------------------------------------ compiled walks
+@_jit
+def _be32(buf: np.ndarray, p: int) -> int:
+    v = (np.int64(buf[p]) << 24) | (np.int64(buf[p + 1]) << 16) | (np.int64(buf[p + 2]) << 8) | np.int64(buf[p + 3])
+    return v - (np.int64(1) << 32) if v >= (np.int64(1) << 31) else v
+
+
+@_jit
+def _frame(buf: np.ndarray, end: int, positions: np.ndarray, fill: bool) -> tuple[int, int, int]:
+    """Frame the log entries from byte 0 as Kafka's FileLogInputStream does.
+
+    Returns (entries, stop position, stop status): 0 clean end, 1 torn tail, 2 size below the
+    minimum. With ``fill`` the entry positions are written to ``positions``."""
+    pos = 0
+    n = 0
+    while True:
+        if end - pos < _HEADER_UP_TO_MAGIC:
+            return n, pos, 0 if pos >= end else 1
+        size = _be32(buf, pos + 8)
+        if size < _MIN_ENTRY_SIZE:
+            return n, pos, 2
+        if pos + 12 + size > end:
+            return n, pos, 1
+        if fill:
+            positions[n] = pos
+        n += 1
+        pos += 12 + size
+
+
+def _compile_walk(deps: str) -> Callable[..., None]:
+    """:func:`_walk_records`, compiled with ``deps`` (the digest of :mod:`kafkalog.fast.columnar`, whose
+    varint reader it inlines) in its cache key."""
+
+    def _walk_records(
+        buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, base_ts: np.ndarray,
+        last_delta: np.ndarray, status: np.ndarray, where: np.ndarray, max_delta: np.ndarray,
+    ) -> None:
+        """Walk the records of uncompressed v2 batches (record area ``buf[starts[i]:ends[i]]``) as
+        DefaultRecord.readFrom reads them; per batch: status (0 ok), error position, largest timestamp delta."""
+        if len(deps) == 0:  # never: ``deps`` only keys numba's cache
+            return
+        for i in range(starts.shape[0]):
+            pos = starts[i]
+            end_b = ends[i]
+            count = counts[i]
+            status[i] = 0
+            max_delta[i] = _I64_MIN
+            if count < 0 or count > end_b - pos:
+                status[i] = _E_COUNT
+                where[i] = pos
+                continue
+            prev = np.int64(-1)
+            for _ in range(count):
+                start = pos
+                length, pos = _varint(buf, pos, end_b, 5)
+                if pos < 0:
+                    status[i] = pos
+                    where[i] = start
+                    break
+                end = pos + length
+                if length < 0 or end > end_b or pos >= end:
+                    status[i] = _E_LENGTH
+                    where[i] = start
+                    break
+                pos += 1  # attributes
+                tsd, pos = _varint(buf, pos, end, 10)
+                if pos < 0:
+                    status[i] = pos
+                    where[i] = start
+                    break
+                od, pos = _varint(buf, pos, end, 5)
+                if pos < 0:
+                    status[i] = pos
+                    where[i] = start
+                    break
+                if od <= prev:
+                    status[i] = _E_OFFSET_ORDER
+                    where[i] = start
+                    break
+                if od > last_delta[i]:
+                    status[i] = _E_OFFSET_DELTA
+                    where[i] = start
+                    break
+                prev = od
+                if tsd > max_delta[i]:
+                    max_delta[i] = tsd
+                ok = True
+                for _f in range(2):  # key, value
+                    _ln, _s, pos = _span(buf, pos, end)
+                    if pos < 0:
+                        status[i] = pos
+                        ok = False
+                        break
+                if not ok:
+                    where[i] = start
+                    break
+                nh, pos = _varint(buf, pos, end, 5)
+                if pos < 0 or nh < 0 or nh > end - pos:
+                    status[i] = _E_HEADERS
+                    where[i] = start
+                    break
+                for _h in range(nh):
+                    hk, pos = _varint(buf, pos, end, 5)
+                    if pos < 0 or hk < 0 or pos + hk > end:
+                        ok = False
+                        break
+                    pos += hk
+                    hv, pos = _varint(buf, pos, end, 5)
+                    if pos < 0:
+                        ok = False
+                        break
+                    if hv > 0:
+                        pos += hv
+                    if pos > end:
+                        ok = False
+                        break
+                if not ok:
+                    status[i] = _E_HEADERS
+                    where[i] = start
+                    break
+                if pos != end:
+                    status[i] = _E_SIZE_MISMATCH
+                    where[i] = start
+                    break
+            if status[i] == 0 and pos != end_b:
+                status[i] = _E_LEFTOVER
+                where[i] = pos
+
+    return _jit(_walk_records)  # type: ignore[no-any-return]
+
+
+_walk_records = _compile_walk(_source_digest("columnar"))
+
+
+# ------------------------------------------------------------------------------------ segments
+@dataclass
+class _Abort:
+    producer_id: int
+    offset: int
+    position: int
+    first_offset: int | None  # first offset of the aborted transaction when seen in this run
+
+
+@dataclass
+class _Scan:
+    """What the index checks need from a scanned ``.log``: batch positions and offsets."""
+
+    path: str
+    size: int
+    positions: np.ndarray
+    base_offsets: np.ndarray
+    last_offsets: np.ndarray
+    max_ts: np.ndarray  # largest record timestamp per batch (DumpLogSegments' "log timestamp")
+    aborts: list[_Abort]
+
+    def shifted(self, origin: int) -> _Scan:
+        """This scan of a chunk with positions counted from the file's start (chunk at ``origin``)."""
+        aborts = [_Abort(a.producer_id, a.offset, a.position + origin, a.first_offset) for a in self.aborts]
+        return _Scan(self.path, self.size, self.positions + origin, self.base_offsets, self.last_offsets, self.max_ts, aborts)
+
+    @classmethod
+    def joined(cls, path: str, size: int, scans: list[_Scan]) -> _Scan:
+        """One scan of the file from the scans of its chunks, in file order."""
+        if len(scans) == 1:
+            one = scans[0]
+            return cls(path, size, one.positions, one.base_offsets, one.last_offsets, one.max_ts, one.aborts)
+        return cls(
+            path, size, *(np.concatenate([getattr(sc, f) for sc in scans]) for f in ("positions", "base_offsets", "last_offsets", "max_ts")),
+            [a for sc in scans for a in sc.aborts],
+        )
+
+    @property
+    def last_offset(self) -> int | None:
+        return int(self.last_offsets[-1]) if len(self.last_offsets) else None
+
+
+class _Sink:
+    """Where a check's findings go: the report, or nowhere when a log is scanned only as context."""
+
+    def __init__(self, report: VerifyReport | None) -> None:
+        self.report = report
+
+    def __call__(self, severity: str, code: str, file: str, position: int | None, offset: int | None, message: str) -> None:
+        if self.report is not None:
+            self.report.add(severity, code, file, position, offset, message)
+
+
+#: bytes of whole batches read and checked at a time (a larger batch is read alone)
+SCAN_CHUNK = 32 << 20
+
+
+def _scan_log(path: str, sink: _Sink, open_txns: dict[int, int], *, is_last: bool, segment_base: int | None) -> _Scan:
+    """Check every batch of a ``.log`` (or KRaft snapshot) and collect what the index checks need.
+
+    ``open_txns`` maps producer id -> first offset of its open transaction; it is carried from
+    segment to segment and updated here. ``segment_base`` is None for files without a base offset.
+    The file is read in chunks of whole batches, never memory-mapped: a broker may truncate a
+    segment while it is read (a follower's truncation, recovery), and a mapped page past the new
+    end would kill the process with SIGBUS (SPEC R-LIVE-06); memory stays bounded by a chunk."""
+    scans: list[_Scan] = []
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        origin = 0
+        while True:
+            chunk = os.pread(fd, min(SCAN_CHUNK, size - origin), origin)
+            final = origin + len(chunk) >= size or len(chunk) < min(SCAN_CHUNK, size - origin)  # the end, or the file shrank
+            cut = len(chunk)
+            if not final:
+                buf = np.frombuffer(chunk, np.uint8)
+                n, cut, status = _frame(buf, len(chunk), np.zeros(0, np.int64), False)
+                if status == 2:
+                    final = True  # unframeable from here on: the rest is one finding
+                    cut = len(chunk)
+                elif n == 0:  # one batch longer than a chunk: read it alone
+                    chunk = os.pread(fd, 12 + _be32(buf, 8), origin)
+                    final = origin + len(chunk) >= size
+                    cut = len(chunk)
+            piece = _scan_buffer(
+                path, chunk[:cut] if cut < len(chunk) else chunk, cut, _Shifted(sink, origin), open_txns,
+                is_last=is_last and final, segment_base=segment_base, first=origin == 0, remaining=size - origin,
+            )
+            _check_boundary(scans, piece, origin, sink, path)
+            scans.append(piece.shifted(origin))
+            origin += cut
+            if final or cut == 0:
+                break
+    return _Scan.joined(path, size, scans)
+
+
+class _Shifted(_Sink):
+    """A sink for a chunk starting at byte ``origin`` of its file: positions made file-absolute."""
+
+    def __init__(self, sink: _Sink, origin: int) -> None:
+        super().__init__(sink.report)
+        self.origin = origin
+
+    def __call__(self, severity: str, code: str, file: str, position: int | None, offset: int | None, message: str) -> None:
+        super().__call__(severity, code, file, None if position is None else int(position) + self.origin, offset, message)
+
+
+def _check_boundary(scans: list[_Scan], piece: _Scan, origin: int, sink: _Sink, path: str) -> None:
+    """Offsets must increase across the cut between two chunks too."""
+    prev = next((s for s in reversed(scans) if len(s.last_offsets)), None)
+    if prev is not None and len(piece.base_offsets) and piece.base_offsets[0] <= prev.last_offsets[-1]:
+        sink(ERROR, "offsets-not-increasing", path, origin + int(piece.positions[0]), int(piece.base_offsets[0]),
+             f"batch base offset {piece.base_offsets[0]} is not greater than the previous batch's last offset {prev.last_offsets[-1]}")
+
+
+def _scan_buffer(
+    path: str, mm: bytes, size: int, sink: _Sink, open_txns: dict[int, int], *, is_last: bool, segment_base: int | None,
+    first: bool = True, remaining: int | None = None,
+) -> _Scan:
+    """Check the batches of one chunk (``first``: it starts the file; ``remaining``: file bytes
+    from the chunk's start, for messages about an unframeable tail); positions are chunk-relative."""
+    remaining = size if remaining is None else remaining
+    buf = np.frombuffer(mm, dtype=np.uint8) if size else np.zeros(0, np.uint8)
+    n, stop, status = _frame(buf, size, np.zeros(0, np.int64), False)
+    positions = np.empty(n, np.int64)
+    _frame(buf, size, positions, True)
+    if status == 1:
+        sev = WARNING if is_last else ERROR
+        note = "normal at the end of an active segment after an unclean shutdown; recovery truncates it" if is_last else "in a segment that is not the last"
+        sink(sev, "truncated-batch", path, stop, None, f"{remaining - stop} bytes at the end do not form a whole batch ({note})")
+    elif status == 2:
+        sink(ERROR, "batch-size", path, stop, None,
+             f"batch size {_be32(buf, stop + 8)} is smaller than the minimum {_MIN_ENTRY_SIZE}; the {remaining - stop} bytes from here on cannot be framed")
+    ends = np.empty(n, np.int64)
+    if n:
+        ends[:-1] = positions[1:]
+        ends[-1] = stop
+    magic = buf[positions + 16].astype(np.int64) if n else np.zeros(0, np.int64)
+    base = np.zeros(n, np.int64)
+    last = np.zeros(n, np.int64)
+    max_ts = np.full(n, _NO_TIMESTAMP, np.int64)
+    valid = np.ones(n, bool)  # framing and header fine (offsets usable)
+
+    v2 = np.flatnonzero(magic == 2)
+    short = v2[ends[v2] - positions[v2] < _V2_HEADER]
+    for i in short.tolist():
+        sink(ERROR, "batch-size", path, positions[i], None, f"magic 2 batch of {ends[i] - positions[i]} bytes is shorter than its {_V2_HEADER}-byte header")
+        valid[i] = False
+    v2 = v2[ends[v2] - positions[v2] >= _V2_HEADER]
+    hdr = _gather_headers(buf, positions[v2])
+    base[v2] = hdr["baseOffset"]
+    lod = hdr["lastOffsetDelta"].astype(np.int64)
+    last[v2] = base[v2] + lod
+    attrs = hdr["attributes"].astype(np.int64)
+    counts = hdr["recordsCount"].astype(np.int64)
+    batch_len = hdr["batchLength"].astype(np.int64)
+
+    mv = memoryview(mm)
+    try:
+        # CRC-32C over each whole v2 batch, in C
+        crcs = hdr["crc"].tolist()
+        for k, (p, e) in enumerate(zip(positions[v2].tolist(), ends[v2].tolist(), strict=True)):
+            if crc32c(mv[p + CRC_START : e]) != crcs[k]:
+                sink(ERROR, "batch-crc", path, p, base[v2[k]],
+                     f"record batch is corrupt (stored crc = {crcs[k]}, computed crc = {crc32c(mv[p + CRC_START : e])})")
+        bad_len = np.flatnonzero(batch_len != ends[v2] - positions[v2] - 12)
+        for k in bad_len.tolist():  # impossible after framing; kept as a guard against a wrong header view
+            sink(ERROR, "batch-size", path, positions[v2[k]], base[v2[k]], "batch length disagrees with framing")
+        for k in np.flatnonzero(lod < 0).tolist():
+            sink(ERROR, "offsets-not-increasing", path, positions[v2[k]], base[v2[k]], f"negative lastOffsetDelta {lod[k]}")
+
+        # records of uncompressed v2 batches: compiled walk
+        plain = (attrs & ATTR_COMPRESSION_MASK) == 0
+        sel = np.flatnonzero(plain)
+        if len(sel):
+            idx = v2[sel]
+            st = np.empty(len(sel), np.int64)
+            wh = np.zeros(len(sel), np.int64)
+            md = np.empty(len(sel), np.int64)
+            _walk_records(buf, positions[idx] + _V2_HEADER, ends[idx], counts[sel], hdr["baseTimestamp"][sel].astype(np.int64), lod[sel], st, wh, md)
+            base_ts = hdr["baseTimestamp"][sel].astype(np.int64)
+            hdr_max = hdr["maxTimestamp"][sel].astype(np.int64)
+            lat = (attrs[sel] & ATTR_TIMESTAMP_TYPE) != 0
+            has = (counts[sel] > 0) & (st == 0)
+            with np.errstate(over="ignore"):
+                rec_max = np.where(lat, hdr_max, base_ts + md)  # int64 wrap as Java's long
+            max_ts[idx] = np.where(has, rec_max, hdr_max)
+            for k in np.flatnonzero(st != 0).tolist():
+                i = idx[k]
+                sink(ERROR, "record-invalid", path, wh[k], base[i], _WALK_MESSAGES.get(int(st[k]), "invalid record"))
+        # compressed v2 batches: decompress and walk
+        for k in np.flatnonzero(~plain).tolist():
+            i = int(v2[k])
+            p, e = int(positions[i]), int(ends[i])
+            batch = RecordBatch(bytes(mv[p:e]), p, path)
+            if batch.count == 0:
+                max_ts[i] = batch.max_timestamp
+                continue
+            try:
+                cols = decode_columns(batch)
+                if len(cols.offsets) and (np.any(np.diff(cols.offsets) <= 0) or cols.offsets[-1] > batch.last_offset or cols.offsets[0] < batch.base_offset):
+                    sink(ERROR, "record-invalid", path, p, batch.base_offset, "record offsets are not strictly increasing within the batch's offset range")
+                max_ts[i] = int(cols.timestamps.max()) if len(cols.offsets) else batch.max_timestamp
+            except KafkaLogError as err:
+                sink(ERROR, "record-invalid", path, err.position if err.position is not None else p, batch.base_offset, err.message)
+        # control batches: transaction markers; transactional data: open transactions
+        txn = np.flatnonzero((attrs & (ATTR_TRANSACTIONAL | ATTR_CONTROL)) != 0)
+        aborts: list[_Abort] = []
+        pids = hdr["producerId"]
+        for k in txn.tolist():
+            i = int(v2[k])
+            pid = int(pids[k])
+            if attrs[k] & ATTR_CONTROL:
+                if not attrs[k] & ATTR_TRANSACTIONAL:
+                    continue  # KRaft control records (leader change, snapshot header/footer, ...)
+                p, e = int(positions[i]), int(ends[i])
+                try:
+                    recs = RecordBatch(bytes(mv[p:e]), p, path).records()
+                    for r in recs:
+                        ctype, _tid = control_type_of(r.key)
+                        if ctype is ControlType.ABORT:
+                            aborts.append(_Abort(pid, r.offset, p, open_txns.get(pid)))
+                except KafkaLogError as err:
+                    sink(ERROR, "control-invalid", path, p, int(base[i]), err.message)
+                open_txns.pop(pid, None)
+            else:
+                open_txns.setdefault(pid, int(base[i]))
+
+        # magic 0/1 entries and unknown magics
+        for i in np.flatnonzero(magic != 2).tolist():
+            p, e = int(positions[i]), int(ends[i])
+            if magic[i] > 2 or magic[i] < 0:
+                sink(ERROR, "batch-magic", path, p, None, f"unknown magic {magic[i]}")
+                valid[i] = False
+                continue
+            _check_legacy(path, bytes(mv[p:e]), p, sink, base, last, max_ts, valid, i)
+    finally:
+        mv.release()
+
+    # offsets: strictly increasing across batches; the first batch not below the segment's base
+    ok = np.flatnonzero(valid)
+    if len(ok) > 1:
+        bo, lo = base[ok], last[ok]
+        for j in np.flatnonzero(bo[1:] <= lo[:-1]).tolist():
+            i = ok[j + 1]
+            sink(ERROR, "offsets-not-increasing", path, positions[i], base[i],
+                 f"batch base offset {base[i]} is not greater than the previous batch's last offset {lo[j]}")
+    if segment_base is not None and len(ok):
+        head = ok[0]
+        if first and base[head] < segment_base:
+            sink(ERROR, "segment-base-offset", path, positions[head], base[head],
+                 f"first batch's base offset {base[head]} is below the segment's base offset {segment_base}")
+        over = ok[last[ok] - segment_base > _INT32_MAX]
+        for i in over[:1].tolist():
+            sink(ERROR, "offset-overflow", path, positions[i], last[i], f"offset {last[i]} cannot be stored relative to the base offset {segment_base}")
+    del buf
+    return _Scan(path, size, positions[ok], base[ok], last[ok], max_ts[ok], aborts)
+
+
+def _gather_headers(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The 61-byte v2 headers at ``starts``, as a structured array (one numpy gather per chunk)."""
+    out = np.empty(len(starts), _V2_DTYPE)
+    raw = out.view(np.uint8).reshape(len(starts), _V2_HEADER)
+    step = 1 << 18
+    cols = np.arange(_V2_HEADER)
+    for s in range(0, len(starts), step):
+        raw[s : s + step] = buf[starts[s : s + step, None] + cols]
+    return out
+
+
+def _check_legacy(path: str, data: bytes, p: int, sink: _Sink, base: np.ndarray, last: np.ndarray, max_ts: np.ndarray, valid: np.ndarray, i: int) -> None:
+    """A magic 0/1 entry: its CRC-32, and for a wrapper its inner messages' CRCs and offsets."""
+    try:
+        batch = LegacyBatch(data, p, path)
+    except KafkaLogError as err:
+        sink(ERROR, "record-invalid", path, err.position if err.position is not None else p, None, err.message)
+        valid[i] = False
+        return
+    if not batch.is_valid:
+        sink(ERROR, "batch-crc", path, p, batch.last_offset, f"message is corrupt (stored crc = {batch.crc}, computed crc = {_legacy_crc(data)})")
+    last[i] = batch.last_offset
+    try:
+        recs = batch.records()
+    except KafkaLogError as err:
+        sink(ERROR, "record-invalid", path, p, batch.last_offset, err.message)
+        base[i] = batch.last_offset
+        return
+    base[i] = recs[0].offset
+    ts = [r.timestamp for r in recs]
+    max_ts[i] = max(ts)
+    if batch.compression.value != 0:
+        for n, r in enumerate(recs):
+            if isinstance(r, LegacyRecord) and not r.is_valid:
+                sink(ERROR, "inner-crc", path, p, r.offset, f"inner message {n} of the wrapper is corrupt (stored crc = {r.checksum})")
+        offs = [r.offset for r in recs]
+        if any(b <= a for a, b in zip(offs, offs[1:], strict=False)) or offs[-1] != batch.last_offset:
+            sink(ERROR, "offsets-not-increasing", path, p, batch.last_offset,
+                 f"inner offsets {offs[0]}..{offs[-1]} are not strictly increasing up to the wrapper offset {batch.last_offset}")
+
+
+def _legacy_crc(data: bytes) -> int:
+    from kafkalog.format.primitives import crc32
+
+    return crc32(memoryview(data)[16:])
+
+
+# ----------------------------------------------------------------------------------- indexes
+def _read_raw(path: str) -> np.ndarray:
+    return np.fromfile(path, dtype=np.uint8)
+
+
+def _check_tail(raw: np.ndarray, used_bytes: int, whole: int, path: str, code: str, sink: _Sink, is_last: bool) -> None:
+    """Slots after the used entries must be zero (a preallocated tail, R-IDX-12)."""
+    tail = raw[used_bytes:whole]
+    if not len(tail):
+        return
+    nz = np.flatnonzero(tail)
+    if len(nz):
+        sink(ERROR, code, path, used_bytes + int(nz[0]), None, "non-zero bytes after the first empty slot (entries must be contiguous from slot 0)")
+    elif not is_last:
+        sink(WARNING, "index-untrimmed", path, used_bytes, None,
+             f"{len(tail)} zero-filled bytes after the entries of a segment that is not the active one (not trimmed at roll)")
+
+
+def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
+    raw = _read_raw(path) if raw is None else raw
+    base = base_offset_of(path)
+    entry = 8
+    whole = len(raw) - len(raw) % entry
+    if len(raw) % entry:
+        sink(ERROR, "index-size", path, whole, None, f"index is corrupt: {len(raw)} bytes is not a multiple of {entry}")
+    idx = OffsetIndex.read(path, data=raw[:whole].tobytes(), base_offset=base)
+    n = len(idx)
+    _check_tail(raw, n * entry, whole, path, "index-tail", sink, is_last)
+    if not n:
+        return
+    offs, poss = idx.offsets, idx.positions
+    at = np.arange(n, dtype=np.int64) * entry
+    for k in np.flatnonzero(offs - base < 0).tolist():
+        sink(ERROR, "index-range", path, at[k], offs[k], f"relative offset {offs[k] - base} is negative")
+    for k in np.flatnonzero(np.diff(offs) <= 0).tolist():
+        sink(ERROR, "index-order", path, at[k + 1], offs[k + 1], f"offset {offs[k + 1]} is not greater than the previous entry's {offs[k]}")
+    for k in np.flatnonzero(np.diff(poss) <= 0).tolist():
+        sink(ERROR, "index-order", path, at[k + 1], offs[k + 1], f"position {poss[k + 1]} is not greater than the previous entry's {poss[k]}")
+    if scan is None:
+        return
+    bpos, blast, bbase = scan.positions, scan.last_offsets, scan.base_offsets
+    k_at = np.searchsorted(bpos, poss)
+    is_start = (k_at < len(bpos)) & (bpos[np.minimum(k_at, len(bpos) - 1)] == poss) if len(bpos) else np.zeros(n, bool)
+    log_name = os.path.basename(scan.path)
+    sorted_last = len(blast) < 2 or bool(np.all(np.diff(blast) > 0))
+    exact = is_start & (blast[np.minimum(k_at, max(len(blast) - 1, 0))] == offs) if len(blast) else is_start
+    for j in np.flatnonzero(~exact).tolist():  # the usual entry is checked above, in bulk
+        off, pos = int(offs[j]), int(poss[j])
+        if not is_start[j]:
+            where = "is past the end of" if pos >= scan.size else "does not start a batch in"
+            sink(ERROR, "index-position", path, at[j], off, f"position {pos} {where} {log_name}")
+            continue
+        k = int(k_at[j])
+        lo = int(blast[k])
+        if k > 0 and int(blast[k - 1]) >= off:
+            sink(ERROR, "index-offset", path, at[j], off,
+                 f"the batch before position {pos} already ends at offset {int(blast[k - 1])}: lookups of offset {off} would miss it")
+            continue
+        if off > int(blast[-1]):
+            sink(ERROR, "index-offset", path, at[j], off, f"offset {off} is past the last offset {int(blast[-1])} of {log_name}")
+            continue
+        found = int(np.searchsorted(blast, off)) if sorted_last else -1
+        # the offset lies in the batch at the position or in a later one, and no earlier batch
+        # reaches it: a lookup scans forward from the position and finds it. Kafka writes such
+        # entries for appends of several batches (followers, v0/v1 producers) and for cleaned
+        # batches, whose entry names the largest record kept, not the batch's preserved last offset.
+        lookups_work = found >= k and found < len(blast) and int(bbase[found]) <= off
+        sev = WARNING if lookups_work else ERROR
+        sink(sev, "index-offset-mismatch", path, at[j], off,
+             f"the batch at position {pos} ends at offset {lo}, not {off}" + (" (an append of several batches or a cleaned batch; lookups stay correct)" if lookups_work else ""))
+
+
+def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
+    raw = _read_raw(path) if raw is None else raw
+    base = base_offset_of(path)
+    entry = 12
+    whole = len(raw) - len(raw) % entry
+    if len(raw) % entry:
+        sink(ERROR, "timeindex-size", path, whole, None, f"time index is corrupt: {len(raw)} bytes is not a multiple of {entry}")
+    idx = TimeIndex.read(path, data=raw[:whole].tobytes(), base_offset=base)
+    n = len(idx)
+    _check_tail(raw, n * entry, whole, path, "timeindex-tail", sink, is_last)
+    if not n:
+        return
+    tss, offs = idx.timestamps, idx.offsets
+    at = np.arange(n, dtype=np.int64) * entry
+    for k in np.flatnonzero(offs - base < 0).tolist():
+        sink(ERROR, "timeindex-range", path, at[k], offs[k], f"relative offset {offs[k] - base} is negative")
+    for k in np.flatnonzero(np.diff(tss) <= 0).tolist():
+        sink(ERROR, "timeindex-order", path, at[k + 1], offs[k + 1],
+             f"timestamp {tss[k + 1]} is not greater than the previous entry's {tss[k]}")
+    for k in np.flatnonzero(np.diff(offs) < 0).tolist():
+        sink(ERROR, "timeindex-order", path, at[k + 1], offs[k + 1], f"offset {offs[k + 1]} is less than the previous entry's {offs[k]}")
+    if scan is None:
+        return
+    blast, bbase = scan.last_offsets, scan.base_offsets
+    if len(blast) >= 2 and not np.all(np.diff(blast) > 0):
+        lookup = {int(v): i for i, v in enumerate(blast.tolist())}
+        ks = np.array([lookup.get(int(o), -1) for o in offs.tolist()], np.int64)
+    else:
+        ks = np.searchsorted(blast, offs)  # the first batch ending at or after the offset
+        kc = np.minimum(ks, max(len(blast) - 1, 0))
+        hit = (ks < len(blast)) & (bbase[kc] <= offs) if len(blast) else np.zeros(n, bool)
+        ks = np.where(hit, ks, -1)
+    log_name = os.path.basename(scan.path)
+    kc = np.maximum(ks, 0)
+    fine = (ks >= 0) & (blast[kc] == offs) & (scan.max_ts[kc] == tss) if len(blast) else np.zeros(n, bool)
+    for j in np.flatnonzero(~fine).tolist():  # the usual entry is checked above, in bulk
+        off, ts, k = int(offs[j]), int(tss[j]), int(ks[j])
+        if k < 0:
+            sink(ERROR, "timeindex-offset", path, at[j], off, f"the indexed offset {off} is in no batch of {log_name}")
+            continue
+        if int(blast[k]) != off:
+            sink(WARNING, "timeindex-offset-mismatch", path, at[j], off,
+                 f"the indexed offset {off} is inside the batch ending at {int(blast[k])}, not its last offset "
+                 "(brokers before 3.8 indexed the record holding the largest timestamp)")
+        got = int(scan.max_ts[k])
+        if got != ts:
+            sink(ERROR, "timeindex-not-max", path, at[j], off,
+                 f"indexed timestamp {ts} is not the largest timestamp {got} of the batch holding offset {off}")
+
+
+def _check_txn_index(path: str | None, log_path: str, seg_base: int, scan: _Scan | None, sink: _Sink, raw: np.ndarray | None = None) -> None:
+    """``.txnindex`` entries against the segment's ABORT markers (``path`` None: the file is absent)."""
+    entries: list[tuple[int, int, int, int, int, int]] = []  # (position, version, pid, first, last, lso)
+    if path is not None:
+        data = (_read_raw(path) if raw is None else raw).tobytes()
+        size = ABORTED_TXN.size
+        if len(data) % size:
+            sink(ERROR, "txnindex-size", path, len(data) - len(data) % size, None,
+                 f"transaction index has a partial entry: {len(data)} bytes is not a multiple of {size}")
+        prev = None
+        for pos in range(0, len(data) - len(data) % size, size):
+            e = (pos, *ABORTED_TXN.unpack_from(data, pos))
+            _pos, version, pid, first, last, _lso = e
+            if version != CURRENT_VERSION:
+                sink(ERROR, "txnindex-version", path, pos, last, f"unexpected aborted transaction version {version}")
+            if last < seg_base:
+                sink(ERROR, "txnindex-range", path, pos, last, f"last offset {last} is below the segment's base offset {seg_base}")
+            if first > last:
+                sink(ERROR, "txnindex-range", path, pos, last, f"first offset {first} is after the last offset {last}")
+            if prev is not None and last <= prev:
+                sink(ERROR, "txnindex-order", path, pos, last, f"last offset {last} is not greater than the previous entry's {prev}")
+            prev = last
+            entries.append(e)
+    if scan is None:
+        return
+    by_key = {(e[2], e[4]): e for e in entries}
+    matched = set()
+    name = os.path.basename(path) if path else f"{os.path.basename(log_path).rsplit('.', 1)[0]}.txnindex (absent)"
+    for a in scan.aborts:
+        e = by_key.get((a.producer_id, a.offset))
+        if e is None:
+            sink(ERROR, "txnindex-missing-abort", log_path, a.position, a.offset,
+                 f"ABORT marker of producer {a.producer_id} has no entry in {name}")
+            continue
+        matched.add((a.producer_id, a.offset))
+        if a.first_offset is not None and e[3] != a.first_offset:
+            sink(ERROR, "txnindex-first-offset", path or log_path, e[0], a.offset,
+                 f"entry's first offset {e[3]} differs from the transaction's first offset {a.first_offset}")
+    for e in entries:
+        if (e[2], e[4]) not in matched:
+            sink(WARNING, "txnindex-extra", path or log_path, e[0], e[4],
+                 f"no ABORT marker of producer {e[2]} at offset {e[4]} in {os.path.basename(log_path)} (kept after compaction, or stale)")
+
+
+def _check_snapshot(path: str, sink: _Sink) -> None:
+    try:
+        read_producer_snapshot(path)
+    except CorruptIndexError as err:
+        code = "snapshot-crc" if err.position == 2 else "snapshot-structure"
+        sink(ERROR, code, path, err.position, None, err.message)
+
+
+def _check_text(path: str, name: str, sink: _Sink) -> None:
+    try:
+        if name == "leader-epoch-checkpoint":
+            read_leader_epoch_checkpoint(path)
+        elif name == "partition.metadata":
+            read_partition_metadata(path)
+        elif name == "meta.properties":
+            read_meta_properties(path)
+        else:
+            read_offset_checkpoint(path)
+    except KafkaLogError as err:
+        sink(ERROR, "checkpoint", path, err.position, err.offset, err.message)
+
+
+# ------------------------------------------------------------------------------------ driver
+def _is_text_state(name: str) -> bool:
+    return name in ("leader-epoch-checkpoint", "partition.metadata", "meta.properties") or name in _OFFSET_CHECKPOINTS
+
+
+class _Dir:
+    """One directory: its segments (all of them, for context) and the files asked for."""
+
+    def __init__(self, directory: str, targets: set[str], report: VerifyReport, progress: Callable[[str], None] | None) -> None:
+        self.dir = directory
+        self.targets = targets
+        self.report = report
+        self.progress = progress
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            names = [os.path.basename(t) for t in targets]
+        self.logs: dict[int, str] = {}
+        for n in names:
+            if kind_of(n) is FileKind.LOG:
+                self.logs[base_offset_of(n)] = os.path.join(directory, n)
+        self.last_base = max(self.logs) if self.logs else None
+        self.scans: dict[int, _Scan | None] = {}
+        self.open_txns: dict[int, int] = {}
+        #: index files read just before their segment's log (see _prefetch)
+        self.prefetched: dict[str, np.ndarray] = {}
+
+    def _prefetch(self, base: int) -> None:
+        """Read the segment's index files before its log: a writer appends to the log before it
+        indexes, so entries read first always point at data the log read after holds (a live
+        broker's active segment verifies clean)."""
+        stem = os.path.join(self.dir, f"{base:020d}")
+        for suffix in (".index", ".timeindex", ".txnindex"):
+            path = stem + suffix
+            if path in self.targets:
+                with contextlib.suppress(OSError):
+                    self.prefetched[path] = _read_raw(path)
+
+    def _guard(self, path: str, fn: Callable[[], object]) -> object:
+        try:
+            return fn()
+        except KafkaLogError as err:
+            self.report.add(ERROR, "unreadable-data", err.file or path, err.position, err.offset, err.message)
+        except OSError as err:
+            self.report.add(ERROR, "unreadable", path, None, None, err.strerror or str(err))
+        except Exception as err:  # noqa: BLE001 - a validator reports, it never crashes on its input
+            self.report.add(ERROR, "verify-failed", path, None, None, f"could not be checked: {type(err).__name__}: {err}")
+        return None
+
+    def _scan(self, base: int) -> _Scan | None:
+        """The scan of segment ``base``'s log (segments are scanned in order, once, so that
+        transaction state flows across them; logs that are not targets report nothing)."""
+        if base in self.scans:
+            return self.scans[base]
+        for b in sorted(self.logs):
+            if b > base:
+                break
+            if b in self.scans:
+                continue
+            path = self.logs[b]
+            sink = _Sink(self.report if path in self.targets else None)
+            if path in self.targets:
+                self._tick(path)
+            self._prefetch(b)
+            self.scans[b] = self._guard(path, lambda p=path, s=sink, bb=b: _scan_log(p, s, self.open_txns, is_last=bb == self.last_base, segment_base=bb))  # type: ignore[misc]
+        return self.scans.get(base)
+
+    def _tick(self, path: str) -> None:
+        self.report.files += 1
+        with contextlib.suppress(OSError):
+            self.report.bytes += os.path.getsize(path)
+        if self.progress is not None:
+            self.progress(path)
+
+    def run(self) -> None:
+        sink = _Sink(self.report)
+        tp = parse_topic_partition(self.dir) if self.logs else None
+        if tp is not None and (problem := topic_name_problem(tp[0])) is not None:
+            self.report.add(WARNING, "topic-name", self.dir, None, None, problem)  # R-NAME-03
+        for base in sorted(self.logs):
+            if self.logs[base] in self.targets:
+                self._scan(base)
+        self._cross_segment()
+        for path in sorted(self.targets):
+            name = os.path.basename(path)
+            kind = kind_of(name)
+            if kind is FileKind.LOG:
+                continue
+            if kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+                self._tick(path)
+                base = base_offset_of(name)
+                log_path = self.logs.get(base)
+                scan = self._scan(base) if log_path else None
+                is_last = base == self.last_base or self.last_base is None
+                raw = self.prefetched.get(path)
+                if kind is FileKind.INDEX:
+                    self._guard(path, lambda p=path, s=scan, il=is_last, r=raw: _check_offset_index(p, s, sink, il, r))  # type: ignore[misc]
+                elif kind is FileKind.TIME_INDEX:
+                    self._guard(path, lambda p=path, s=scan, il=is_last, r=raw: _check_time_index(p, s, sink, il, r))  # type: ignore[misc]
+                else:
+                    self._guard(path, lambda p=path, s=scan, lp=log_path or path, b=base, r=raw: _check_txn_index(p, lp, b, s, sink, r))  # type: ignore[misc]
+                if log_path is None:
+                    self.report.add(WARNING, "log-missing", path, None, None, f"no {name.split('.', 1)[0]}.log beside this file: entries not checked against a log")
+            elif kind is FileKind.PRODUCER_SNAPSHOT:
+                self._tick(path)
+                self._guard(path, lambda p=path: _check_snapshot(p, sink))  # type: ignore[misc]
+            elif kind is FileKind.KRAFT_SNAPSHOT or name == "bootstrap.checkpoint":
+                self._tick(path)
+                self._guard(path, lambda p=path: _scan_log(p, sink, {}, is_last=False, segment_base=None))  # type: ignore[misc]
+            elif _is_text_state(name):
+                self._tick(path)
+                self._guard(path, lambda p=path, nm=name: _check_text(p, nm, sink))  # type: ignore[misc]
+        # ABORT markers of target logs whose segment has no .txnindex at all (a broker's segment has
+        # an .index and a .timeindex, if empty; a lone .log written by other means is not checked)
+        for base, path in sorted(self.logs.items()):
+            stem = os.path.join(self.dir, f"{base:020d}")
+            broker_segment = os.path.exists(stem + ".index") or os.path.exists(stem + ".timeindex")
+            if path in self.targets and broker_segment and not os.path.exists(stem + ".txnindex"):
+                scan = self.scans.get(base)
+                if scan is not None and scan.aborts:
+                    _check_txn_index(None, path, base, scan, sink)
+
+    def _cross_segment(self) -> None:
+        """Offsets keep increasing from one segment to the next (both logs verified)."""
+        prev: tuple[int, _Scan] | None = None
+        for base in sorted(self.logs):
+            scan = self.scans.get(base)
+            if scan is None or self.logs[base] not in self.targets:
+                prev = None
+                continue
+            if prev is not None:
+                pbase, pscan = prev
+                plast = pscan.last_offset
+                if plast is not None and base <= plast:
+                    self.report.add(ERROR, "offsets-not-increasing", scan.path, 0, base,
+                                    f"segment base offset {base} is not greater than the last offset {plast} of {os.path.basename(pscan.path)}")
+                elif plast is not None and len(scan.base_offsets) and scan.base_offsets[0] <= plast:
+                    self.report.add(ERROR, "offsets-not-increasing", scan.path, int(scan.positions[0]), int(scan.base_offsets[0]),
+                                    f"first batch's base offset is not greater than the last offset {plast} of {os.path.basename(pscan.path)}")
+            if scan.last_offset is not None:
+                prev = (base, scan)
+
+
+def verify(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> VerifyReport:
+    """Check data dirs, partition dirs or single files and report every finding (never raises for bad data).
+
+    A single index, time index or transaction index is checked against the ``.log`` beside it;
+    ``progress`` is called with each file's path as it is checked."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    report = VerifyReport()
+    groups: dict[str, set[str]] = {}
+    walked: set[str] = set()
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            for path, _rel in walk(p):
+                groups.setdefault(os.path.dirname(path), set()).add(path)
+                walked.add(os.path.dirname(path))
+        elif os.path.isfile(p):
+            groups.setdefault(os.path.dirname(p) or ".", set()).add(p if os.path.dirname(p) else os.path.join(".", p))
+        else:
+            report.add(ERROR, "unreadable", p, None, None, "no such file or directory")
+    for d in sorted(groups):
+        _verify_dir(d, groups[d], d in walked, report, progress)
+    return report
+
+
+#: How often a directory that changed while it was verified is verified again.
+CHANGED_DIR_ATTEMPTS = 5
+
+
+def _listing(d: str) -> list[tuple[str, int, int, int]]:
+    """The directory's files with inode, size and modification time: a renamed-over file gets a
+    new inode, a file written in place a new size or time."""
+    out = []
+    with contextlib.suppress(OSError), os.scandir(d) as it:
+        for e in it:
+            with contextlib.suppress(OSError):
+                if e.is_file():
+                    st = e.stat()
+                    out.append((e.name, e.inode(), st.st_size, st.st_mtime_ns))
+    return sorted(out)
+
+
+def _verify_dir(d: str, targets: set[str], walked: bool, report: VerifyReport, progress: Callable[[str], None] | None) -> None:
+    """Verify one directory; if a writer changed its files meanwhile (append, roll, retention,
+    cleaner swap) and there were errors, verify it again, so that findings describe one state of it."""
+    for attempt in range(CHANGED_DIR_ATTEMPTS):
+        before = _listing(d)
+        part = VerifyReport()
+        _Dir(d, targets, part, progress).run()
+        if part.ok or _listing(d) == before or attempt == CHANGED_DIR_ATTEMPTS - 1:
+            break
+        if walked:  # the directory was named: verify the files it holds now
+            targets = {os.path.join(d, entry[0]) for entry in _listing(d)}
+    report.findings.extend(part.findings)
+    report.files += part.files
+    report.bytes += part.bytes
+    return report
