@@ -160,7 +160,7 @@ def real_parquet(root: Path, log: Path) -> Path:
     from kafkalog_spark.source import KafkaLogReader, source_schema
 
     out = root / "real" / "parquet"
-    marker = root / "real" / "parquet.done"
+    marker = root / "real" / "parquet-v2.done"
     if marker.exists():
         return out
     shutil.rmtree(out, ignore_errors=True)
@@ -171,7 +171,7 @@ def real_parquet(root: Path, log: Path) -> Path:
         reader = KafkaLogReader({"path": str(part)}, source_schema())
         batches = [b for p in reader.partitions() for b in reader.read(p)]
         if batches:
-            pq.write_table(pa.Table.from_batches(batches), out / f"{part.name}.parquet", compression="snappy")
+            pq.write_table(pa.Table.from_batches(batches), out / f"p-{part.name}.parquet", compression="snappy")  # "_topic" files Spark would skip as hidden
     marker.write_text("done")
     return out
 

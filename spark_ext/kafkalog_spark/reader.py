@@ -144,3 +144,22 @@ def _salvage(
             if out is not None:
                 yield out
     log.warning("kafkalog source: skipping the rest of %s from byte %s (ignoreCorruptFiles=true): %s", error.file or name, error.position, error.message)
+
+
+def coalesce(batches: Iterator[pa.RecordBatch], rows: int = MAX_ROWS) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` in batches of at least ``rows`` rows (the last one may hold fewer):
+    the small batches of small segments are joined, as Spark takes each Arrow batch from a Python
+    source at a cost of its own."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for b in batches:
+        if not pending and b.num_rows >= rows:
+            yield b
+            continue
+        pending.append(b)
+        held += b.num_rows
+        if held >= rows:
+            yield pa.concat_batches(pending)
+            pending, held = [], 0
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)

@@ -263,10 +263,10 @@ class KafkaLogReader(DataSourceReader):
 def _read(partition: InputPartition, planner: _Planner) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, SlicePack):
         return iter(())
-    from kafkalog_spark.reader import read_slice
+    from kafkalog_spark.reader import coalesce, read_slice
 
     settings = planner.settings()
-    return (b for sl in partition.slices for b in read_slice(sl, settings))
+    return coalesce(b for sl in partition.slices for b in read_slice(sl, settings))
 
 
 Offsets = dict[str, dict[str, int]]

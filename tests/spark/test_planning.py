@@ -7,9 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from helpers import GOLDEN
+from helpers import GOLDEN, dump_batches, read_jsonl
 from kafkalog_spark.planning import SegmentSlice, pack, split_bytes
 from kafkalog_spark.source import KafkaLogDataSource
 
@@ -100,3 +101,21 @@ def test_planning_imports_no_compiled_decoder() -> None:
     assert SOURCE_HEADERS_TYPE == HEADERS_TYPE
     code = "import sys, kafkalog_spark, kafkalog_spark.source; print(sorted(m for m in ('numba', 'kafkalog.fast.columnar') if m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip() == "[]"
+
+
+def test_small_segments_of_one_input_partition_come_in_few_arrow_batches(many_partitions: Path) -> None:
+    """The rows of the many small segments one task reads are joined into Arrow batches of
+    reader.MAX_ROWS rows (Spark takes each batch at a cost of its own), none lost or repeated."""
+    from kafkalog_spark.reader import MAX_ROWS
+
+    ds = KafkaLogDataSource({"path": str(many_partitions), "maxbytesperpartition": str(1 << 30), "minpartitions": "1"})
+    reader = ds.reader(ds.schema())
+    (only,) = reader.partitions()
+    assert len(only.slices) == 32
+    batches = list(reader.read(only))
+    assert all(b.num_rows >= MAX_ROWS for b in batches[:-1])
+    assert len(batches) < len(only.slices)
+    table = pa.Table.from_batches(batches)
+    keys = set(zip(table.column("topic").to_pylist(), table.column("offset").to_pylist(), strict=True))
+    dumped = dump_batches(read_jsonl(GOLDEN / "real" / "expected" / "cp760-flink-on-prem.jsonl.gz"))
+    assert len(keys) == table.num_rows == 8 * sum(len(b["records"]) for b in dumped if not b.get("isControlBatch"))
