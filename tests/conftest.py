@@ -1,13 +1,16 @@
-"""Session-wide test configuration: ../shared detection and one SparkSession for the whole run."""
+"""Session-wide test configuration: ../shared detection, one SparkSession at a time (local[2], or
+on a Spark standalone cluster for the tests marked ``cluster``) and an S3 server."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
 
+import spark_cluster
 from helpers import SHARED
 
 
@@ -21,34 +24,124 @@ def pytest_report_header(config):  # noqa: ANN001, ANN201 - pytest hook
     return f"kafkalog shared data: {SHARED} ({state})"
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    """One local[2] SparkSession for the whole test session, with kafkalog's source registered.
+class SparkSessions:
+    """The test process's one SparkContext, on ``local[2]`` or on the standalone cluster.
 
-    Workers run this interpreter (PYSPARK_PYTHON), so they import the same kafkalog.
+    A process may hold only one SparkContext, so switching mode stops the current session and
+    starts the other (about a second: the driver JVM stays). The cluster (tests/spark_cluster.py)
+    starts on first use and stops with the test session; tests run on it last, so it switches once.
     """
-    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (extra [spark])")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        pyspark_sql.SparkSession.builder.master("local[2]")
-        .appName("kafkalog-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    import kafkalog_spark
 
-    kafkalog_spark.register(session)
-    yield session
-    session.stop()
+    def __init__(self, log_dir_factory) -> None:  # noqa: ANN001 - pytest's TempPathFactory
+        self._log_dir_factory = log_dir_factory
+        self.mode: str | None = None
+        self.session = None
+        self.cluster = None
+
+    def get(self, mode: str) -> object:
+        """The SparkSession for ``mode`` (``local`` or ``cluster``), with kafkalog's source registered."""
+        if mode == self.mode:
+            return self.session
+        pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (extra [spark])")
+        if (why := spark_cluster.java_missing()) is not None:
+            pytest.skip(why)
+        if self.session is not None:
+            self.session.stop()
+            self.session = self.mode = None
+        # Python workers run this interpreter: executors inherit it from the driver's setting
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        builder = (
+            pyspark_sql.SparkSession.builder.appName(f"kafkalog-tests-{mode}")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.driver.memory", "2g")
+            .config("spark.sql.session.timeZone", "UTC")
+        )
+        if mode == "local":
+            builder = builder.master("local[2]")
+        else:
+            if self.cluster is None:
+                self.cluster = spark_cluster.start_cluster(self._log_dir_factory.mktemp("spark-cluster"))
+            builder = (
+                builder.master(self.cluster.url)
+                .config("spark.driver.host", "127.0.0.1")
+                .config("spark.driver.bindAddress", "127.0.0.1")
+                .config("spark.executor.cores", "1")
+                .config("spark.executor.memory", "1g")
+                .config("spark.cores.max", "2")
+            )
+        session = builder.getOrCreate()
+        if mode == "cluster":
+            self._await_executors(session, 2)
+        import kafkalog_spark
+
+        kafkalog_spark.register(session)
+        self.session, self.mode = session, mode
+        return session
+
+    def _await_executors(self, session, count: int) -> None:  # noqa: ANN001 - SparkSession
+        """Wait until ``count`` executors joined the application: a job would otherwise wait for
+        resources without end."""
+        deadline = time.monotonic() + spark_cluster.START_TIMEOUT_S
+        while session._jsc.sc().getExecutorMemoryStatus().size() < count + 1:  # the driver is listed too
+            if time.monotonic() > deadline:
+                session.stop()
+                self.session = self.mode = None
+                raise RuntimeError(f"the cluster's executors did not start; logs in {self.cluster.log_dir}")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        """Stop the session, then the cluster's JVMs."""
+        if self.session is not None:
+            self.session.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def spark_sessions(tmp_path_factory) -> Iterator[SparkSessions]:  # noqa: ANN001 - fixture
+    sessions = SparkSessions(tmp_path_factory)
+    yield sessions
+    sessions.close()
+
+
+@pytest.fixture
+def spark(request, spark_sessions: SparkSessions) -> object:  # noqa: ANN001 - fixture
+    """A SparkSession with kafkalog's source registered: local[2] (the one session of the whole
+    run), or the standalone cluster's for tests marked ``cluster``, which run once on each."""
+    return spark_sessions.get(getattr(request, "param", "local"))
+
+
+def pytest_generate_tests(metafunc):  # noqa: ANN001, ANN201 - pytest hook
+    """``@pytest.mark.cluster``: run the test on local[2] and again on the standalone cluster."""
+    if "spark" in metafunc.fixturenames and metafunc.definition.get_closest_marker("cluster"):
+        metafunc.parametrize("spark", ["local", "cluster"], indirect=True)
+
+
+def pytest_itemcollected(item):  # noqa: ANN001, ANN201 - pytest hook
+    """Run every test that uses Spark on one xdist worker, so that only one driver starts."""
+    if "spark" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.xdist_group("spark"))
+        item.add_marker(pytest.mark.spark)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):  # noqa: ANN001, ANN201 - pytest hook
-    """Run every test that uses the Spark session on one xdist worker, so only one session starts."""
-    for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark"))
-            item.add_marker(pytest.mark.spark)
+    """Tests on the standalone cluster run last (after pytest's own ordering), so the Spark
+    session switches to the cluster once."""
+    items.sort(key=lambda item: getattr(item, "callspec", None) is not None and item.callspec.params.get("spark") == "cluster")
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory) -> Iterator[object]:  # noqa: ANN001 - fixture
+    """moto's S3 server on 127.0.0.1 (tests/s3_server.py), in a process of its own, logging each
+    request so that tests can count the bytes clients fetched; stopped after the session."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (extra [dev])")
+    pytest.importorskip("s3fs", reason="s3fs is not installed (extra [s3])")
+    import s3_server
+
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"  # no credential lookups beyond 127.0.0.1
+    server = s3_server.start(tmp_path_factory.mktemp("s3") / "requests.jsonl")
+    yield server
+    server.stop()

@@ -29,17 +29,6 @@ PENDING_AREAS: tuple[str, ...] = ()
 KNOWN_GAPS: dict[str, str] = {
     "R-RCV-10": "kafkalog creates a segment's .index and .timeindex when the segment object is created "
     "(segment.Segment.__init__), not on first use as Kafka's LazyIndex does",
-    "R-SNAPPY-04": "kafkalog rejects 1-3 trailing bytes after the last snappy chunk and a second xerial stream "
-    "header (compression._snappy_decompress); snappy-java 1.1.10.5 accepts both",
-    "R-CKPT-10": "kafkalog splits partition.metadata lines on whitespace (Kafka: on ':' + whitespace), parses "
-    "numbers with Python's int() (accepts '1_0' and surrounding blanks), strips the version line, and decodes "
-    "topic ids with a non-validating base64 decoder (checkpoints.py)",
-    "R-WR-12": "kafkalog compresses lz4 with the fast compressor for every level up to 9 "
-    "(compression._lz4_compress); Kafka uses it only for level 9 and LZ4 HC for levels 1-8",
-    "R-REC-09": "kafkalog decodes header keys with Python's 'replace' handler (records/v2.py), which gives 2-3 "
-    "U+FFFD where Java gives one for a byte ed followed by a0-bf",
-    "R-LZ4-06": "kafkalog accepts an lz4 frame whose content-checksum flag is set but whose 4 checksum bytes "
-    "are missing after the end mark (compression._lz4_decompress); Kafka fails with a buffer underflow",
 }
 
 

@@ -130,6 +130,10 @@ class ProducerStateError(KafkaLogError):
     OutOfOrderSequenceException, InvalidTxnStateException, TransactionCoordinatorFencedException)."""
 
 
+class InvalidTopicError(KafkaLogError):
+    """A topic name Kafka refuses (Kafka: InvalidTopicException): a writer does not create its directory."""
+
+
 class InconsistentTopicIdError(KafkaLogError):
     """A topic id that differs from the one in ``partition.metadata`` (Kafka: InconsistentTopicIdException)."""
 

@@ -41,15 +41,20 @@ def __getattr__(name: str) -> Any:
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``kafkalog`` format with ``spark`` and enable Python filter pushdown.
+    """Register the ``kafkalog`` format with ``spark``, enable Python filter pushdown and let the
+    default save mode append.
 
     Spark only calls a Python source's ``pushFilters`` with
     ``spark.sql.python.filterPushdown.enabled=true``, and fails reads of a source that defines it
-    when the setting is off, so registering sets it. The session's file-source planning settings
-    (``spark.sql.files.maxPartitionBytes``, ``openCostInBytes``, ``minPartitionNum``, the default
-    parallelism) are read now and travel with the registered source, since planning runs in a
-    Python worker that cannot ask the session: register again after changing them.
+    when the setting is off, so registering sets it. Spark's default save mode (``errorifexists``)
+    appends, as with Spark's Kafka sink (:func:`kafkalog_spark.writer.append_by_default`). The
+    session's file-source planning settings (``spark.sql.files.maxPartitionBytes``,
+    ``openCostInBytes``, ``minPartitionNum``, the default parallelism) are read now and travel with
+    the registered source, since planning runs in a Python worker that cannot ask the session:
+    register again after changing them.
     """
+    from kafkalog_spark.writer import append_by_default  # the writer loads the compiled partitioner: not at import
+
     defaults = session_defaults(spark)
 
     class SessionKafkaLogDataSource(KafkaLogDataSource):
@@ -59,3 +64,4 @@ def register(spark: SparkSession) -> None:
 
     spark.dataSource.register(SessionKafkaLogDataSource)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    append_by_default()

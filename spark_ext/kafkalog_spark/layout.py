@@ -128,7 +128,7 @@ def _replica(dir_path: str, entries: list[dict]) -> Replica | None:
         return None
     topic, partition, topic_id = parsed
     if (problem := topic_name_problem(topic)) is not None:
-        log.warning("kafkalog source: %s: %s", dir_path, problem)
+        log.warning("kafkalog source: %s: %s; read anyway", dir_path, problem)
     segments = []
     for (base, seg_id), files in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         if "log" not in files:

@@ -3,23 +3,30 @@
 Columns, as Spark's Kafka sink takes them: ``value`` (binary or string, required), ``key``
 (binary or string), ``topic`` (string; or the ``topic`` option, which wins), ``partition`` (int),
 ``timestamp`` (default: the time of writing) and ``headers``
-(``array<struct<key:string,value:binary>>``). A row without a partition goes where Kafka's
+(``array<struct<key:string,value:binary>>``); any other column (``offset``, ``timestampType``,
+the metadata columns of a DataFrame read with ``format("kafkalog")``) is ignored, as Spark's Kafka
+sink ignores columns it does not know, so a DataFrame read from one log dir writes to another. A
+row without a partition goes where Kafka's
 default partitioner sends it (:mod:`kafkalog.fast.partitioner`): a keyed row by the murmur2 hash of its
 key modulo the topic's partition count, a keyless row to a sticky partition that changes after
 ``kafka.batch.size`` bytes. The partition count is the ``numPartitions`` option, else the number
 of the topic's partition dirs present when the job starts (highest partition + 1), else 1 (the
 broker's ``num.partitions`` default for a new topic). Each task groups its rows by partition and appends
 them through :class:`kafkalog.log.unified.Log` (offsets, indexes, producer snapshots and leader epochs
-written by Kafka's rules), holding a lock file per partition (``<log dir>/.kafkalog-<topic>-<partition>.lock``,
-which Kafka ignores) so that concurrent tasks append whole batches one after another.
+written by Kafka's rules), holding an exclusive ``flock`` on the partition directory itself while
+it appends, so that concurrent tasks append whole batches one after another and no lock file is
+left beside Kafka's files.
 
-Only local directories (Kafka's own layout) are written; only ``append`` mode exists, and, as
-with Spark's Kafka sink, a failed job may leave the rows some tasks already appended.
+Only local directories (Kafka's own layout) are written. The save modes are the Kafka sink's:
+``append`` and the default (``errorifexists``, which appends too, see :func:`append_by_default`);
+``overwrite`` and ``ignore`` are refused. As with Spark's Kafka sink, a failed job may leave the
+rows some tasks already appended.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import re
@@ -34,12 +41,12 @@ from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType, T
 from kafkalog.fast.partitioner import DEFAULT_BATCH_SIZE, StickyPartitioner, key_hashes
 from kafkalog.format.compression import Codec
 from kafkalog.format.records.v2 import RecordBatchBuilder
-from kafkalog.log.unified import Log, LogConfig
+from kafkalog.log.unified import Log, LogConfig, topic_name_problem
 
 from .errors import LayoutError, SourceOptionError
 from .layout import filesystem_for
 
-__all__ = ["AppendedRange", "KafkaLogCommitMessage", "KafkaLogWriter", "WriteOptions"]
+__all__ = ["WRITTEN_COLUMNS", "AppendedRange", "KafkaLogCommitMessage", "KafkaLogWriter", "WriteOptions", "append_by_default"]
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +92,17 @@ class WriteOptions:
             LogConfig.from_properties(dict(config))
         except ValueError as e:
             raise SourceOptionError(f"invalid topic config: {e}") from None
-        return cls(path, opts.get("topic"), _CODECS[codec_name], per_batch, config, num_partitions, batch_size)
+        topic = opts.get("topic")
+        if topic is not None:
+            _check_topic(topic)
+        return cls(path, topic, _CODECS[codec_name], per_batch, config, num_partitions, batch_size)
+
+
+def _check_topic(topic: str) -> None:
+    """Refuse a topic name Kafka refuses (R-NAME-03), with Kafka's reason: its directory would be
+    one no broker makes (``..`` would even name ``..-0`` beside the log dir)."""
+    if (problem := topic_name_problem(topic)) is not None:
+        raise SourceOptionError(f"cannot write topic {topic!r}: {problem}")
 
 
 def _positive(opts: dict[str, str], name: str, default: int | None) -> int | None:
@@ -137,23 +154,31 @@ class KafkaLogCommitMessage(WriterCommitMessage):
     appended: list[AppendedRange] = field(default_factory=list)
 
 
-def _check_schema(schema: StructType, topic_option: str | None) -> None:
-    allowed = {
-        "key": (BinaryType, StringType), "value": (BinaryType, StringType), "topic": (StringType,),
-        "partition": (IntegerType,), "timestamp": (TimestampType,), "headers": None,
-    }
-    names = set()
+#: The columns the writer takes, with the Spark types each may have (None: checked when read).
+WRITTEN_COLUMNS: dict[str, tuple[type, ...] | None] = {
+    "key": (BinaryType, StringType), "value": (BinaryType, StringType), "topic": (StringType,),
+    "partition": (IntegerType,), "timestamp": (TimestampType,), "headers": None,
+}
+
+
+def _check_schema(schema: StructType, topic_option: str | None) -> list[str]:
+    """The written columns present in ``schema``, their types checked; other columns are ignored."""
+    names = []
     for f in schema.fields:
-        if f.name not in allowed:
-            raise SourceOptionError(f"column {f.name!r} cannot be written: use key, value, topic, partition, timestamp, headers")
-        types = allowed[f.name]
+        if f.name not in WRITTEN_COLUMNS:
+            continue
+        types = WRITTEN_COLUMNS[f.name]
         if types is not None and not isinstance(f.dataType, types):
             raise SourceOptionError(f"column {f.name} cannot be {f.dataType.simpleString()}")
-        names.add(f.name)
+        names.append(f.name)
     if "value" not in names:
         raise SourceOptionError("a value column is required")
     if "topic" not in names and topic_option is None:
         raise SourceOptionError("give a topic column or the topic option")
+    ignored = [f.name for f in schema.fields if f.name not in WRITTEN_COLUMNS]
+    if ignored:
+        log.info("kafkalog writer: ignoring columns %s (written: %s)", ", ".join(ignored), ", ".join(WRITTEN_COLUMNS))
+    return names
 
 
 def _bytes(v: object) -> bytes | None:
@@ -165,7 +190,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.opts = WriteOptions.parse(options)
-        _check_schema(schema, self.opts.topic)
+        self.columns = _check_schema(schema, self.opts.topic)
         # taken once on the driver, so that every task partitions with the same counts
         self.partition_counts = {} if self.opts.num_partitions else existing_partition_counts(self.opts.log_dir)
 
@@ -178,7 +203,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
         done: list[AppendedRange] = []
         sticky: dict[str, StickyPartitioner] = {}
         for rb in iterator:
-            cols = rb.to_pydict()
+            cols = {name: rb.column(name).to_pylist() for name in self.columns}
             n = rb.num_rows
             topics = [self.opts.topic] * n if self.opts.topic is not None else cols["topic"]
             parts = cols.get("partition") or [None] * n
@@ -217,12 +242,13 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
     def _append(self, tp: tuple[str, int], records: list[Record]) -> AppendedRange:
         topic, partition = tp
+        _check_topic(topic)
         directory = os.path.join(self.opts.log_dir, f"{topic}-{partition}")
-        os.makedirs(self.opts.log_dir, exist_ok=True)
-        lock_path = os.path.join(self.opts.log_dir, f".kafkalog-{topic}-{partition}.lock")
+        os.makedirs(directory, exist_ok=True)
         step = self.opts.max_records_per_batch
-        with open(lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        lock = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
             with Log.open(directory, LogConfig.from_properties(dict(self.opts.config)), sync=False, writable=True) as lg:
                 first = lg.log_end_offset
                 for i in range(0, len(records), step):
@@ -231,6 +257,8 @@ class KafkaLogWriter(DataSourceArrowWriter):
                         builder.append(ts, key, value, hs)
                     lg.append(builder.build())
                 last = lg.log_end_offset - 1
+        finally:
+            os.close(lock)
         return AppendedRange(topic, partition, first, last)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -243,3 +271,34 @@ class KafkaLogWriter(DataSourceArrowWriter):
         ranges = [r for m in messages if isinstance(m, KafkaLogCommitMessage) for r in m.appended]
         for r in ranges:
             log.warning("kafkalog writer: job failed; offsets %d..%d of %s-%d stay appended", r.first, r.last, r.topic, r.partition)
+
+
+def append_by_default() -> None:
+    """Make ``df.write.format("kafkalog").save(path)`` (save mode ``errorifexists``, Spark's
+    default) append, as Spark's Kafka sink does for that mode.
+
+    Spark refuses any save mode but append and overwrite for a Python data source before the
+    source is asked, so the classic ``DataFrameWriter.save`` is wrapped: for the ``kafkalog``
+    format alone, ``errorifexists`` becomes ``append``; every other format and mode is untouched.
+    Idempotent; called by :func:`kafkalog_spark.register`.
+    """
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    if getattr(DataFrameWriter.save, "_kafkalog_append_by_default", False):
+        return
+    save = DataFrameWriter.save
+
+    @functools.wraps(save)
+    def save_appending(self: DataFrameWriter, path: str | None = None, format: str | None = None, mode: str | None = None,  # noqa: A002 - pyspark's name
+                       partitionBy: str | list[str] | None = None, **options: object) -> None:  # noqa: N803 - pyspark's name
+        if format is not None:
+            self.format(format)
+        if mode is not None:
+            self.mode(mode)
+        jw = self._jwrite
+        if str(jw.source()).lower() == "kafkalog" and str(jw.curmode().toString()) == "ErrorIfExists":
+            self.mode("append")
+        return save(self, path, None, None, partitionBy, **options)
+
+    save_appending._kafkalog_append_by_default = True  # type: ignore[attr-defined]
+    DataFrameWriter.save = save_appending  # type: ignore[method-assign]

@@ -479,8 +479,8 @@ def test_chunks_carry_each_batchs_header_fields(records: bool, max_rows: int) ->
 def test_verify_crc_yields_the_batches_before_a_corrupt_one_then_raises(codec: Codec, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """``verify_crc``: the records before the first batch whose CRC fails, then the CrcMismatchError
     Kafka's check (RecordBatch.ensure_valid) raises at that batch; without it the bytes decode on."""
-    from kafkalog.fast import native
     from kafkalog.errors import CrcMismatchError
+    from kafkalog.fast import native
     from kafkalog.fast.columnar import iter_chunks
     from kafkalog.format.records.v2 import RecordBatch
 

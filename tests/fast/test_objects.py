@@ -209,7 +209,7 @@ def test_plain_python_walker_makes_the_same_records(tmp_path: Path) -> None:
     log.write_bytes(b"".join(b.data for b in batches))
     code = (
         "import sys, pickle, warnings; warnings.simplefilter('ignore')\n"
-        "from kafkalog import LogReader; from kafkalog import objects; from kafkalog.fast.columnar import ACCELERATED\n"
+        "from kafkalog import LogReader; from kafkalog.fast import objects; from kafkalog.fast.columnar import ACCELERATED\n"
         "assert not ACCELERATED\n"
         "bs = list(LogReader(sys.argv[1]).batches())\n"
         "made = []\n"

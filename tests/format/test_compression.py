@@ -6,15 +6,35 @@ import gzip
 import os
 import struct
 import zlib
+from pathlib import Path
 
+import crc32c
 import lz4.frame
+import numpy as np
 import pytest
 
 from helpers import GOLDEN
-from kafkalog import Codec, DecompressionError, LogReader, UnsupportedCompressionError
-from kafkalog.format.compression import compress, decompress, lz4_header_checksum
+from kafkalog import (
+    Codec,
+    DecompressionError,
+    KafkaLogError,
+    LogReader,
+    RecordBatchBuilder,
+    UnsupportedCompressionError,
+)
+from kafkalog.format.compression import compress, decompress, decompress_into, lz4_header_checksum
+from kafkalog.tools.validate import verify
 
 RECORDS = GOLDEN / "kafka" / "records"
+JDK = Path(__file__).parent / "jdk"
+
+
+def jdk_table(inputs: str, outputs: str) -> list[tuple[bytes, str]]:
+    """(input, Java's answer) pairs of a table JdkOracle.java wrote (test_jdk_compat.py says how)."""
+    ins = (JDK / inputs).read_text(encoding="ascii").split("\n")[:-1]
+    outs = (JDK / outputs).read_text(encoding="ascii").split("\n")[:-1]
+    assert len(ins) == len(outs) > 10
+    return [(bytes.fromhex(i), "error" if o.startswith("error") else o.rstrip()) for i, o in zip(ins, outs, strict=True)]
 
 
 def _payloads(folder: str) -> list[tuple[int, Codec, bytes]]:
@@ -152,3 +172,116 @@ def test_garbage_is_a_decompression_error() -> None:
             decompress(codec, b"\x01\x02garbage" * 3)
     with pytest.raises(DecompressionError):
         decompress(Codec.GZIP, zlib.compress(b"not gzip framing"))
+
+
+def _lz4_frame_blocks(frame: bytes) -> list[tuple[bool, bytes]]:
+    """(stored uncompressed, bytes) of each block of a frame with a 7-byte header and no checksums."""
+    out, pos = [], 7
+    while True:
+        (size,) = struct.unpack_from("<I", frame, pos)
+        pos += 4
+        if size == 0:
+            assert pos == len(frame)
+            return out
+        out.append((bool(size & 0x80000000), frame[pos : pos + (size & 0x7FFFFFFF)]))
+        pos += size & 0x7FFFFFFF
+
+
+@pytest.mark.rule("R-WR-12")
+def test_lz4_level_picks_kafkas_compressor() -> None:
+    """Lz4BlockOutputStream: lz4-java's fast compressor at exactly the default level 9, its HC
+    compressor at the given level for every other one (1-8 included); blocks compared with
+    python-lz4's block API (the LZ4 library's LZ4_compress_default and LZ4_compress_HC)."""
+    import lz4.block
+
+    text = b"".join(b"record %d: the quick brown fox %d jumps over the lazy dog %d\n" % (i, i * 7 % 13, i % 5) for i in range(3000))
+    pieces = [text[i : i + 65536] for i in range(0, len(text), 65536)]
+    assert len(pieces) > 1
+    fast = [lz4.block.compress(p, mode="default", store_size=False) for p in pieces]
+    for level in range(1, 18):
+        want = fast if level == 9 else [lz4.block.compress(p, mode="high_compression", compression=level, store_size=False) for p in pieces]
+        assert want != fast or level == 9, level  # the data tells the two compressors apart
+        got = _lz4_frame_blocks(compress(Codec.LZ4, text, level=level))
+        assert got == [(False, w) for w in want], level
+    assert _lz4_frame_blocks(compress(Codec.LZ4, text)) == [(False, w) for w in fast]  # no level: the default
+
+
+@pytest.mark.rule("R-LZ4-06")
+def test_lz4_content_checksum_must_be_present_but_is_not_verified(tmp_path: Path) -> None:
+    """Lz4BlockInputStream.readBlock reads 4 bytes after the end mark when FLG bit 2 is set (a
+    BufferUnderflowException when they are missing) and does not check them."""
+    import lz4.frame
+
+    plain = b"abc" * 1000
+    frame = lz4.frame.compress(plain, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False, content_checksum=True)
+    assert frame[4] & 0x04 and frame[-8:-4] == b"\x00\x00\x00\x00"  # FLG bit 2, end mark, checksum
+    wrong = frame[:-4] + bytes(b ^ 0xFF for b in frame[-4:])
+    for good in (frame, wrong, frame + b"\x01"):
+        assert decompress(Codec.LZ4, good) == plain
+        buf, end = decompress_into(Codec.LZ4, memoryview(good), np.empty(16, np.uint8), 0)
+        assert bytes(buf[:end]) == plain
+    for cut in (1, 2, 3, 4):
+        with pytest.raises(DecompressionError, match="content checksum"):
+            decompress(Codec.LZ4, frame[:-cut])
+        with pytest.raises(DecompressionError, match="content checksum"):
+            decompress_into(Codec.LZ4, memoryview(frame[:-cut]), np.empty(16, np.uint8), 0)
+    # the same through a batch, in reading and in verify
+    b = RecordBatchBuilder(0)
+    b.append(1_700_000_000_000, b"k", plain, offset=0)
+    head, area = b.build()[:61], b.build()[61:]
+    payload = lz4.frame.compress(area, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False, content_checksum=True)
+    for cut, fine in ((0, True), (2, False)):
+        data = bytearray(head) + payload[: len(payload) - cut]
+        struct.pack_into(">i", data, 8, len(data) - 12)
+        struct.pack_into(">h", data, 21, int(Codec.LZ4))
+        struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+        log = tmp_path / f"cut{cut}" / "00000000000000000000.log"
+        log.parent.mkdir()
+        log.write_bytes(bytes(data))
+        assert verify(log).ok is fine
+        with LogReader(bytes(data)) as r:
+            batch = next(r.batches())
+            if fine:
+                assert [rec.value for rec in batch.records()] == [plain]
+            else:
+                with pytest.raises(DecompressionError, match="content checksum"):
+                    batch.records()
+
+
+@pytest.mark.rule("R-SNAPPY-03", "R-SNAPPY-04")
+def test_snappy_payloads_read_as_snappy_java_reads_them() -> None:
+    """Trailing 1-3 bytes, concatenated streams, unchecked first-header versions, bad second headers:
+    what snappy-java made of each payload (tests/format/jdk/snappy.out, see test_jdk_compat.py).
+
+    The table leaves out 12 bytes after ``82 53 4e 41`` that do not complete the magic followed
+    by more chunks: snappy-java's read then returns -1 once and goes on with the next chunk on
+    the next call, so what Kafka gets depends on its read pattern (R-SNAPPY-03 item 5)."""
+    table = jdk_table("snappy.in", "snappy.out")
+    accepted = 0
+    for raw, want in table:
+        try:
+            got = "ok " + decompress(Codec.SNAPPY, raw).hex()
+        except KafkaLogError:
+            got = "error"
+        assert got.rstrip() == want, raw.hex()
+        accepted += want != "error"
+    assert 10 < accepted < len(table)
+
+
+@pytest.mark.rule("R-SNAPPY-04")
+def test_verify_accepts_what_snappy_java_accepts(tmp_path: Path) -> None:
+    b = RecordBatchBuilder(0)
+    for i in range(3):
+        b.append(1_700_000_000_000 + i, b"k%d" % i, b"v" * 100, offset=i)
+    area = b.build()[61:]
+    half = len(area) // 2
+    framed = compress(Codec.SNAPPY, area[:half]) + compress(Codec.SNAPPY, area[half:]) + b"\x00\x01"  # two streams, 2 stray bytes
+    plain = bytearray(b.build()[:61]) + framed
+    struct.pack_into(">i", plain, 8, len(plain) - 12)
+    struct.pack_into(">h", plain, 21, int(Codec.SNAPPY))
+    struct.pack_into(">I", plain, 17, crc32c.crc32c(bytes(plain[21:])))
+    (tmp_path / "00000000000000000000.log").write_bytes(bytes(plain))
+    report = verify(tmp_path / "00000000000000000000.log")
+    assert report.ok, report.findings
+    with LogReader(bytes(plain)) as r:
+        assert [rec.key for rec in next(r.batches()).records()] == [b"k0", b"k1", b"k2"]

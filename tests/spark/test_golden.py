@@ -54,6 +54,7 @@ def test_kafka_logdir_equals_kafkas_dump(spark) -> None:  # noqa: ANN001 - fixtu
     assert table.schema.names == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
 
 
+@pytest.mark.cluster
 def test_bundled_real_sets_equal_kafkas_dumps(spark) -> None:  # noqa: ANN001 - fixture
     _check_real_sets(spark, GOLDEN / "real")
 
@@ -83,6 +84,7 @@ def _committed(batches: list[dict]) -> tuple[dict, int]:
     return expected_rows(batches, keep=lambda b, r: id(b) not in aborted and r["offset"] < lso), lso
 
 
+@pytest.mark.cluster
 def test_read_committed_returns_exactly_the_committed_records(spark) -> None:  # noqa: ANN001 - fixture
     lines = read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl")
     batches = dump_batches(lines, "transactional-0/")

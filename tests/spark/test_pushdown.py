@@ -59,6 +59,7 @@ def counting() -> type[CountingFileSystem]:
     return CountingFileSystem
 
 
+@pytest.mark.cluster
 def test_pushed_filters_match_spark_filtering(spark, dump) -> None:  # noqa: ANN001 - fixtures
     queries = {
         "offset >= 100 AND offset < 150": lambda t, p, o, ts: 100 <= o < 150,

@@ -25,6 +25,7 @@ def _append(path: Path, data: bytes) -> None:
         f.write(data)
 
 
+@pytest.mark.cluster
 def test_stream_reads_each_appended_record_once(spark, dump, tmp_path) -> None:  # noqa: ANN001 - fixtures
     seg0 = (SRC / "00000000000000000000.log").read_bytes()
     cuts = [b["position"] for b in dump_batches(dump, "golden-0/00000000000000000000.log")] + [len(seg0)]

@@ -6,13 +6,14 @@ import collections
 
 import pytest
 
-from helpers import GOLDEN, read_jsonl
+from helpers import GOLDEN, read_jsonl, real_set_root
 from kafka_partitioner_ref import kafka_python_partition
+from kafkalog.format.files import kind_of
 from kafkalog.tools.validate import verify
 from kafkalog_spark import LayoutError, SourceOptionError
 from kafkalog_spark.writer import WriteOptions
 
-from ._support import dump_batches, expected_rows, rows_of
+from ._support import assert_same_rows, dump_batches, expected_rows, rows_of
 
 SRC = GOLDEN / "kafka" / "logdir" / "golden-0"
 
@@ -46,11 +47,25 @@ def test_write_then_read_back(spark, tmp_path) -> None:  # noqa: ANN001 - fixtur
         ({"path": "/tmp/x", "config.no.such": "1"}, "unknown or unsupported topic config"),
         ({"path": "/tmp/x", "numPartitions": "0"}, "numPartitions must be positive"),
         ({"path": "/tmp/x", "kafka.batch.size": "big"}, "kafka.batch.size expects an integer"),
+        ({"path": "/tmp/x", "topic": ".."}, r"cannot write topic '\.\.': '\.\.' is not a valid topic name \(Topic\.java\)"),
+        ({"path": "/tmp/x", "topic": "."}, r"'\.' is not a valid topic name"),
+        ({"path": "/tmp/x", "topic": "a b"}, "characters other than ASCII letters, digits"),
+        ({"path": "/tmp/x", "topic": "t" * 250}, "longer than 249 characters"),
     ],
 )
 def test_writer_options(options: dict, message: str) -> None:
     with pytest.raises((SourceOptionError, LayoutError), match=message):
         WriteOptions.parse(options)
+
+
+@pytest.mark.rule("R-NAME-03")
+def test_a_topic_column_kafka_refuses_is_not_written(spark, tmp_path) -> None:  # noqa: ANN001 - fixtures
+    """A row whose topic is '..' would make '<log dir>/..-0', outside any topic: refused with Kafka's reason."""
+    out = tmp_path / "logs"
+    df = spark.createDataFrame([("..", b"v"), ("ok", b"w")], "topic string, value binary").coalesce(1)
+    with pytest.raises(Exception, match=r"cannot write topic '\.\.': '\.\.' is not a valid topic name"):
+        df.write.format("kafkalog").mode("append").save(str(out))
+    assert not (tmp_path / "..-0").exists() and not (out / "..-0").exists()
 
 
 @pytest.mark.rule("R-WR-08")
@@ -85,3 +100,32 @@ def test_default_partitioner_then_verify_and_read_back(spark, tmp_path) -> None:
     spark.createDataFrame([("user-7", "again")], "key string, value string").write.format("kafkalog").option("topic", "t").mode("append").save(str(out))
     again = spark.read.format("kafkalog").load(str(out)).where("value = CAST('again' AS BINARY)").collect()
     assert [r.partition for r in again] == [kafka_python_partition(b"user-7", 4)]
+
+
+@pytest.mark.cluster
+def test_a_dataframe_read_from_real_data_writes_back_unchanged(spark, tmp_path) -> None:  # noqa: ANN001 - fixtures
+    """Two real broker data dirs read with format("kafkalog") and saved with the default save mode
+    (the reader's offset and timestampType columns ignored, as Spark's Kafka sink ignores unknown
+    columns): the copy verifies, holds only Kafka's files, and reads back as Kafka's own dump of
+    the originals (offsets, keys, values, headers, timestamps per partition)."""
+    want, roots = {}, []
+    for name in ("cp760-flink-on-prem", "cp-latest-weebee"):
+        lines = read_jsonl(GOLDEN / "real" / "expected" / f"{name}.jsonl.gz")
+        roots.append(str(real_set_root(GOLDEN / "real" / name, lines)))
+        want.update({k: v for k, v in expected_rows(dump_batches(lines)).items() if not k[0].startswith("__")})
+    for topic, part in {k[:2] for k in want}:  # offsets from 0 without gaps: a copy can keep them
+        offsets = sorted(o for t, p, o in want if (t, p) == (topic, part))
+        assert offsets == list(range(len(offsets))), (topic, part)
+    assert len(want) > 2000 and any(v[4] for v in want.values()) and any(v[3] == 1 for v in want.values())
+
+    out = tmp_path / "copy"
+    spark.read.format("kafkalog").option("includeHeaders", "true").load(roots).write.format("kafkalog").save(str(out))
+
+    report = verify(str(out))
+    assert report.findings == [], [str(f) for f in report.findings]
+    assert {p.name for p in out.iterdir()} == {f"{t}-{p}" for t, p, _ in want}
+    strays = [str(f) for f in out.rglob("*") if f.is_file() and kind_of(f) is None]
+    assert strays == []  # no lock or temporary files beside Kafka's
+    got = rows_of(spark.read.format("kafkalog").option("includeHeaders", "true").load(str(out)).toArrow())
+    # the copy's batches are CreateTime: each record keeps the timestamp it was read with
+    assert_same_rows({k: v[:3] + v[4:] for k, v in got.items()}, {k: v[:3] + v[4:] for k, v in want.items()})

@@ -107,11 +107,16 @@ def test_missing_path_exit_3() -> None:
 
 
 def test_unknown_file_ignored_with_message(tmp_path: Path) -> None:
+    """kafka-dump-log's message for a file of unknown suffix; nothing at all to dump is exit 3."""
     f = tmp_path / "notes.txt"
     f.write_text("hello")
     proc = _cli("dump", str(f))
-    assert proc.returncode == 0
+    assert proc.returncode == 3
     assert f"Ignoring unknown file {f}" in proc.stderr
+    assert f"no Kafka files in {f}" in proc.stderr
+    good = GOLDEN / "kafka" / "records" / "v2-none" / "00000000000000000000.log"
+    proc = _cli("dump", str(f), str(good))
+    assert proc.returncode == 0 and f"Ignoring unknown file {f}" in proc.stderr
 
 
 def test_usage_error_exit_2() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -436,3 +437,184 @@ def test_a_segment_truncated_while_verify_reads_it(g0: Path, monkeypatch: pytest
     monkeypatch.setattr(v.os, "pread", truncating_pread)
     report = verify(log)
     assert [(f.severity, f.code, f.position) for f in report.findings] == [("warning", "truncated-batch", second)]
+
+
+# ------------------------------------------------------- torn tail or garbage (R-LOG-05, R-VFY-02)
+def test_random_files_named_as_segments_never_pass(tmp_path: Path) -> None:
+    """1,000 seeded random files, each alone as the active segment of a partition dir: none
+    verifies without an error. Half start with a plausible offset (0) so that the size, magic and
+    codec checks of a trailing entry are reached too (those are 17 bytes or more, so that the size
+    and magic are there to check). Files under 8 bytes are left out: a header cut within its offset
+    field is indistinguishable from random bytes."""
+    import random
+
+    rng = random.Random(19)
+    log = tmp_path / "t-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    passed = []
+    for i in range(1000):
+        n = rng.choice([rng.randint(8 + 9 * (i % 2), 64), rng.randint(65, 4096), rng.randint(4097, 65536)])
+        data = bytearray(rng.randbytes(n))
+        if i % 2:
+            data[:8] = bytes(8)
+        log.write_bytes(data)
+        report = verify(log)
+        if report.ok:
+            passed.append((i, n, [str(f) for f in report.findings]))
+    assert passed == []
+
+
+def _active_copy(tmp_path: Path) -> tuple[Path, list[dict]]:
+    """golden-0's last segment alone in a partition dir (so it is the active segment), with its batches."""
+    d = tmp_path / "golden-0"
+    d.mkdir()
+    shutil.copy(GOLDEN / "kafka" / "logdir" / "golden-0" / "00000000000000000000.log", d)
+    log = d / "00000000000000000000.log"
+    return log, _batches(log)
+
+
+def test_cut_last_batch_of_the_active_segment_is_a_torn_tail_warning(tmp_path: Path) -> None:
+    log, batches = _active_copy(tmp_path)
+    last = batches[-1]
+    os.truncate(log, last["position"] + last["size"] // 2)
+    proc = _cli(str(log))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"{log}:{last['position']}: warning: {last['size'] // 2} bytes at the end do not form a whole batch (a torn tail: normal "
+        "at the end of the active segment after an unclean shutdown; recovery truncates it) [truncated-batch]"
+    ]
+    assert "0 errors, 1 warnings" in proc.stderr
+
+
+@pytest.mark.parametrize("cut", [8, 12, 17, 23, 61])
+def test_a_header_cut_anywhere_is_still_a_torn_tail(tmp_path: Path, cut: int) -> None:
+    log, batches = _active_copy(tmp_path)
+    os.truncate(log, batches[-1]["position"] + cut)
+    report = verify(log)
+    assert [(f.severity, f.code, f.position) for f in report.findings] == [("warning", "truncated-batch", batches[-1]["position"])]
+
+
+def test_mid_file_batch_length_past_the_file_is_an_error(tmp_path: Path) -> None:
+    """A batch in the middle whose size field now runs past the end (by less than
+    max.message.bytes): the whole batches after it show the size is corrupt, not a torn tail."""
+    log, batches = _active_copy(tmp_path)
+    b = batches[2]
+    past = log.stat().st_size - b["position"] - 12 + 100
+    _patch(log, b["position"] + 8, struct.pack(">i", past))
+    proc = _cli(str(log))
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stdout.startswith(f"{log}:{b['position']}: error: ")
+    assert f"a whole entry with a valid CRC starts at position {batches[3]['position']}" in proc.stdout
+    assert "[batch-length-past-end]" in proc.stdout
+
+
+@pytest.mark.parametrize("chunk", [100, 700])
+def test_torn_tail_findings_do_not_depend_on_the_read_chunk(tmp_path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torn-tail checks read the offset before the tail and quote file positions: the same
+    findings whatever the read chunk (a tail found in a later chunk than the batches before it)."""
+    import kafkalog.tools.validate as v
+
+    log, batches = _active_copy(tmp_path)
+    b = batches[2]
+    _patch(log, b["position"] + 8, struct.pack(">i", log.stat().st_size - b["position"] - 12 + 100))
+    whole = [str(f) for f in verify(log).findings]
+    monkeypatch.setattr(v, "SCAN_CHUNK", chunk)
+    assert [str(f) for f in verify(log).findings] == whole
+    assert f"starts at position {batches[3]['position']} inside it" in whole[0]
+    monkeypatch.undo()
+    shutil.copy(GOLDEN / "kafka" / "logdir" / "golden-0" / "00000000000000000000.log", log)
+    os.truncate(log, batches[-1]["position"] + 30)
+    _patch(log, batches[-1]["position"], struct.pack(">q", batches[-2]["base"]))  # an offset already used
+    whole = [(f.code, f.position) for f in verify(log).findings]
+    assert whole == [("offsets-not-increasing", batches[-1]["position"])]
+    monkeypatch.setattr(v, "SCAN_CHUNK", chunk)
+    assert [(f.code, f.position) for f in verify(log).findings] == whole
+
+
+@pytest.mark.parametrize(
+    ("field", "at", "value", "code"),
+    [
+        ("size over max.message.bytes", 8, struct.pack(">i", 1048588 - 11), "batch-size"),
+        ("magic 3", 16, b"\x03", "batch-magic"),
+        ("offset before the previous batch's", 0, struct.pack(">q", 1), "offsets-not-increasing"),
+        ("offset below the segment", 0, struct.pack(">q", -5), "segment-base-offset"),
+        ("codec 7", 22, b"\x07", "batch-attributes"),
+    ],
+)
+def test_a_cut_last_entry_that_no_broker_writes_is_an_error(tmp_path: Path, field: str, at: int, value: bytes, code: str) -> None:
+    log, batches = _active_copy(tmp_path)
+    last = batches[-1]
+    os.truncate(log, last["position"] + last["size"] // 2)
+    _patch(log, last["position"] + at, value)
+    report = verify(log)
+    assert [(f.severity, f.code, f.position) for f in report.findings] == [("error", code, last["position"])], field
+
+
+def test_max_message_bytes_is_the_topics(tmp_path: Path) -> None:
+    log, batches = _active_copy(tmp_path)
+    last = batches[-1]
+    os.truncate(log, last["position"] + last["size"] // 2)
+    assert verify(log, max_message_bytes=last["size"]).ok
+    assert [f.code for f in verify(log, max_message_bytes=last["size"] - 1).errors] == ["batch-size"]
+    assert _cli("--max-message-bytes", str(last["size"] - 1), str(log)).returncode == 1
+
+
+def test_a_torn_tail_after_a_clean_shutdown_is_an_error(tmp_path: Path) -> None:
+    """The broker writes .kafka_cleanshutdown in its log dir on a clean shutdown: no segment was
+    being written, so a cut batch is damage, not a torn tail (CleanShutdownFileHandler.java @1eb7644)."""
+    log, batches = _active_copy(tmp_path)
+    last = batches[-1]
+    os.truncate(log, last["position"] + last["size"] // 2)
+    (tmp_path / ".kafka_cleanshutdown").write_text("{}")
+    report = verify(log.parent)
+    assert [(f.severity, f.code, f.position) for f in report.findings] == [("error", "truncated-batch", last["position"])]
+    assert ".kafka_cleanshutdown" in report.findings[0].message
+
+
+def test_findings_are_sorted_and_the_summary_counts_files(g0: Path) -> None:
+    for corrupt in CORRUPTIONS:
+        corrupt(g0)
+    report = verify(g0)
+    keys = [(f.file, -1 if f.position is None else f.position) for f in report.findings]
+    assert keys == sorted(keys) and len(keys) >= len(CORRUPTIONS)
+    proc = _cli(str(g0))
+    files = sum(1 for p in g0.iterdir() if p.is_file())
+    assert re.search(rf"^verified {files} files \(\d+ bytes\): {len(report.errors)} errors, {len(report.warnings)} warnings, 0 notes$",
+                     proc.stderr, re.M), proc.stderr
+
+
+def test_total_is_announced_before_progress(g0: Path) -> None:
+    totals: list[int] = []
+    seen: list[str] = []
+    verify(g0, progress=seen.append, total=totals.append)
+    assert totals == [sum(1 for p in g0.iterdir() if p.is_file())] == [len(seen)]
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", SHARED_REAL_NAMES or _NONE)
+def test_healthy_broker_dirs_have_no_warnings_but_absent_files(name: str) -> None:
+    """Every golden-real set: no error, and no warning except for files left out of the copy
+    (log-missing); behaviours of older brokers are notes (cp760-flink-on-prem: Kafka 3.6's time
+    index entries inside their batch)."""
+    report = verify(need_shared("golden-real") / name)
+    assert report.ok, _errors(report)
+    assert [str(f) for f in report.warnings if f.code != "log-missing"] == []
+    if name == "cp760-flink-on-prem":
+        assert {f.code for f in report.notes} == {"timeindex-offset-mismatch"}
+
+
+def test_notes_are_listed_only_on_request(tmp_path: Path) -> None:
+    """A time index entry naming an offset inside its batch (brokers before 3.8) is a note:
+    not a warning, counted, listed with --notes."""
+    d = tmp_path / "t-0"
+    shutil.copytree(GOLDEN / "kafka" / "logdir" / "golden-0", d)
+    tidx = d / "00000000000000000000.timeindex"
+    ts, rel = _entries(tidx, ">qi")[0]
+    b = next(x for x in _batches(d / "00000000000000000000.log") if x.get("last") == rel)
+    assert b["last"] > b["base"]
+    _patch(tidx, 8, struct.pack(">i", b["base"] + 1 if b["base"] + 1 < b["last"] else b["base"]))
+    report = verify(tidx)
+    assert [(f.severity, f.code) for f in report.findings if f.severity != "error"] == [("note", "timeindex-offset-mismatch")]
+    proc = _cli(str(tidx))
+    assert "[timeindex-offset-mismatch]" not in proc.stdout and "1 notes (--notes lists them)" in proc.stderr
+    assert "note: " in _cli("--notes", str(tidx)).stdout

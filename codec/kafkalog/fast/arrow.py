@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from kafkalog.fast.columnar import CHUNK_BYTES, BatchColumns, ChunkColumns, gather, iter_chunks, iter_columns
+from kafkalog.format.primitives import java_utf8
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.records.v2 import RecordBatch
@@ -90,6 +91,20 @@ def _binary(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], arrow_ty
     if offsets.dtype == np.int64:
         arrow_type = pa.large_binary() if arrow_type == pa.binary() else pa.large_string()
     return pa.Array.from_buffers(arrow_type, n, [_validity(lens), pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _java_strings(raw: pa.Array) -> pa.Array:
+    """Binary header keys as strings decoded as Java decodes them (R-REC-09), without copying
+    valid ones: all-ASCII bytes (the usual case) are taken as they are, other valid UTF-8 is
+    checked by Arrow's cast, and an array holding ill-formed keys is decoded again key by key."""
+    string_type = pa.large_string() if raw.type == pa.large_binary() else pa.string()
+    validity, offsets, data = raw.buffers()
+    if data is None or data.size == 0 or int(np.frombuffer(data, np.uint8).max()) < 0x80:
+        return pa.Array.from_buffers(string_type, len(raw), [validity, offsets, data], offset=raw.offset)
+    try:
+        return raw.cast(string_type)
+    except pa.ArrowInvalid:
+        return pa.array([None if b is None else java_utf8(b) for b in raw.to_pylist()], string_type)
 
 
 def _pool_copy(a: np.ndarray, dtype: type, scale: int = 1) -> np.ndarray:
@@ -202,7 +217,7 @@ def _headers(picked: list[Selection], n: int) -> pa.Array:
     counts = np.concatenate(counts_parts) if counts_parts else np.empty(0, np.int64)
     list_offsets = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=list_offsets[1:])
-    keys = _binary(key_parts, pa.string())
+    keys = _java_strings(_binary(key_parts, pa.binary()))
     vals = _binary(val_parts, pa.binary())
     struct = pa.StructArray.from_arrays([keys, vals], fields=list(HEADERS_TYPE.value_type))
     validity = counts > 0

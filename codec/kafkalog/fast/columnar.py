@@ -60,6 +60,9 @@ try:  # pragma: no cover - depends on the environment
         raise ImportError("disabled by KAFKALOG_NO_NUMBA")
     import numba
 
+    from kafkalog.fast import jitcache
+
+    jitcache.install()  # a read-only package dir caches per user
     _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
     #: For small helpers such as varint readers: numba-level inlining speeds the walks up by a quarter.
     _jit_inline = numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")

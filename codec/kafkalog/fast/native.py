@@ -170,6 +170,10 @@ try:  # pragma: no cover - depends on the environment
     import llvmlite.binding as llvm
     import numba
     from numba import types
+
+    from kafkalog.fast import jitcache
+
+    jitcache.install()  # a read-only package dir caches per user
 except ImportError:  # pragma: no cover
     pass
 else:  # pragma: no cover - depends on the environment

@@ -202,6 +202,10 @@ if COMPILED:  # pragma: no branch - depends on the environment
 
     import numba as _numba
 
+    from kafkalog.fast import jitcache
+
+    jitcache.install()  # a read-only package dir caches per user
+
     #: The walker holds the GIL (it calls the C API), unlike the columnar walks.
     _jit_gil = _numba.njit(cache=True, nogil=False, boundscheck=False)
 else:  # pragma: no cover - depends on the environment
@@ -287,7 +291,7 @@ def _compile_build(deps: str) -> object:
                     return _FALLBACK
                 for k in range(pos, pos + hk):
                     if buf[k] >= 0x80:
-                        return _FALLBACK  # non-ASCII key: the plain decoder's "replace" decoding
+                        return _FALLBACK  # non-ASCII key: the plain decoder decodes it as Java does (R-REC-09)
                 pos += hk
                 hv, pos = _varint(buf, pos, end, 5)
                 if pos < 0:

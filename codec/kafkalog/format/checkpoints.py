@@ -14,15 +14,15 @@ atomic rename, fsync of the directory.
 from __future__ import annotations
 
 import base64
-import binascii
 import os
 import re
+import unicodedata
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kafkalog.errors import CorruptIndexError, MetaPropertiesError
-from kafkalog.format.files import atomic_write
+from kafkalog.format.files import atomic_write, read_bytes
 
 __all__ = [
     "EpochEntry",
@@ -63,96 +63,149 @@ def _text(path: str | os.PathLike[str] | None, data: bytes | None) -> tuple[str,
     name = None if path is None else os.fspath(path)
     if data is None:
         assert path is not None
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(path)
     try:
         return data.decode("utf-8"), name
     except UnicodeDecodeError as e:
         raise CorruptIndexError("not UTF-8 text", file=name, position=e.start) from None
 
 
-def _checkpoint_lines(text: str, name: str | None, fields: int) -> list[list[str]]:
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if not lines:
-        return []  # Kafka reads an empty file as no entries
-    if lines[0].strip() != "0":
-        raise CorruptIndexError(f"unrecognised checkpoint version {lines[0]!r}", file=name, position=0)
-    if len(lines) == 1:
-        return []  # a version line alone: no entries, as Kafka reads it
-    try:
-        count = int(lines[1])
-    except ValueError:
-        raise CorruptIndexError(f"malformed entry count {lines[1]!r}", file=name, position=len(lines[0]) + 1) from None
-    body = lines[2:]
-    if count != len(body):
-        raise CorruptIndexError(f"checkpoint declares {count} entries but holds {len(body)}", file=name, position=len(lines[0]) + 1)
+#: Java's ``\\s`` inside a line (CR and LF end lines before any split): what Kafka's patterns split at.
+_JWS = "[ \t\x0b\x0c]"
+_ENTRY_SEP = re.compile(_JWS + "+")  # LeaderEpochCheckpointFile, OffsetCheckpointFile: "\\s+"
+_PM_SEP = re.compile(":" + _JWS + "+")  # PartitionMetadataReadBuffer: ":\\s+"
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_ASCII_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+def _java_lines(text: str) -> list[tuple[str, int]]:
+    """The lines BufferedReader.readLine returns (ends: CR LF, LF, CR; a line end at the very end
+    starts no further line), each with the character position of its start."""
     out = []
-    pos = len(lines[0]) + len(lines[1]) + 2
-    for line in body:
-        parts = line.split()
-        if len(parts) != fields:
-            raise CorruptIndexError(f"malformed checkpoint line {line!r}", file=name, position=pos)
-        out.append(parts)
-        pos += len(line) + 1
+    start = 0
+    for m in _LINE_END.finditer(text):
+        out.append((text[start : m.start()], start))
+        start = m.end()
+    if start < len(text):
+        out.append((text[start:], start))
     return out
+
+
+def _java_split(pattern: re.Pattern[str], line: str) -> list[str]:
+    """``Pattern.split(line)``: an empty first part when the line starts with a separator, empty
+    parts at the end dropped, the line itself when nothing matches."""
+    parts = pattern.split(line)
+    if len(parts) > 1:
+        while parts and parts[-1] == "":
+            parts.pop()
+    return parts
+
+
+def _java_number(field: str, bits: int) -> int | None:
+    """``field`` as Java's Integer.parseInt (``bits`` 32) or Long.parseLong (64) reads it, else None:
+    an optional ``+`` or ``-``, then one or more decimal digits, any of the BMP's Unicode ``Nd``
+    digits included (Character.digit works on UTF-16 chars), and a value in range."""
+    if _ASCII_NUMBER.fullmatch(field):
+        value = int(field)
+    else:
+        sign, digits = (field[0], field[1:]) if field[:1] in ("+", "-") else ("", field)
+        if not digits or any(ord(c) > 0xFFFF or unicodedata.decimal(c, None) is None for c in digits):
+            return None
+        value = int(sign + "".join(str(unicodedata.decimal(c)) for c in digits))
+    return value if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1) else None
+
+
+def _checkpoint_lines(text: str, name: str | None, fields: int) -> Iterator[tuple[list[str], int]]:
+    """The entry lines of a checkpoint file split into ``fields`` fields, each with the byte position
+    of its line, read as CheckpointFile.CheckpointReadBuffer reads them (SPEC §5.7, R-CKPT-10)."""
+    lines = _java_lines(text)
+
+    def at(i: int) -> int:
+        return len(text[: lines[i][1]].encode("utf-8"))
+
+    if not lines:
+        return  # Kafka reads an empty file as no entries
+    version = _java_number(lines[0][0], 32)
+    if version is None:
+        raise CorruptIndexError(f"malformed checkpoint version line {lines[0][0]!r}", file=name, position=0)
+    if version != 0:
+        raise CorruptIndexError(f"unrecognised checkpoint version {version}", file=name, position=0)
+    if len(lines) == 1:
+        return  # a version line alone: no entries, as Kafka reads it
+    count = _java_number(lines[1][0], 32)
+    if count is None or count < 0:
+        raise CorruptIndexError(f"malformed entry count {lines[1][0]!r}", file=name, position=at(1))
+    for i in range(2, len(lines)):
+        parts = _java_split(_ENTRY_SEP, lines[i][0])
+        if len(parts) != fields:
+            raise CorruptIndexError(f"malformed checkpoint line {lines[i][0]!r}", file=name, position=at(i))
+        yield parts, at(i)
+    if count != len(lines) - 2:
+        raise CorruptIndexError(f"checkpoint declares {count} entries but holds {len(lines) - 2}", file=name, position=at(1))
 
 
 def read_leader_epoch_checkpoint(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> list[EpochEntry]:
     """Entries of a ``leader-epoch-checkpoint`` file."""
     text, name = _text(path, data)
-    return [EpochEntry(_int(e, name, text), _int(o, name, text)) for e, o in _checkpoint_lines(text, name, 2)]
+    return [EpochEntry(_int(e, name, at, 32), _int(o, name, at)) for (e, o), at in _checkpoint_lines(text, name, 2)]
 
 
 def read_offset_checkpoint(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> offset of a recovery-point/replication/log-start/cleaner checkpoint."""
+    """(topic, partition) -> offset of a recovery-point/replication/log-start/cleaner checkpoint.
+    As in Kafka, a line starting with whitespace has an empty topic name."""
     text, name = _text(path, data)
-    return {(t, _int(p, name, text, 32)): _int(o, name, text) for t, p, o in _checkpoint_lines(text, name, 3)}
+    return {(t, _int(p, name, at, 32)): _int(o, name, at) for (t, p, o), at in _checkpoint_lines(text, name, 3)}
 
 
-def _int(field: str, name: str | None, text: str, bits: int = 64) -> int:
-    """A checkpoint number (a Java int or long); a malformed one is reported at its first occurrence in the file."""
-    try:
-        value = int(field)
-    except ValueError:
-        value = None
-    if value is None or not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-        raise CorruptIndexError(f"malformed number {field!r} in checkpoint", file=name, position=max(text.find(field), 0))
+def _int(field: str, name: str | None, position: int, bits: int = 64) -> int:
+    """A checkpoint number (a Java int or long), reported at its line's byte ``position`` when malformed."""
+    value = _java_number(field, bits)
+    if value is None:
+        raise CorruptIndexError(f"malformed number {field!r} in checkpoint", file=name, position=position)
     return value
 
 
-def read_partition_metadata(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> PartitionMetadata:
-    """Parse ``partition.metadata``: ``version: N`` (any N >= 0, for downgrades) then
-    ``topic_id: <22-char base64 UUID>``; the all-zero id is invalid, as in Kafka."""
-    import base64
-    import binascii
+_UUID = re.compile(r"[A-Za-z0-9_-]{22}(?:==)?")  # the strings Uuid.fromString decodes to 16 bytes
 
+
+def _uuid_bytes(text: str) -> bytes | None:
+    """The 16 bytes Kafka's Uuid.fromString reads from ``text`` (Java's strict URL-safe base64
+    decoder, which ignores the unused low bits of the last character), else None."""
+    if not _UUID.fullmatch(text):
+        return None
+    return base64.urlsafe_b64decode(text[:22] + "==")
+
+
+def read_partition_metadata(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> PartitionMetadata:
+    """Parse ``partition.metadata`` as PartitionMetadataReadBuffer does (R-CKPT-07, R-CKPT-10): two
+    lines, each split at ``:`` followed by whitespace into a key (not checked) and a value; a
+    version >= 0 (any, for downgrades), then a topic id that Java's URL-safe base64 decoder turns
+    into 16 bytes, not all zero. The id is returned as Kafka prints it (no padding)."""
     text, name = _text(path, data)
-    lines = text.split("\n")
-    first = lines[0].split() if lines else []
+    lines = _java_lines(text)
+    if not lines:
+        raise CorruptIndexError("empty partition.metadata", file=name, position=0)
+    first = _java_split(_PM_SEP, lines[0][0])
     if len(first) != 2:
-        raise CorruptIndexError(f"malformed line {lines[0] if lines else ''!r}", file=name, position=0)
-    try:
-        version = int(first[1])
-    except ValueError:
-        raise CorruptIndexError(f"malformed version line {lines[0]!r}", file=name, position=0) from None
+        raise CorruptIndexError(f"malformed line {lines[0][0]!r}", file=name, position=0)
+    version = _java_number(first[1], 32)
+    if version is None:
+        raise CorruptIndexError(f"malformed version line {lines[0][0]!r}", file=name, position=0)
     if version < 0:
         raise CorruptIndexError(f"unrecognized partition.metadata version {version}", file=name, position=0)
-    second = lines[1].split() if len(lines) > 1 else []
-    pos = len(lines[0]) + 1
+    if len(lines) < 2:
+        raise CorruptIndexError("partition.metadata has no topic id line", file=name, position=len(text.encode("utf-8")))
+    pos = len(text[: lines[1][1]].encode("utf-8"))
+    second = _java_split(_PM_SEP, lines[1][0])
     if len(second) != 2:
-        raise CorruptIndexError(f"malformed line {lines[1] if len(lines) > 1 else ''!r}", file=name, position=pos)
+        raise CorruptIndexError(f"malformed line {lines[1][0]!r}", file=name, position=pos)
     topic_id = second[1]
-    try:
-        raw = base64.urlsafe_b64decode(topic_id + "==")
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != 16:
+    raw = _uuid_bytes(topic_id)
+    if raw is None:
         raise CorruptIndexError(f"malformed topic id {topic_id!r}", file=name, position=pos)
     if raw == bytes(16):
         raise CorruptIndexError("invalid topic id: the all-zero UUID", file=name, position=pos)
-    return PartitionMetadata(version, topic_id)
+    return PartitionMetadata(version, base64.urlsafe_b64encode(raw).decode("ascii").rstrip("="))
 
 
 def _logical_lines(text: str) -> Iterator[tuple[str, int]]:
@@ -225,13 +278,6 @@ class MetaProperties:
     directory_id: str | None
 
 
-def _java_int(value: str) -> int | None:
-    """``value`` as Java's Integer.parseInt reads it (optional sign, ASCII digits, int32), else None."""
-    if not re.fullmatch(r"[+-]?[0-9]+", value) or not -(2**31) <= int(value) < 2**31:
-        return None
-    return int(value)
-
-
 def read_meta_properties(path: str | os.PathLike[str] | None = None, *, data: bytes | None = None) -> MetaProperties:
     """Parse and check ``meta.properties`` as MetaProperties.Builder does (R-CKPT-09): a missing
     ``version`` is 0, versions other than 0 and 1 are refused, v1 needs ``node.id`` and ``cluster.id``;
@@ -243,7 +289,7 @@ def read_meta_properties(path: str | os.PathLike[str] | None = None, *, data: by
         return MetaPropertiesError(message, file=name, position=props[key][1] if key in props else 0)
 
     raw_version = props.get("version", ("0", 0))[0]
-    version = _java_int(raw_version.strip())
+    version = _java_number(raw_version.strip(), 32)
     if version is None:
         raise fail(f"invalid meta.properties version {raw_version!r}", "version")
     if version not in (0, 1):
@@ -251,7 +297,7 @@ def read_meta_properties(path: str | os.PathLike[str] | None = None, *, data: by
     id_key = "broker.id" if version == 0 else "node.id"
     node_id = None
     if id_key in props:
-        node_id = _java_int(props[id_key][0])
+        node_id = _java_number(props[id_key][0], 32)
         if node_id is None:
             raise fail(f"{id_key} {props[id_key][0]!r} is not a base-10 int32", id_key)
     elif version == 1:
@@ -262,11 +308,7 @@ def read_meta_properties(path: str | os.PathLike[str] | None = None, *, data: by
     directory_id = None
     if "directory.id" in props:
         directory_id = props["directory.id"][0]
-        try:
-            raw = base64.urlsafe_b64decode(directory_id + "=" * (-len(directory_id) % 4))
-        except (binascii.Error, ValueError):
-            raw = b""
-        if len(directory_id) > 24 or len(raw) != 16:
+        if _uuid_bytes(directory_id) is None:
             raise fail(f"directory.id {directory_id!r} is not a base64 UUID", "directory.id")
     return MetaProperties(version, cluster_id, node_id, directory_id)
 
@@ -306,12 +348,10 @@ def topic_id_string(topic_id: str | bytes | uuid.UUID) -> str:
     elif isinstance(topic_id, bytes):
         raw = topic_id
     else:
-        try:
-            raw = base64.urlsafe_b64decode(topic_id + "==")
-        except (binascii.Error, ValueError):
-            raw = b""
-        if len(raw) != 16 or len(topic_id) != 22:
+        decoded = _uuid_bytes(topic_id) if len(topic_id) == 22 else None
+        if decoded is None:
             raise ValueError(f"malformed topic id {topic_id!r}")
+        raw = decoded
     if len(raw) != 16:
         raise ValueError(f"a topic id has 16 bytes, got {len(raw)}")
     if raw == bytes(16):

@@ -3,10 +3,12 @@
 * gzip: one or more gzip members; written as Java's GZIPOutputStream does (10-byte header with
   OS=255, deflate level 6): byte-identical to Kafka's output.
 * snappy: snappy-java's stream framing (magic ``82 'SNAPPY' 00``, version, compatible version,
-  then big-endian length-prefixed raw blocks of at most 32 KiB input); raw snappy is read too.
+  then big-endian length-prefixed raw blocks of at most 32 KiB input); read as snappy-java 1.1.10.5
+  reads it (raw snappy, concatenated streams, 1-3 stray bytes at the end ignored).
 * lz4: an LZ4 frame with independent 64 KiB blocks, no content size and no checksums; for magic
   0 the header checksum is computed the old, wrong way (over the magic number too) and is not
-  checked on read. Linked blocks are refused, as Kafka refuses them.
+  checked on read. Linked blocks are refused, as Kafka refuses them. Written with the fast
+  compressor at the default level 9 and LZ4 HC at any other level, as Kafka does.
 * zstd: a zstd frame without content size (read by streaming); written byte-identical to Kafka's.
 
 Every decompressor stops at ``max_size`` output bytes and raises :class:`DecompressionError`
@@ -109,6 +111,8 @@ def _gzip_compress(data: bytes, level: int | None) -> bytes:
 # ------------------------------------------------------------------------------------- snappy
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_BLOCK = 32 * 1024
+_XERIAL_HEAD = struct.unpack(">i", _XERIAL_MAGIC[:4])[0]  # the magic's first 4 bytes as a chunk length
+_XERIAL_MAX_CHUNK = 512 * 1024 * 1024  # snappy-java's MAX_CHUNK_SIZE
 
 
 def _snappy_raw(block: bytes | memoryview, budget: int) -> bytes:
@@ -125,20 +129,28 @@ def _snappy_raw(block: bytes | memoryview, budget: int) -> bytes:
 
 
 def _snappy_decompress(data: bytes, max_size: int) -> bytes:
-    if not data.startswith(_XERIAL_MAGIC):
-        return _snappy_raw(data, max_size)
-    if len(data) < 16:
-        raise DecompressionError("snappy stream header is truncated")
+    """Read a payload as snappy-java 1.1.10.5's SnappyInputStream reads it (R-SNAPPY-03/04)."""
+    if len(data) < 16 or not data.startswith(_XERIAL_MAGIC):
+        return _snappy_raw(data, max_size)  # also the empty payload, which raw snappy refuses
+    # The first header's version fields are not checked (item 3).
     pos = 16
     out: list[bytes] = []
     total = 0
     mv = memoryview(data)
-    while pos < len(data):
-        if pos + 4 > len(data):
-            raise DecompressionError(f"snappy chunk length truncated at payload byte {pos}")
+    while len(data) - pos >= 4:  # 1-3 bytes left at the end are ignored (item 4)
         (n,) = struct.unpack_from(">i", data, pos)
+        if n == _XERIAL_HEAD:  # a concatenated stream's header in place of a chunk length (item 5)
+            if len(data) - pos < 16:
+                raise DecompressionError(f"snappy stream header at payload byte {pos} is truncated")
+            if data[pos : pos + 8] != _XERIAL_MAGIC:
+                break  # not a header after all: the stream ends here
+            (version,) = struct.unpack_from(">i", data, pos + 8)
+            if version < 1:
+                raise DecompressionError(f"snappy stream header at payload byte {pos} has incompatible version {version}")
+            pos += 16
+            continue
         pos += 4
-        if n < 0 or pos + n > len(data):
+        if n < 0 or n > _XERIAL_MAX_CHUNK or pos + n > len(data):
             raise DecompressionError(f"snappy chunk of {n} bytes at payload byte {pos - 4} runs past the payload")
         chunk = _snappy_raw(mv[pos : pos + n], max_size - total)
         total += len(chunk)
@@ -158,6 +170,7 @@ def _snappy_compress(data: bytes, level: int | None) -> bytes:
 
 # ---------------------------------------------------------------------------------------- lz4
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_LZ4_DEFAULT_LEVEL = 9  # compression.lz4.level's default
 _LZ4_BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
 
 
@@ -166,10 +179,11 @@ def lz4_header_checksum(header: bytes, magic: int) -> int:
     return (xxhash.xxh32_intdigest(header if magic == 0 else header[4:]) >> 8) & 0xFF
 
 
-def _lz4_header(data: bytes | memoryview, magic: int) -> tuple[int, int, int]:
-    """Check an lz4 frame header as Kafka reads it; returns (first block position, block maximum, block checksum flag)."""
+def _lz4_header(data: bytes | memoryview, magic: int) -> tuple[int, int, int, int]:
+    """Check an lz4 frame header as Kafka reads it; returns (first block position, block maximum,
+    block checksum flag, content checksum flag)."""
     if magic != 0 and data[:7] == _KAFKA_LZ4_HEADER:  # the header Kafka writes: the checks below would pass
-        return 7, 64 * 1024, 0
+        return 7, 64 * 1024, 0, 0
     if len(data) < 7:
         raise DecompressionError("lz4 frame header is truncated")
     if data[:4] != _LZ4_MAGIC:
@@ -193,18 +207,22 @@ def _lz4_header(data: bytes | memoryview, magic: int) -> tuple[int, int, int]:
         raise DecompressionError("lz4 frame header is truncated")
     if magic != 0 and data[pos] != lz4_header_checksum(bytes(data[:pos]), magic):
         raise DecompressionError("lz4 frame: header checksum mismatch")
-    return pos + 1, block_max, (flg >> 4) & 1
+    return pos + 1, block_max, (flg >> 4) & 1, (flg >> 2) & 1
 
 
 def _lz4_blocks(data: bytes | memoryview, magic: int) -> Iterator[tuple[int, int, bool, int]]:
     """The blocks of a Kafka lz4 frame, checked: (position, size, stored uncompressed, block maximum)."""
-    pos, block_max, block_checksum = _lz4_header(data, magic)
+    pos, block_max, block_checksum, content_checksum = _lz4_header(data, magic)
     while True:
         if pos + 4 > len(data):
             raise DecompressionError("lz4 frame ends before its end mark")
         (size,) = struct.unpack_from("<I", data, pos)
         pos += 4
         if size == 0:
+            # Kafka reads (and does not verify) the content checksum after the end mark, and
+            # fails when its 4 bytes are missing (R-LZ4-06).
+            if content_checksum and pos + 4 > len(data):
+                raise DecompressionError("lz4 frame ends inside the content checksum after its end mark")
             return
         stored = bool(size & 0x80000000)
         size &= 0x7FFFFFFF
@@ -270,7 +288,7 @@ def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
     block = 64 * 1024
     for i in range(0, len(data), block):
         raw = data[i : i + block]
-        if level is None or level <= 9:
+        if level is None or level == _LZ4_DEFAULT_LEVEL:  # Kafka: the fast compressor only at the default level (R-WR-12)
             c = lz4.block.compress(raw, mode="default", store_size=False)
         else:
             c = lz4.block.compress(raw, mode="high_compression", compression=level, store_size=False)

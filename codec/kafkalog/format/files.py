@@ -1,13 +1,29 @@
-"""What each file of a Kafka log dir is, by its name (SPEC §2, "Naming"), and crash-safe file replacement."""
+"""What each file of a Kafka log dir is, by its name (SPEC §2, "Naming"), crash-safe file
+replacement, and read-only access to files given as URLs (``s3://bucket/dir``, any fsspec protocol).
+
+A path with ``://`` is opened through fsspec (the ``s3`` extra brings s3fs), with the
+filesystem's own configuration: for S3, the standard AWS variables (``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``, ...) and files. Reads are ranged requests and
+create nothing locally.
+"""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
-__all__ = ["FileKind", "atomic_write", "fsync_dir", "kind_of", "segment_file_name", "walk"]
+if TYPE_CHECKING:
+    from fsspec.spec import AbstractFileSystem
+
+T = TypeVar("T")
+
+__all__ = [
+    "FileKind", "atomic_write", "exists", "fsync_dir", "is_dir", "is_url", "kind_of", "open_read", "read_bytes",
+    "segment_file_name", "url_filesystem", "walk",
+]
 
 
 class FileKind(Enum):
@@ -59,14 +75,78 @@ def kind_of(path: str | os.PathLike[str]) -> FileKind | None:
     return None
 
 
+def is_url(path: str | os.PathLike[str]) -> bool:
+    """True for a ``protocol://...`` path, which is read through fsspec."""
+    return isinstance(path, str) and "://" in path
+
+
+def url_filesystem(url: str) -> tuple[AbstractFileSystem, str]:
+    """The fsspec filesystem of ``url`` and the path within it."""
+    try:
+        from fsspec.core import url_to_fs
+    except ImportError:
+        raise OSError(f"{url}: reading URLs needs fsspec (pip install 'kafkalog[s3]' for s3://)") from None
+    try:
+        return url_to_fs(url)
+    except (ImportError, ValueError) as e:  # no implementation installed for the protocol
+        raise OSError(f"{url}: {e}") from None
+
+
+def _on_url(url: str, call: Callable[[], T]) -> T:
+    """``call()``, with the filesystem library's own errors (botocore's NoCredentialsError, ...)
+    raised as OSError naming ``url``, as a local path's errors are."""
+    try:
+        return call()
+    except OSError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any library's error: reported as the path's
+        raise OSError(f"{url}: {type(e).__name__}: {e}") from e
+
+
+def open_read(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a local file or a URL for reading (a seekable binary file)."""
+    if is_url(path):
+        fs, p = url_filesystem(path)  # type: ignore[arg-type]
+        return _on_url(path, lambda: fs.open(p, "rb"))  # type: ignore[arg-type]
+    return open(path, "rb")  # noqa: SIM115 - the caller closes it
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The whole content of a local file or a URL."""
+    with open_read(path) as f:
+        return f.read()
+
+
+def exists(path: str | os.PathLike[str]) -> bool:
+    """Whether a local path or a URL exists."""
+    if is_url(path):
+        fs, p = url_filesystem(path)  # type: ignore[arg-type]
+        return _on_url(path, lambda: fs.exists(p))  # type: ignore[arg-type]
+    return os.path.exists(path)
+
+
+def is_dir(path: str | os.PathLike[str]) -> bool:
+    """Whether a local path or a URL is a directory (for object stores: a key prefix)."""
+    if is_url(path):
+        fs, p = url_filesystem(path)  # type: ignore[arg-type]
+        return _on_url(path, lambda: fs.isdir(p))  # type: ignore[arg-type]
+    return os.path.isdir(path)
+
+
 def walk(root: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
-    """Yield (path, path relative to ``root``) for every file under ``root``, sorted by relative path."""
-    root = os.fspath(root)
-    found = []
-    for dirpath, _dirs, names in os.walk(root):
-        for n in names:
-            p = os.path.join(dirpath, n)
-            found.append((os.path.relpath(p, root).replace(os.sep, "/"), p))
+    """Yield (path, path relative to ``root``) for every file under ``root`` (a directory or a
+    URL), sorted by relative path; the paths under a URL are URLs."""
+    if is_url(root):
+        fs, base = url_filesystem(root)  # type: ignore[arg-type]
+        base = base.rstrip("/")
+        found = [(p[len(base) + 1 :], fs.unstrip_protocol(p)) for p in _on_url(root, lambda: fs.find(base))]  # type: ignore[arg-type]
+    else:
+        root = os.fspath(root)
+        found = []
+        for dirpath, _dirs, names in os.walk(root):
+            for n in names:
+                p = os.path.join(dirpath, n)
+                found.append((os.path.relpath(p, root).replace(os.sep, "/"), p))
     for rel, p in sorted(found):
         yield p, rel
 

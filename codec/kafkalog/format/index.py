@@ -28,7 +28,7 @@ from kafkalog.errors import (
     InvalidOffsetError,
     ReadOnlyLogError,
 )
-from kafkalog.format.files import pwrite_all
+from kafkalog.format.files import is_url, pwrite_all, read_bytes
 
 __all__ = [
     "DEFAULT_MAX_INDEX_SIZE",
@@ -68,6 +68,8 @@ def _slots(
     buffer (no ``bytes`` copy), so a 10 MiB index opens in a few milliseconds. It is not
     memory-mapped: a broker or writer trimming the file while it is read would make a mapped read
     fault (SIGBUS); a read simply sees the shorter file."""
+    if data is None and path is not None and is_url(path):
+        data = read_bytes(path)
     if data is None:
         assert path is not None
         with open(path, "rb", buffering=0) as f:

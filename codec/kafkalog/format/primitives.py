@@ -6,6 +6,7 @@ are rejected. CRC-32C (Castagnoli) covers v2 batches, CRC-32 (IEEE) covers v0/v1
 
 from __future__ import annotations
 
+import codecs
 import zlib
 
 import crc32c as _crc32c
@@ -13,8 +14,10 @@ import crc32c as _crc32c
 from kafkalog.errors import CorruptRecordError, TruncatedError
 
 __all__ = [
+    "JAVA_UTF8",
     "crc32",
     "crc32c",
+    "java_utf8",
     "read_varint",
     "read_varlong",
     "write_varint",
@@ -91,3 +94,29 @@ def varint_size(value: int) -> int:
         v >>= 7
         n += 1
     return n
+
+
+# ------------------------------------------------------------------------- Java's UTF-8 decoding
+def _java_utf8_errors(e: UnicodeError) -> tuple[str, int]:
+    """Replace one ill-formed part as JDK 17's ``new String(bytes, UTF_8)`` does (R-REC-09).
+
+    Python's decoder reports each maximal subpart (Unicode §3.9), as Java replaces them, except
+    after a lead byte ``ed`` followed by ``a0``-``bf`` (a UTF-16 surrogate's encoding): Java takes
+    those two bytes, and a continuation byte after them, as one unit, where Python stops at ``ed``."""
+    assert isinstance(e, UnicodeDecodeError)
+    data, at = e.object, e.start
+    if data[at] == 0xED and at + 1 < len(data) and 0xA0 <= data[at + 1] <= 0xBF:
+        return "\ufffd", at + (3 if at + 2 < len(data) and 0x80 <= data[at + 2] <= 0xBF else 2)
+    return "\ufffd", e.end
+
+
+#: The ``errors`` argument of ``bytes.decode("utf-8", JAVA_UTF8)``: Java's replacement of ill-formed
+#: input. Valid UTF-8 decodes at the codec's full speed; the handler runs only on ill-formed parts.
+JAVA_UTF8 = "kafkalog.java-utf8"
+codecs.register_error(JAVA_UTF8, _java_utf8_errors)
+
+
+def java_utf8(data: bytes | bytearray | memoryview) -> str:
+    """``data`` decoded as Java's ``new String(data, UTF_8)`` decodes it: a leading byte order mark
+    kept as U+FEFF, each ill-formed part replaced by one U+FFFD as Java replaces it (R-REC-09)."""
+    return bytes(data).decode("utf-8", JAVA_UTF8)

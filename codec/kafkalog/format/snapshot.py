@@ -7,6 +7,7 @@ import struct
 from dataclasses import dataclass
 
 from kafkalog.errors import CorruptIndexError
+from kafkalog.format.files import read_bytes
 from kafkalog.format.primitives import crc32c
 
 __all__ = ["ProducerSnapshotEntry", "read_producer_snapshot", "write_producer_snapshot"]
@@ -51,8 +52,7 @@ def read_producer_snapshot(path: str | os.PathLike[str] | None = None, *, data: 
     name = None if path is None else os.fspath(path)
     if data is None:
         assert path is not None
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(path)
     if len(data) < _HEAD.size:
         raise CorruptIndexError(f"snapshot of {len(data)} bytes is shorter than its {_HEAD.size}-byte header", file=name, position=0)
     version, crc, count = _HEAD.unpack_from(data, 0)

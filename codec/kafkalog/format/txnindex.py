@@ -7,7 +7,7 @@ import struct
 from dataclasses import dataclass
 
 from kafkalog.errors import CorruptIndexError, ReadOnlyLogError
-from kafkalog.format.files import pwrite_all
+from kafkalog.format.files import pwrite_all, read_bytes
 
 __all__ = ["ABORTED_TXN", "AbortedTxn", "MutableTransactionIndex", "read_txn_index"]
 
@@ -36,8 +36,7 @@ def read_txn_index(path: str | os.PathLike[str] | None = None, *, data: bytes | 
     name = None if path is None else os.fspath(path)
     if data is None:
         assert path is not None
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(path)
     size = ABORTED_TXN.size
     if len(data) % size:
         raise CorruptIndexError(

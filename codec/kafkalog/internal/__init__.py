@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalog.errors import KafkaLogError
+from kafkalog.format.primitives import JAVA_UTF8
 from kafkalog.format.records.record import Record
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.records.v2 import RecordBatch
@@ -161,7 +162,7 @@ def decode_record(
 
 
 def _plain(b: bytes | None) -> str | None:
-    return None if b is None else b.decode("utf-8", "replace")
+    return None if b is None else b.decode("utf-8", JAVA_UTF8)  # Kafka's StringDecoder: new String(bytes, UTF_8)
 
 
 def record_text(

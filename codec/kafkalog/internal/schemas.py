@@ -54,6 +54,8 @@ from construct import (
     Container as _Container,
 )
 
+from kafkalog.format.primitives import JAVA_UTF8
+
 __all__ = [
     "CONTROL_RECORDS",
     "CONSUMER_PROTOCOL_ASSIGNMENT",
@@ -1165,7 +1167,7 @@ class KafkaVarData(Construct):
                 raise KafkaValueError(f"non-nullable {self.kind} was serialized as null")
             return None
         data = stream_read(stream, n, path)
-        return data.decode("utf-8", "replace") if self.kind == "string" else data
+        return data.decode("utf-8", JAVA_UTF8) if self.kind == "string" else data  # as Java decodes it
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         data = None if obj is None else (obj.encode("utf-8") if self.kind == "string" else bytes(obj))

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from kafkalog.format.primitives import JAVA_UTF8
 from kafkalog.internal.schemas import NULL, F, Message
 
 __all__ = ["MessageReadError", "Reader", "kafka_json", "message_json", "read_message"]
@@ -131,7 +132,7 @@ class Reader:
     def string(self, n: int) -> str:
         if n > self.remaining:
             raise MessageReadError(f"Error reading string of length {n}, only {self.remaining} bytes available")
-        return self.raw(n).decode("utf-8", "replace")
+        return self.raw(n).decode("utf-8", JAVA_UTF8)  # readString: new String(bytes, UTF_8)
 
     def byte_array(self, n: int) -> bytes:
         if n < 0:

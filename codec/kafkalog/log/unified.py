@@ -42,6 +42,7 @@ from kafkalog.errors import (
     IndexOffsetOverflowError,
     InvalidOffsetError,
     InvalidRecordError,
+    InvalidTopicError,
     KafkaLogError,
     LogNotFoundError,
     OffsetOutOfRangeError,
@@ -93,6 +94,7 @@ __all__ = [
     "LogConfig",
     "checkpoint_log_dir",
     "parse_topic_partition",
+    "partition_dir_problem",
     "rebuild_producer_state",
     "topic_name_problem",
 ]
@@ -297,8 +299,9 @@ TOPIC_MAX_LENGTH = 249
 
 
 def topic_name_problem(topic: str) -> str | None:
-    """Why ``topic`` breaks Kafka's topic-name rule (R-NAME-03: 1..249 of ``[a-zA-Z0-9._-]``, not
-    ``.`` or ``..``), or None; readers warn about such a directory and read it anyway."""
+    """Why Kafka refuses ``topic`` as a topic name (R-NAME-03: 1..249 of ``[a-zA-Z0-9._-]``, not
+    ``.`` or ``..``; Topic.java @1eb7644), or None. Readers warn about such a directory and read it
+    anyway; writers refuse to create one (:func:`partition_dir_problem`)."""
     if not topic:
         problem = "the empty string is not a valid topic name"
     elif topic in (".", ".."):
@@ -309,7 +312,18 @@ def topic_name_problem(topic: str) -> str | None:
         problem = f"topic name {topic!r} has characters other than ASCII letters, digits, '.', '_' and '-'"
     else:
         return None
-    return problem + " (Topic.java); read anyway"
+    return problem + " (Topic.java)"
+
+
+def partition_dir_problem(directory: str | os.PathLike[str]) -> str | None:
+    """Why a writer must not create partition directory ``directory`` (its ``<topic>-<partition>``
+    name holds a topic Kafka refuses), or None; a directory that exists already is not judged."""
+    if os.path.isdir(directory):
+        return None
+    tp = parse_topic_partition(directory)
+    if tp is None or (problem := topic_name_problem(tp[0])) is None:
+        return None
+    return f"{os.fspath(directory)}: cannot create a partition directory for a topic Kafka refuses: {problem}"
 
 
 # ---------------------------------------------------------------------------- v2 header writes
@@ -431,6 +445,8 @@ class Log:
         """
         directory = os.fspath(directory)
         if writable:
+            if (refused := partition_dir_problem(directory)) is not None:
+                raise InvalidTopicError(refused, file=directory)
             os.makedirs(directory, exist_ok=True)
         elif not os.path.isdir(directory):
             what = "is not a directory" if os.path.exists(directory) else "no such partition directory"
@@ -442,7 +458,7 @@ class Log:
         self = cls(directory, config, clock=clock or _now_ms, sync=sync, topic_id=tid, writable=writable)
         tp = parse_topic_partition(directory)
         if tp is not None and (problem := topic_name_problem(tp[0])) is not None:
-            log.warning("%s: %s", directory, problem)  # R-NAME-03: warn, and read it anyway
+            log.warning("%s: %s; read anyway", directory, problem)  # R-NAME-03: warn, and read it anyway
         self._init_partition_metadata(tid)
         self._load(log_start_offset, recovery_point, had_clean_shutdown)
         return self

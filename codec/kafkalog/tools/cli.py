@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -36,7 +37,12 @@ class _Progress:
         self.label = label
         self.enabled = stream.isatty()
         self.count = 0
+        self.total: int | None = None
         self.last = 0.0
+
+    def set_total(self, total: int) -> None:
+        """The number of files the run will go through (shown as ``count/total``)."""
+        self.total = total
 
     def __call__(self, item: str) -> None:
         self.count += 1
@@ -44,7 +50,8 @@ class _Progress:
         if self.enabled and now - self.last > 0.1:
             self.last = now
             short = item if len(item) < 60 else "..." + item[-57:]
-            self.stream.write(f"\r\x1b[K{self.label} {self.count} files: {short}")
+            done = f"{self.count}/{self.total}" if self.total else str(self.count)
+            self.stream.write(f"\r\x1b[K{self.label} {done} files: {short}")
             self.stream.flush()
 
     def done(self) -> None:
@@ -53,7 +60,53 @@ class _Progress:
             self.stream.flush()
 
 
+class _UsageError(Exception):
+    """A command-line mistake found after parsing: reported with the subcommand's usage, exit 2."""
+
+
+def _has_kafka_files(directory: str, wanted: Callable[[str], bool]) -> bool:
+    """Whether any file under ``directory`` (recursively) has a name ``wanted`` accepts; stops at the first."""
+    return any(any(wanted(n) for n in names) for _dirpath, _dirs, names in os.walk(directory))
+
+
+def _missing_or_empty(command: str, paths: Sequence[str], wanted: Callable[[str], bool]) -> int | None:
+    """Exit 3 with a message naming the first path that does not exist or holds no Kafka files."""
+    for path in paths:
+        if not os.path.exists(path):
+            print(f"kafkalog {command}: no such file or directory: {path}", file=sys.stderr)
+            return EXIT_IO
+        if not os.access(path, os.R_OK):
+            print(f"kafkalog {command}: cannot read {path}: permission denied", file=sys.stderr)
+            return EXIT_IO
+        if os.path.isdir(path) and not _has_kafka_files(path, wanted):
+            print(f"kafkalog {command}: no Kafka files in {path} (no .log, .index, .timeindex, .txnindex, .snapshot, "
+                  "leader-epoch-checkpoint or partition.metadata under it)", file=sys.stderr)
+            return EXIT_IO
+    return None
+
+
+#: state files of a log dir that are not segment files (checkpoints, meta.properties, KRaft's bootstrap)
+_LOG_DIR_FILES = frozenset({
+    "meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint", "bootstrap.checkpoint",
+})
+
+
+def _is_kafka_file(name: str) -> bool:
+    from kafkalog.format.files import kind_of
+
+    return kind_of(name) is not None or name in _LOG_DIR_FILES
+
+
 def _cmd_dump(args: argparse.Namespace) -> int:
+    from kafkalog.format.files import DUMPED_KINDS, kind_of
+
+    if args.lossless and not args.json:
+        raise _UsageError("--lossless needs --json (it adds timestampDelta to the canonical JSON)")
+    text_only = [flag for flag, on in (("--deep-iteration", args.deep_iteration), ("--print-data-log", args.print_data_log),
+                                       ("--skip-record-metadata", args.skip_record_metadata)) if on]
+    if args.json and text_only:
+        raise _UsageError(f"{', '.join(text_only)} apply to the text output only; --json always prints every record")
     opts = DumpOptions(
         fmt="json" if args.json else "text",
         deep_iteration=args.deep_iteration,
@@ -65,7 +118,7 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         isolation=args.isolation,
     )
     if args.isolation is not None:
-        from .dump import partition_dirs
+        from kafkalog.tools.dump import partition_dirs
 
         for p in args.paths:
             if os.path.isfile(p):
@@ -74,6 +127,8 @@ def _cmd_dump(args: argparse.Namespace) -> int:
             if os.path.exists(p) and not partition_dirs(p):
                 print(f"kafkalog dump: --isolation reads partition directories, and {p} holds none", file=sys.stderr)
                 return EXIT_IO
+    if (code := _missing_or_empty("dump", args.paths, lambda n: kind_of(n) in DUMPED_KINDS)) is not None:
+        return code
     progress = _Progress(sys.stderr, "dumping")
     try:
         result = dump(args.paths, opts, sys.stdout, sys.stderr, progress)
@@ -81,7 +136,14 @@ def _cmd_dump(args: argparse.Namespace) -> int:
         progress.done()
         print(f"kafkalog dump: no such file or directory: {e.args[0]}", file=sys.stderr)
         return EXIT_IO
+    except OSError as e:  # e.g. an s3:// path without credentials
+        progress.done()
+        print(f"kafkalog dump: cannot read: {e}", file=sys.stderr)
+        return EXIT_IO
     progress.done()
+    if not result.files and args.isolation is None:  # a consumer's view may hold no batch at all
+        print(f"kafkalog dump: no Kafka files in {' '.join(args.paths)}", file=sys.stderr)
+        return EXIT_IO
     return EXIT_BAD_DATA if result.errors else EXIT_OK
 
 
@@ -102,7 +164,7 @@ def _source_batches(src: str) -> Iterator[bytes]:
 
 
 def _cmd_build_dir(args: argparse.Namespace) -> int:
-    from kafkalog.log.unified import Log, LogConfig
+    from kafkalog.log.unified import Log, LogConfig, partition_dir_problem
 
     props: dict[str, object] = {}
     for key, value in (("segment.bytes", args.segment_bytes), ("index.interval.bytes", args.index_interval_bytes),
@@ -110,19 +172,30 @@ def _cmd_build_dir(args: argparse.Namespace) -> int:
         if value is not None:
             props[key] = value
     config = LogConfig.from_properties(props)
+    if (problem := partition_dir_problem(args.output)) is not None:
+        raise _UsageError(problem)
+    created = not os.path.exists(args.output)
     os.makedirs(args.output, exist_ok=True)
     if any(n.endswith(".log") for n in os.listdir(args.output)):
         print(f"kafkalog build: {args.output} already holds segments; give an empty or new directory", file=sys.stderr)
         return EXIT_USAGE
-    log = Log.open(args.output, config, topic_id=args.topic_id, writable=True)
     n = 0
     try:
-        for src in args.inputs or ["-"]:
-            for batch in _source_batches(src):
-                log.append(batch, assign_offsets=False)  # as a follower: bytes unchanged
-                n += 1
-    finally:
-        log.close()
+        log = Log.open(args.output, config, topic_id=args.topic_id, writable=True)
+        try:
+            for src in args.inputs or ["-"]:
+                for batch in _source_batches(src):
+                    log.append(batch, assign_offsets=False)  # as a follower: bytes unchanged
+                    n += 1
+        finally:
+            log.close()
+        if not n:
+            raise BuildError(f"no batches in {' '.join(args.inputs or ['stdin'])}: nothing to build (expected canonical "
+                             "JSON lines as 'kafkalog dump --json' prints them, or .log files)")
+    except BaseException:
+        if created:  # leave nothing behind of a directory this run made
+            shutil.rmtree(args.output, ignore_errors=True)
+        raise
     print(f"appended {n} batches to {args.output}: {len(log.segments)} segment(s), log end offset {log.log_end_offset}", file=sys.stderr)
     return EXIT_OK
 
@@ -140,6 +213,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if args.segment_bytes is not None or args.index_interval_bytes is not None or args.segment_index_bytes is not None:
         print("kafkalog build: segment options need a directory as -o (not a .log file)", file=sys.stderr)
         return EXIT_USAGE
+    if args.topic_id is not None:
+        raise _UsageError("--topic-id needs a directory as -o (a lone .log has no partition.metadata)")
     if len(args.inputs) > 1:
         print("kafkalog build: a single .log output takes one JSON source", file=sys.stderr)
         return EXIT_USAGE
@@ -158,6 +233,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
                 n += 1
             out.flush()
             os.fsync(out.fileno())
+        if not n:
+            raise BuildError("no batches in the input: nothing to build (expected canonical JSON lines as "
+                             "'kafkalog dump --json' prints them)")
         os.replace(tmp, args.output)
     except BuildError as e:
         _unlink(tmp)
@@ -165,8 +243,13 @@ def _cmd_build(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except OSError as e:
         _unlink(tmp)
+        if isinstance(e, BrokenPipeError):
+            raise
         print(f"kafkalog build: {e.filename or args.output}: {e.strerror}", file=sys.stderr)
         return EXIT_IO
+    except BaseException:
+        _unlink(tmp)
+        raise
     print(f"wrote {n} batches to {args.output}", file=sys.stderr)
     return EXIT_OK
 
@@ -177,6 +260,12 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if not os.path.exists(args.file):
         print(f"kafkalog explain: no such file: {args.file}", file=sys.stderr)
         return EXIT_IO
+    if os.path.isdir(args.file):
+        raise _UsageError(f"{args.file} is a directory; explain takes one file, e.g. {os.path.join(args.file, '00000000000000000000.log')}")
+    if args.count < 1:
+        raise _UsageError(f"--count must be 1 or more, got {args.count}")
+    if (args.offset is not None or args.count != 1) and not args.file.endswith(".log"):
+        raise _UsageError("--offset and --count apply to .log files")
     for line in explain_file(args.file, offset=args.offset, limit=args.count):
         print(line)
     return EXIT_OK
@@ -191,6 +280,8 @@ def _cmd_groups(args: argparse.Namespace) -> int:
         if not os.path.isdir(d):
             print(f"kafkalog groups: no such directory: {d}", file=sys.stderr)
             return EXIT_IO
+    if (code := _missing_or_empty("groups", args.dirs, _is_kafka_file)) is not None:
+        return code
     res = read_groups(*args.dirs)
     if args.json:
         print(json.dumps(res.to_json(), separators=(",", ":")))
@@ -198,31 +289,42 @@ def _cmd_groups(args: argparse.Namespace) -> int:
         print(describe_groups(res))
     for err in res.errors:
         print(f"error: {err}", file=sys.stderr)
+    if not res.groups and not any(os.path.basename(p).startswith("__consumer_offsets-") for d in args.dirs for p, _, _ in os.walk(d)):
+        print(f"kafkalog groups: no __consumer_offsets partition under {' '.join(args.dirs)}: no committed offsets to show",
+              file=sys.stderr)
     return EXIT_BAD_DATA if res.errors else EXIT_OK
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     import json
 
-    from kafkalog.tools.validate import verify
+    from kafkalog.tools.validate import NOTE, verify
 
-    for path in args.paths:
-        if not os.path.exists(path):
-            print(f"kafkalog verify: no such file or directory: {path}", file=sys.stderr)
-            return EXIT_IO
-        if not os.access(path, os.R_OK):
-            print(f"kafkalog verify: cannot read {path}", file=sys.stderr)
-            return EXIT_IO
+    if args.max_message_bytes is None:
+        from kafkalog.tools.validate import DEFAULT_MAX_MESSAGE_BYTES
+
+        args.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
+    if args.max_message_bytes < 1:
+        raise _UsageError(f"--max-message-bytes must be positive, got {args.max_message_bytes}")
+    if (code := _missing_or_empty("verify", args.paths, _is_kafka_file)) is not None:
+        return code
     progress = _Progress(sys.stderr, "verifying")
-    report = verify(args.paths, progress=progress)
+    report = verify(args.paths, progress=progress, total=progress.set_total, max_message_bytes=args.max_message_bytes)
     progress.done()
+    if not report.files:
+        print(f"kafkalog verify: no Kafka files in {' '.join(args.paths)}", file=sys.stderr)
+        return EXIT_IO
     for f in report.findings:
+        if f.severity == NOTE and not args.notes:
+            continue
         if args.json:
             print(json.dumps(f.to_json(), separators=(",", ":")))
         else:
             print(f)
-    errors, warnings = len(report.errors), len(report.warnings)
-    print(f"verified {report.files} files ({report.bytes} bytes): {errors} errors, {warnings} warnings", file=sys.stderr)
+    errors, warnings, notes = len(report.errors), len(report.warnings), len(report.notes)
+    listed = "" if not notes or args.notes else " (--notes lists them)"
+    print(f"verified {report.files} files ({report.bytes} bytes): {errors} errors, {warnings} warnings, {notes} notes{listed}",
+          file=sys.stderr)
     return EXIT_BAD_DATA if errors else EXIT_OK
 
 
@@ -276,7 +378,8 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dump", help="print the contents of log files and directories", description=(
         "Print .log, .index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint and partition.metadata files. "
         "Directories are walked recursively in sorted order. Text output follows kafka-dump-log; --json prints "
-        "kafkalog's canonical JSON, one object per line."))
+        "kafkalog's canonical JSON, one object per line. A PATH may be a URL such as s3://bucket/dir (the s3 extra; "
+        "credentials and endpoint from the standard AWS environment variables), read with ranged requests."))
     d.add_argument("paths", nargs="+", metavar="PATH")
     d.add_argument("--json", action="store_true", help="canonical JSON, one object per line")
     d.add_argument("--lossless", action="store_true", help="with --json: add timestampDelta to v2 records so that build gives back identical bytes")
@@ -331,9 +434,18 @@ def _parser() -> argparse.ArgumentParser:
         "Check data dirs, partition dirs or single files: batch framing and CRCs, record structure, offsets, every "
         ".index and .timeindex entry against the log (as kafka-dump-log --verify-index-only), .txnindex entries "
         "against ABORT markers, producer snapshots and checkpoints. Prints one line per finding "
-        "(FILE:POSITION: offset N: SEVERITY: MESSAGE [CODE]); exit 1 if any is an error."))
+        "(FILE:POSITION: offset N: SEVERITY: MESSAGE [CODE]) on stdout, sorted by file and position, and a summary "
+        "on stderr; exit 1 if any is an error. Bytes after the last whole batch are a torn tail (a warning) only at "
+        "the end of the active segment and only when they can be the start of a batch being written; otherwise "
+        "they are an error."))
     v.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
     v.add_argument("--json", action="store_true", help="one JSON object per finding")
+    v.add_argument("--notes", action="store_true", help=(
+        "also list notes: known behaviours of some broker versions that are not faults (e.g. time index entries of "
+        "brokers before 3.8); they are counted in the summary either way"))
+    v.add_argument("--max-message-bytes", type=int, metavar="N", help=(
+        "the topic's max.message.bytes (default Kafka's, 1048588): a trailing entry larger than this is corruption, "
+        "not a torn tail"))
     v.set_defaults(func=_cmd_verify)
 
     c = sub.add_parser("conformance", help="run another implementation over the golden corpus and compare", description=(
@@ -361,26 +473,58 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommand parsers by name, so that a subcommand's mistakes print its own usage."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``kafkalog`` console script; returns the exit code."""
+    """Entry point of the ``kafkalog`` console script; returns the exit code.
+
+    No input given on the command line ends in a traceback: bad data exits 1, usage errors 2 (with
+    the subcommand's usage), unreadable or unwritable paths 3; a closed stdout (``| head``) ends
+    the command quietly."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    command = getattr(args, "command", None)
+    sub = _subparsers(parser).get(command or "", parser)
+    if extra:
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")  # exits 2 with that subcommand's usage
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
-    except KafkaLogError as e:
-        print(f"kafkalog {args.command}: {e}", file=sys.stderr)
-        return EXIT_BAD_DATA
+        code = func(args)
+        sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
+        return code
     except BrokenPipeError:
-        # the reader of our stdout went away (e.g. `| head`): not an error of ours
+        # the reader of our stdout went away (`| head`, quitting `less`): stop quietly, as Unix tools do;
+        # stdout goes to devnull so that the interpreter's last flush does not fail again (Python's signal docs)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    except _UsageError as e:
+        sub.print_usage(sys.stderr)
+        print(f"kafkalog {command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KafkaLogError as e:
+        print(f"kafkalog {command}: {e}", file=sys.stderr)
+        return EXIT_BAD_DATA
+    except OSError as e:
+        print(f"kafkalog {command}: {e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
+        return EXIT_IO
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # noqa: BLE001 - no input may end in a traceback; KAFKALOG_DEBUG=1 shows it
+        if os.environ.get("KAFKALOG_DEBUG"):
+            raise
+        print(f"kafkalog {command}: internal error: {type(e).__name__}: {e} (KAFKALOG_DEBUG=1 shows the traceback; "
+              "please report it)", file=sys.stderr)
+        return EXIT_BAD_DATA
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
-from kafkalog.format.files import DUMPED_KINDS, FileKind, kind_of, segment_file_name, walk
+from kafkalog.format.files import DUMPED_KINDS, FileKind, exists, is_dir, is_url, kind_of, segment_file_name, walk
 from kafkalog.format.index import OffsetIndex, TimeIndex
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.record import LegacyRecord
@@ -269,7 +269,7 @@ DELETED_SUFFIX = ".deleted"
 
 def _targets(paths: list[str], err: TextIO) -> Iterator[tuple[str, str, FileKind]]:
     for p in paths:
-        if os.path.isdir(p):
+        if is_dir(p):
             for full, rel in walk(p):
                 k = kind_of(full)
                 if k in DUMPED_KINDS:
@@ -341,12 +341,13 @@ def dump(
 ) -> DumpResult:
     """Dump every file named (directories recursively, in sorted order) to ``out``.
 
-    Problems are written to ``err`` and collected in the result; a bad file does not stop the
-    others. A missing path raises FileNotFoundError. With ``opts.isolation`` every path is read as
-    partition directories, as a consumer reads them (:func:`_dump_consumed`).
+    Paths may be URLs (``s3://bucket/dir``: see :mod:`kafkalog.format.files`). Problems are written to
+    ``err`` and collected in the result; a bad file does not stop the others. A missing path
+    raises FileNotFoundError. With ``opts.isolation`` every path is read as partition directories,
+    as a consumer reads them (:func:`_dump_consumed`).
     """
     for p in paths:
-        if not os.path.exists(p):
+        if not exists(p):
             raise FileNotFoundError(p)
     result = DumpResult()
     if opts.isolation is not None:
@@ -362,7 +363,7 @@ def dump(
         result.files += 1
         if progress is not None:
             progress(full)
-        if not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
+        if not is_url(full) and not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
             full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
         try:
             if opts.fmt == "json":
@@ -375,12 +376,14 @@ def dump(
                     _text_log(full, out, opts, result)
                 else:
                     _text_other(full, kind, out)
+        except BrokenPipeError:
+            raise  # our reader went away (`| head`): the command ends quietly (cli.main)
         except KafkaLogError as e:
             e.located(file=full)
             result.errors.append(str(e))
             err.write(f"error: {e}\n")
         except FileNotFoundError as e:
-            if os.path.exists(os.path.dirname(full) or "."):
+            if exists(os.path.dirname(full) or "."):
                 err.write(f"warning: {full}: removed while dumping (by retention or the cleaner)\n")
             else:
                 result.errors.append(f"{full}: {e.strerror or e}")

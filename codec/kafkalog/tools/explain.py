@@ -11,7 +11,7 @@ from typing import Any
 
 from construct import Array, Construct, Container, FocusedSeq, Renamed, Struct
 
-from kafkalog.errors import KafkaLogError
+from kafkalog.errors import KafkaLogError, OffsetOutOfRangeError
 from kafkalog.format import schemas as S
 from kafkalog.format.compression import Codec
 from kafkalog.format.files import FileKind, kind_of
@@ -153,8 +153,10 @@ def explain_file(path: str, *, offset: int | None = None, limit: int = 1) -> Ite
     kind = kind_of(path)
     if kind is FileKind.LOG or kind is None and path.endswith(".log"):
         shown = 0
+        last: int | None = None
         with LogReader(path) as reader:
             for batch in reader.batches():
+                last = batch.last_offset
                 if offset is not None and batch.last_offset < offset:
                     continue
                 yield from _explain_batch(batch)
@@ -163,6 +165,9 @@ def explain_file(path: str, *, offset: int | None = None, limit: int = 1) -> Ite
                     return
             if reader.tail is not None:
                 yield reader.tail.message()
+        if not shown and offset is not None:
+            end = "it holds no batch" if last is None else f"its last offset is {last}"
+            raise OffsetOutOfRangeError(f"no batch holds offset {offset}: {end}", file=path, offset=offset)
         return
     schema = {
         FileKind.INDEX: S.OFFSET_INDEX_ENTRY,

@@ -44,7 +44,7 @@ from kafkalog.format.checkpoints import (
 )
 from kafkalog.format.files import FileKind, kind_of, walk
 from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
-from kafkalog.format.primitives import crc32c
+from kafkalog.format.primitives import crc32, crc32c
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.record import LegacyRecord
@@ -60,10 +60,17 @@ from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import ABORTED_TXN, CURRENT_VERSION
 from kafkalog.log.unified import parse_topic_partition, topic_name_problem
 
-__all__ = ["Finding", "VerifyReport", "verify"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Finding", "VerifyReport", "verify"]
 
 ERROR = "error"
 WARNING = "warning"
+#: a known behaviour of some broker versions, not a fault: listed on request, never counted as a warning
+NOTE = "note"
+
+#: Kafka's default max.message.bytes (1 MiB plus the 12-byte log overhead): no broker writes a larger batch
+DEFAULT_MAX_MESSAGE_BYTES = 1048588
+#: the file a broker writes in its log dir on a clean shutdown (CleanShutdownFileHandler.java @1eb7644)
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 _INT32_MAX = 2**31 - 1
 _NO_TIMESTAMP = -1
@@ -72,6 +79,10 @@ _I64_MIN = -(2**63)
 _HEADER_UP_TO_MAGIC = 17
 _MIN_ENTRY_SIZE = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0
 _V2_HEADER = 61
+#: the least ``size`` of an entry of each magic: message overhead of v0 and v1, the v2 batch header
+_MIN_SIZE_BY_MAGIC = {0: 14, 1: 22, 2: _V2_HEADER - 12}
+#: compression codec ids Kafka knows (CompressionType.java @1eb7644: none, gzip, snappy, lz4, zstd)
+_MAX_CODEC = 4
 #: numpy view of the v2 batch header (schemas.RECORD_BATCH_V2_HEADER)
 _V2_DTYPE = np.dtype(
     [
@@ -136,6 +147,15 @@ class VerifyReport:
     @property
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def notes(self) -> list[Finding]:
+        """Known behaviours of some broker versions (not faults, not warnings)."""
+        return [f for f in self.findings if f.severity == NOTE]
+
+    def sort(self) -> None:
+        """Order the findings by file, then byte position (findings without one first)."""
+        self.findings.sort(key=lambda f: (f.file, -1 if f.position is None else f.position))
 
     @property
     def ok(self) -> bool:
@@ -337,7 +357,10 @@ class _Sink:
 SCAN_CHUNK = 32 << 20
 
 
-def _scan_log(path: str, sink: _Sink, open_txns: dict[int, int], *, is_last: bool, segment_base: int | None) -> _Scan:
+def _scan_log(
+    path: str, sink: _Sink, open_txns: dict[int, int], *, closed: str | None, segment_base: int | None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> _Scan:
     """Check every batch of a ``.log`` (or KRaft snapshot) and collect what the index checks need.
 
     ``open_txns`` maps producer id -> first offset of its open transaction; it is carried from
@@ -364,9 +387,11 @@ def _scan_log(path: str, sink: _Sink, open_txns: dict[int, int], *, is_last: boo
                     chunk = os.pread(fd, 12 + _be32(buf, 8), origin)
                     final = origin + len(chunk) >= size
                     cut = len(chunk)
+            prev = next((sc for sc in reversed(scans) if len(sc.last_offsets)), None)
             piece = _scan_buffer(
                 path, chunk[:cut] if cut < len(chunk) else chunk, cut, _Shifted(sink, origin), open_txns,
-                is_last=is_last and final, segment_base=segment_base, first=origin == 0, remaining=size - origin,
+                closed=closed, segment_base=segment_base, first=origin == 0, remaining=size - origin,
+                prev_last=None if prev is None else prev.last_offset, max_message_bytes=max_message_bytes, origin=origin,
             )
             _check_boundary(scans, piece, origin, sink, path)
             scans.append(piece.shifted(origin))
@@ -396,21 +421,21 @@ def _check_boundary(scans: list[_Scan], piece: _Scan, origin: int, sink: _Sink, 
 
 
 def _scan_buffer(
-    path: str, mm: bytes, size: int, sink: _Sink, open_txns: dict[int, int], *, is_last: bool, segment_base: int | None,
-    first: bool = True, remaining: int | None = None,
+    path: str, mm: bytes, size: int, sink: _Sink, open_txns: dict[int, int], *, closed: str | None, segment_base: int | None,
+    first: bool = True, remaining: int | None = None, prev_last: int | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, origin: int = 0,
 ) -> _Scan:
     """Check the batches of one chunk (``first``: it starts the file; ``remaining``: file bytes
-    from the chunk's start, for messages about an unframeable tail); positions are chunk-relative."""
+    from the chunk's start, for messages about an unframeable tail; ``prev_last``: the last offset
+    of the chunks before; ``closed``: why the segment cannot end in a torn tail, None when it may;
+    ``origin``: the chunk's position in the file, for positions quoted in messages); positions are
+    chunk-relative."""
     remaining = size if remaining is None else remaining
     buf = np.frombuffer(mm, dtype=np.uint8) if size else np.zeros(0, np.uint8)
     n, stop, status = _frame(buf, size, np.zeros(0, np.int64), False)
     positions = np.empty(n, np.int64)
     _frame(buf, size, positions, True)
-    if status == 1:
-        sev = WARNING if is_last else ERROR
-        note = "normal at the end of an active segment after an unclean shutdown; recovery truncates it" if is_last else "in a segment that is not the last"
-        sink(sev, "truncated-batch", path, stop, None, f"{remaining - stop} bytes at the end do not form a whole batch ({note})")
-    elif status == 2:
+    if status == 2:
         sink(ERROR, "batch-size", path, stop, None,
              f"batch size {_be32(buf, stop + 8)} is smaller than the minimum {_MIN_ENTRY_SIZE}; the {remaining - stop} bytes from here on cannot be framed")
     ends = np.empty(n, np.int64)
@@ -535,8 +560,87 @@ def _scan_buffer(
         over = ok[last[ok] - segment_base > _INT32_MAX]
         for i in over[:1].tolist():
             sink(ERROR, "offset-overflow", path, positions[i], last[i], f"offset {last[i]} cannot be stored relative to the base offset {segment_base}")
+    if status == 1:
+        known_last = int(last[ok[-1]]) if len(ok) else prev_last
+        _check_tail_entry(path, buf, stop, size, remaining - stop, sink, closed, segment_base, known_last, max_message_bytes, origin)
     del buf
     return _Scan(path, size, positions[ok], base[ok], last[ok], max_ts[ok], aborts)
+
+
+def _check_tail_entry(
+    path: str, buf: np.ndarray, stop: int, end: int, length: int, sink: _Sink, closed: str | None,
+    segment_base: int | None, prev_last: int | None, max_message_bytes: int, origin: int = 0,
+) -> None:
+    """Report the bytes from ``stop`` that do not frame a whole entry (R-LOG-05, R-VFY-02): a
+    torn tail (a warning) only in a segment that may be being written (``closed`` None) and when
+    they can be the start of a batch a broker was writing; otherwise an error."""
+    problem = _torn_tail_problem(buf, stop, end, segment_base, prev_last, max_message_bytes, origin)
+    if problem is not None:
+        code, why = problem
+        sink(ERROR, code, path, stop, None, f"the {length} bytes at the end cannot be a batch being written (a torn tail): {why}")
+    elif closed is not None:
+        sink(ERROR, "truncated-batch", path, stop, None, f"{length} bytes at the end do not form a whole batch ({closed})")
+    else:
+        sink(WARNING, "truncated-batch", path, stop, None,
+             f"{length} bytes at the end do not form a whole batch (a torn tail: normal at the end of the active segment "
+             "after an unclean shutdown; recovery truncates it)")
+
+
+def _torn_tail_problem(
+    buf: np.ndarray, p: int, end: int, segment_base: int | None, prev_last: int | None, max_message_bytes: int,
+    origin: int = 0,
+) -> tuple[str, str] | None:
+    """Why the entry starting at ``p`` and running past ``end`` cannot be a batch cut while being
+    written, as (code, reason), or None when it can. A broker writes a whole batch header (offset,
+    size, then the rest) before its records, so each field present must hold what it would write:
+    an offset after the previous batch's and within the segment's range, a size Kafka would accept
+    (max.message.bytes), a known magic and codec; and no whole, CRC-valid entry may start inside
+    the claimed length (then the length field itself is corrupt)."""
+    n = end - p
+    if n >= 8:
+        offset = int(buf[p : p + 8].view(">i8")[0])
+        if segment_base is not None and not 0 <= offset - segment_base <= _INT32_MAX:
+            return "segment-base-offset", f"offset {offset} is outside segment {segment_base}'s range"
+        if prev_last is not None and offset <= prev_last:
+            return "offsets-not-increasing", f"offset {offset} is not greater than the previous batch's last offset {prev_last}"
+    if n >= 12:
+        size = _be32(buf, p + 8)
+        if size + 12 > max_message_bytes:
+            return "batch-size", f"size {size} is larger than max.message.bytes ({max_message_bytes}) allows"
+    if n >= 17:
+        magic = int(buf[p + 16])
+        if magic > 2:
+            return "batch-magic", f"unknown magic {magic}"
+        if size < _MIN_SIZE_BY_MAGIC[magic]:
+            return "batch-size", f"size {size} is smaller than the least magic {magic} entry ({_MIN_SIZE_BY_MAGIC[magic]})"
+        codec_at = p + 22 if magic == 2 else p + 17  # the low byte of the attributes
+        if n > codec_at - p and int(buf[codec_at]) & 7 > _MAX_CODEC:
+            return "batch-attributes", f"unknown compression codec {int(buf[codec_at]) & 7}"
+        if magic == 2 and n >= 27 and _be32(buf, p + 23) < 0:
+            return "batch-attributes", f"negative lastOffsetDelta {_be32(buf, p + 23)}"
+    inner = _whole_entry_inside(buf, p, end)
+    if inner is not None:
+        return "batch-length-past-end", f"its size runs past the end of the file, yet a whole entry with a valid CRC starts at position {origin + inner} inside it (the size field is corrupt)"
+    return None
+
+
+def _whole_entry_inside(buf: np.ndarray, p: int, end: int) -> int | None:
+    """The position of the first whole entry with a valid CRC inside ``buf[p:end]`` after the
+    least entry at ``p``, or None (the bytes are at most max.message.bytes: checked before)."""
+    t = buf[p:end].astype(np.int64)
+    q = np.arange(12 + _MIN_ENTRY_SIZE, len(t) - 12 - _MIN_ENTRY_SIZE + 1, dtype=np.int64)
+    q = q[t[q + 16] <= 2]
+    sizes = (t[q + 8] << 24) | (t[q + 9] << 16) | (t[q + 10] << 8) | t[q + 11]  # unsigned: negatives become huge
+    fits = (sizes >= _MIN_ENTRY_SIZE) & (q + 12 + sizes <= len(t))
+    raw = buf[p:end]
+    for at, sz in zip(q[fits].tolist(), sizes[fits].tolist(), strict=True):
+        if t[at + 16] == 2:
+            ok = sz >= _MIN_SIZE_BY_MAGIC[2] and crc32c(raw[at + 21 : at + 12 + sz].tobytes()) == int(raw[at + 17 : at + 21].view(">u4")[0])
+        else:
+            ok = crc32(raw[at + 16 : at + 12 + sz].tobytes()) == int(raw[at + 12 : at + 16].view(">u4")[0])
+        if ok:
+            return p + at
+    return None
 
 
 def _gather_headers(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -699,7 +803,7 @@ def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool,
             sink(ERROR, "timeindex-offset", path, at[j], off, f"the indexed offset {off} is in no batch of {log_name}")
             continue
         if int(blast[k]) != off:
-            sink(WARNING, "timeindex-offset-mismatch", path, at[j], off,
+            sink(NOTE, "timeindex-offset-mismatch", path, at[j], off,
                  f"the indexed offset {off} is inside the batch ending at {int(blast[k])}, not its last offset "
                  "(brokers before 3.8 indexed the record holding the largest timestamp)")
         got = int(scan.max_ts[k])
@@ -782,8 +886,14 @@ def _is_text_state(name: str) -> bool:
 class _Dir:
     """One directory: its segments (all of them, for context) and the files asked for."""
 
-    def __init__(self, directory: str, targets: set[str], report: VerifyReport, progress: Callable[[str], None] | None) -> None:
+    def __init__(
+        self, directory: str, targets: set[str], report: VerifyReport, progress: Callable[[str], None] | None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
         self.dir = directory
+        self.max_message_bytes = max_message_bytes
+        #: the broker shut down cleanly after its last write to this log dir: no segment may end torn
+        self.clean_shutdown = os.path.exists(os.path.join(os.path.dirname(os.path.abspath(directory)), CLEAN_SHUTDOWN_FILE))
         self.targets = targets
         self.report = report
         self.progress = progress
@@ -800,6 +910,14 @@ class _Dir:
         self.open_txns: dict[int, int] = {}
         #: index files read just before their segment's log (see _prefetch)
         self.prefetched: dict[str, np.ndarray] = {}
+
+    def _closed(self, base: int) -> str | None:
+        """Why segment ``base`` cannot end in a torn tail, or None when it may (the active segment)."""
+        if base != self.last_base:
+            return "in a segment that is not the last: a broker only writes to the active segment"
+        if self.clean_shutdown:
+            return f"the log dir holds {CLEAN_SHUTDOWN_FILE}: the broker closed every segment cleanly"
+        return None
 
     def _prefetch(self, base: int) -> None:
         """Read the segment's index files before its log: a writer appends to the log before it
@@ -838,7 +956,8 @@ class _Dir:
             if path in self.targets:
                 self._tick(path)
             self._prefetch(b)
-            self.scans[b] = self._guard(path, lambda p=path, s=sink, bb=b: _scan_log(p, s, self.open_txns, is_last=bb == self.last_base, segment_base=bb))  # type: ignore[misc]
+            self.scans[b] = self._guard(path, lambda p=path, s=sink, bb=b: _scan_log(  # type: ignore[misc]
+                p, s, self.open_txns, closed=self._closed(bb), segment_base=bb, max_message_bytes=self.max_message_bytes))
         return self.scans.get(base)
 
     def _tick(self, path: str) -> None:
@@ -882,7 +1001,8 @@ class _Dir:
                 self._guard(path, lambda p=path: _check_snapshot(p, sink))  # type: ignore[misc]
             elif kind is FileKind.KRAFT_SNAPSHOT or name == "bootstrap.checkpoint":
                 self._tick(path)
-                self._guard(path, lambda p=path: _scan_log(p, sink, {}, is_last=False, segment_base=None))  # type: ignore[misc]
+                self._guard(path, lambda p=path: _scan_log(p, sink, {}, closed="a snapshot is written whole", segment_base=None,  # type: ignore[misc]
+                                                           max_message_bytes=self.max_message_bytes))
             elif _is_text_state(name):
                 self._tick(path)
                 self._guard(path, lambda p=path, nm=name: _check_text(p, nm, sink))  # type: ignore[misc]
@@ -921,11 +1041,16 @@ def verify(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     progress: Callable[[str], None] | None = None,
+    total: Callable[[int], None] | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> VerifyReport:
     """Check data dirs, partition dirs or single files and report every finding (never raises for bad data).
 
     A single index, time index or transaction index is checked against the ``.log`` beside it;
-    ``progress`` is called with each file's path as it is checked."""
+    ``total`` is called once with the number of files to check, then ``progress`` with each file's
+    path as it is checked. A trailing entry larger than ``max.message.bytes`` (``max_message_bytes``,
+    Kafka's default unless given) is corruption, not a torn tail. Findings come sorted by file and
+    position."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     report = VerifyReport()
@@ -941,9 +1066,19 @@ def verify(
             groups.setdefault(os.path.dirname(p) or ".", set()).add(p if os.path.dirname(p) else os.path.join(".", p))
         else:
             report.add(ERROR, "unreadable", p, None, None, "no such file or directory")
+    if total is not None:
+        total(sum(1 for targets in groups.values() for t in targets if _checked(os.path.basename(t))))
     for d in sorted(groups):
-        _verify_dir(d, groups[d], d in walked, report, progress)
+        _verify_dir(d, groups[d], d in walked, report, progress, max_message_bytes)
+    report.sort()
     return report
+
+
+def _checked(name: str) -> bool:
+    """Whether verify checks (and counts) a file of this name."""
+    kind = kind_of(name)
+    return kind in (FileKind.LOG, FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT,
+                    FileKind.KRAFT_SNAPSHOT) or name == "bootstrap.checkpoint" or _is_text_state(name)
 
 
 #: How often a directory that changed while it was verified is verified again.
@@ -963,13 +1098,15 @@ def _listing(d: str) -> list[tuple[str, int, int, int]]:
     return sorted(out)
 
 
-def _verify_dir(d: str, targets: set[str], walked: bool, report: VerifyReport, progress: Callable[[str], None] | None) -> None:
+def _verify_dir(
+    d: str, targets: set[str], walked: bool, report: VerifyReport, progress: Callable[[str], None] | None, max_message_bytes: int,
+) -> None:
     """Verify one directory; if a writer changed its files meanwhile (append, roll, retention,
     cleaner swap) and there were errors, verify it again, so that findings describe one state of it."""
     for attempt in range(CHANGED_DIR_ATTEMPTS):
         before = _listing(d)
         part = VerifyReport()
-        _Dir(d, targets, part, progress).run()
+        _Dir(d, targets, part, progress, max_message_bytes).run()
         if part.ok or _listing(d) == before or attempt == CHANGED_DIR_ATTEMPTS - 1:
             break
         if walked:  # the directory was named: verify the files it holds now

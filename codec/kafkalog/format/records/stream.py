@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 from kafkalog.errors import CorruptRecordError, UnsupportedMagicError
 from kafkalog.format.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from kafkalog.format.files import is_url, open_read
 from kafkalog.format.records.legacy import RECORD_OVERHEAD_V0, LegacyBatch
 from kafkalog.format.records.record import Record
 from kafkalog.format.records.v2 import RecordBatch
@@ -46,7 +47,8 @@ class TornTail:
 
 
 class LogReader:
-    """Streams the batches of a ``.log`` file (path, binary file object or bytes).
+    """Streams the batches of a ``.log`` file (path, URL such as ``s3://bucket/key``, binary file
+    object or bytes).
 
     Use as a context manager when given a path. ``batches()`` yields :class:`RecordBatch` (magic
     2) or :class:`LegacyBatch` (magic 0/1) objects positioned in the file; memory holds one batch.
@@ -70,6 +72,11 @@ class LogReader:
             self._buf = source if isinstance(source, bytes) else bytes(source)
             self.name = name
             size = len(self._buf)
+        elif is_url(source):  # s3://bucket/key and other fsspec URLs: ranged reads
+            self.name = name or os.fspath(source)
+            self._fh = open_read(source)
+            self._own = True
+            size = self._fh.seek(0, io.SEEK_END)
         elif isinstance(source, (str, os.PathLike)):
             self.name = name or os.fspath(source)
             self._fh = open(source, "rb", buffering=buffer_size)  # noqa: SIM115 - closed in close()

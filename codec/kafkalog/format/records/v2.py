@@ -19,7 +19,7 @@ from kafkalog.errors import (
     KafkaLogError,
 )
 from kafkalog.format.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec, codec_of, compress, decompress
-from kafkalog.format.primitives import crc32c, read_varint, read_varlong, write_varint
+from kafkalog.format.primitives import JAVA_UTF8, crc32c, read_varint, read_varlong, write_varint
 from kafkalog.format.records.control import ControlType, control_type_of, encode_control_key, encode_end_txn_marker
 from kafkalog.format.records.record import Header, Record, TimestampType
 
@@ -186,7 +186,7 @@ def decode_records(
                     hk, pos = read_varint(buf, pos)
                     if hk < 0 or pos + hk > end:
                         raise _bad(f"invalid header key size {hk}", pos)
-                    hkey = buf[pos : pos + hk].decode("utf-8", "replace")
+                    hkey = buf[pos : pos + hk].decode("utf-8", JAVA_UTF8)  # as Java decodes it (R-REC-09)
                     pos += hk
                     hv, pos = read_varint(buf, pos)
                     if hv < 0:

@@ -1,0 +1,71 @@
+"""Spark reading an object store: a real broker data dir and a tiered-storage copy uploaded to an
+S3 server (moto's, on 127.0.0.1) read through ``fs.*`` options exactly as Kafka dumped them, and
+an offset-filtered query fetching only a small part of the data (counted by the server)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import GOLDEN, read_jsonl, real_set_root
+
+from ._support import assert_same_rows, dump_batches, expected_rows, rows_of, segment_uuid, tiered_copy
+
+pytestmark = pytest.mark.s3
+
+CP760 = "cp760-flink-on-prem"
+BUCKET = "kafkalog-spark"
+
+
+@pytest.fixture(scope="module")
+def cp760() -> tuple:
+    """(log dir, Kafka's dump lines) of the bundled real set cp760-flink-on-prem."""
+    lines = read_jsonl(GOLDEN / "real" / "expected" / f"{CP760}.jsonl.gz")
+    return real_set_root(GOLDEN / "real" / CP760, lines), lines
+
+
+@pytest.fixture(scope="module")
+def store(s3, cp760, tmp_path_factory):  # noqa: ANN001, ANN201 - fixtures
+    """The server with ``cp760/`` (the broker dir) and ``tiered/`` (golden-0 as Kafka's
+    LocalTieredStorage lays it out) in the bucket."""
+    import s3_server
+
+    storage = tmp_path_factory.mktemp("tiered")
+    tiered_copy(GOLDEN / "kafka" / "logdir" / "golden-0", storage, segment_uuid())
+    s3_server.upload(s3, BUCKET, [*s3_server.tree(cp760[0], "cp760"), *s3_server.tree(storage, "tiered")])
+    return s3
+
+
+def _fs_options(server) -> dict[str, str]:  # noqa: ANN001 - S3Server
+    """The server's endpoint and credentials as the source's ``fs.*`` options (JSON values decoded)."""
+    return {f"fs.{k}": v if isinstance(v, str) else json.dumps(v) for k, v in server.storage_options().items()}
+
+
+@pytest.mark.cluster
+def test_broker_dir_and_tiered_copy_read_from_s3_equal_kafkas_dumps(spark, store, cp760) -> None:  # noqa: ANN001 - fixtures
+    read = spark.read.format("kafkalog").options(**_fs_options(store)).option("includeHeaders", "true").option("includeInternalTopics", "true")
+    table = read.load(f"s3://{BUCKET}/cp760").unionByName(read.load(f"s3://{BUCKET}/tiered")).toArrow()
+    got = rows_of(table)
+    want_broker = expected_rows(dump_batches(cp760[1]))
+    want_tiered = expected_rows(dump_batches(read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl"), "golden-0/"))
+    assert len(want_broker) > 2000 and len(want_tiered) > 200
+    assert_same_rows({k: v for k, v in got.items() if k[0] != "golden"}, want_broker)
+    assert_same_rows({k: v for k, v in got.items() if k[0] == "golden"}, want_tiered)
+
+
+def test_an_offset_filtered_query_fetches_a_small_part_of_the_data(spark, store, cp760) -> None:  # noqa: ANN001 - fixtures
+    """Segments outside the offsets are not fetched, and the one holding them is read from the
+    position its .index gives, with ranged requests."""
+    root = cp760[0]
+    total = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    seen = len(store.requests())
+    table = (
+        spark.read.format("kafkalog").options(**_fs_options(store)).load(f"s3://{BUCKET}/cp760")
+        .where("topic = '_confluent-monitoring' AND offset >= 2800").toArrow()
+    )
+    fetched = store.bytes_fetched(f"{BUCKET}/cp760/", since=seen)
+    want = {k: v for k, v in expected_rows(dump_batches(cp760[1])).items() if k[0] == "_confluent-monitoring" and k[2] >= 2800}
+    assert len(want) == 27
+    assert_same_rows(rows_of(table), want)
+    assert 0 < fetched < total / 20, (fetched, total)
