@@ -231,7 +231,7 @@ def _floor_all(log: np.ndarray, meta: np.ndarray, lz4: bool, zstd_ctx: np.ndarra
     checked beyond the record's size). Returns the records read, or -1 for a payload or record
     this minimal walk does not read. Written out in the loop (numba compiles helpers that take
     arrays slower)."""
-    _status, _stop, n, rows = _frame_chunk(log, 0, log.shape[0], True, log.shape[0], offsets.shape[0], meta)
+    _status, _stop, n, rows = _frame_chunk(log, 0, log.shape[0], True, log.shape[0], offsets.shape[0], meta, False)
     if rows > offsets.shape[0]:
         return -1
     row = 0

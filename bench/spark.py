@@ -1,6 +1,7 @@
 """Spark's ``kafkalog`` source against Spark's own Parquet reader on the same records, in one run.
 
-    .venv/bin/python bench/spark.py [--gigabytes 2] [--cache DIR] [--repeat 2]
+    .venv/bin/python bench/spark.py [--gigabytes 2] [--cache DIR] [--repeat 2] [--tables synthetic,real]
+                                    [--real-set DIR|all] [--copies 16] [--master URL]
 
 A partition dir of at least ``--gigabytes`` of uncompressed v2 batches (1,000 records each,
 16-byte keys, 100-byte random values: the workload of ``../shared/notes/measurements.md``) is
@@ -16,6 +17,15 @@ partition and the same number of rows, so its time is what Spark's Python Data S
 before any decoding (the ratio kafkalog can reach at best). Each figure is the best of ``--repeat`` runs after a warm-up run.
 Records/s per core divides by Spark's default parallelism; the ratio is kafkalog's time over
 Parquet's for the same query (1.0 = as fast, 3.0 = three times slower).
+
+The second table is real broker data: ``--copies`` copies (default 16) of a golden-real set
+(default ``../shared/golden-real/cp760-flink-on-prem``; ``all`` merges every set), each copy's
+topics renamed (``<topic>_c03``) so that they stay distinct partitions, in one log dir. Its
+query is ``select count(*), sum(length(value))`` with the default schema (and with the schema
+narrowed to ``value``), against Parquet holding the same rows (one file per partition, snappy)
+and against the floor source serving exactly the Arrow batches kafkalog returns, per input
+partition (written once to Arrow IPC files and memory-mapped by the floor's ``read``: no
+decoding). ``--master`` runs on another master (a standalone cluster: ``spark://host:port``).
 """
 
 from __future__ import annotations
@@ -29,6 +39,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDS_PER_BATCH = 1000
@@ -37,6 +51,7 @@ VALUE_BYTES = 100
 TOPIC = "bench"
 #: Segment size of the generated log (Kafka's default is 1 GiB; smaller segments give Spark more input partitions).
 SEGMENT_BYTES = 256 * 1024 * 1024
+GOLDEN_REAL = Path(os.environ.get("KAFKALOG_SHARED", REPO.parent / "shared")) / "golden-real"
 
 
 def generate_log(root: Path, gigabytes: float) -> tuple[Path, int]:
@@ -104,6 +119,85 @@ def generate_parquet(root: Path, part: Path) -> Path:
     return out
 
 
+def _log_dirs(set_dir: Path) -> list[Path]:
+    """The folders under a golden-real set that hold partition dirs (``<topic>-<n>/*.log``)."""
+    found = {f.parent.parent for f in set_dir.rglob("*.log") if f.parent.name.rpartition("-")[2].isdigit()}
+    return sorted(found)
+
+
+def copy_real(root: Path, sets: list[Path], copies: int) -> tuple[Path, int]:
+    """``copies`` copies of the partition dirs of ``sets`` in one log dir ``<root>/real/log``,
+    topics renamed ``<topic>_c<k>`` (``_s<set>`` and ``_d<dir>`` added when several sets or log dirs are merged; internal topics keep their ``__`` prefix and stay unread by
+    default). Returns (log dir, rows the default read returns). Reused when ``done.json`` matches."""
+    out = root / "real" / "log"
+    marker = root / "real" / "done.json"
+    key = {"sets": [str(s) for s in sets], "copies": copies}
+    if marker.exists() and json.loads(marker.read_text()).get("key") == key:
+        return out, json.loads(marker.read_text())["rows"]
+    shutil.rmtree(root / "real", ignore_errors=True)
+    out.mkdir(parents=True)
+    for k in range(copies):
+        for j, s in enumerate(sets):
+            for d, log_dir in enumerate(_log_dirs(s)):
+                for part in sorted(p for p in log_dir.iterdir() if p.is_dir() and any(p.glob("*.log"))):
+                    topic, _, p = part.name.rpartition("-")
+                    shutil.copytree(part, out / f"{topic}_c{k:02d}{'' if len(sets) == 1 else f'_s{j}'}{'' if d == 0 else f'_d{d}'}-{p}")
+    from pyspark.sql.types import StructType
+
+    from kafkalog_spark.source import KafkaLogReader
+
+    reader = KafkaLogReader({"path": str(out)}, StructType([]))
+    rows = sum(b.num_rows for p in reader.partitions() for b in reader.read(p))
+    marker.write_text(json.dumps({"key": key, "rows": rows}))
+    return out, rows
+
+
+def real_parquet(root: Path, log: Path) -> Path:
+    """The default read's rows of ``log`` as Parquet, one snappy file per partition dir. Reused when present."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kafkalog_spark.source import KafkaLogReader, source_schema
+
+    out = root / "real" / "parquet"
+    marker = root / "real" / "parquet-v2.done"
+    if marker.exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    for part in sorted(p for p in log.iterdir() if p.is_dir()):
+        if part.name.startswith("__"):
+            continue
+        reader = KafkaLogReader({"path": str(part)}, source_schema())
+        batches = [b for p in reader.partitions() for b in reader.read(p)]
+        if batches:
+            pq.write_table(pa.Table.from_batches(batches), out / f"p-{part.name}.parquet", compression="snappy")  # "_topic" files Spark would skip as hidden
+    marker.write_text("done")
+    return out
+
+
+def floor_files(root: Path, log: Path, columns: list[str]) -> str:
+    """kafkalog's own Arrow batches of each input partition of ``log`` (read in this process),
+    one Arrow IPC file per partition, for the floor source to serve; returns their dir. Rewritten
+    on every run: the planning of the code under test decides the partitions."""
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+    from kafkalog_spark.source import KafkaLogReader, source_schema
+
+    out = root / "real" / ("floor-" + ("-".join(columns) or "none"))
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    schema = StructType([f for f in source_schema().fields if f.name in columns])
+    reader = KafkaLogReader({"path": str(log)}, schema)
+    for i, p in enumerate(reader.partitions()):
+        batches = list(reader.read(p))
+        with pa.OSFile(str(out / f"part-{i:05d}.arrow"), "wb") as f, pa.ipc.new_file(f, batches[0].schema if batches else pa.schema([])) as w:
+            for b in batches:
+                w.write_batch(b)
+    return str(out)
+
+
 #: kafkalog's source -> the no-decoding source with the same columns
 FLOOR_OF = {"kafkalog": "floor (Python data source, no decoding)", "kafkalog, schema narrowed": "floor, schema narrowed"}
 
@@ -164,6 +258,41 @@ def floor_source(rows_per_partition: list[int]) -> type:
     return FloorSource
 
 
+def ipc_floor_source() -> type:
+    """A Python data source that decodes nothing and serves Arrow IPC files (option ``dir``: one
+    file per input partition, memory-mapped), written by :func:`floor_files`."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class IpcFloorReader(DataSourceReader):
+        def __init__(self, directory: str) -> None:
+            self.directory = directory
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(str(p)) for p in sorted(Path(self.directory).glob("*.arrow"))]
+
+        def read(self, partition: InputPartition):  # type: ignore[no-untyped-def]
+            import pyarrow as pa
+
+            f = pa.ipc.open_file(pa.memory_map(partition.value))
+            for i in range(f.num_record_batches):
+                yield f.get_batch(i)
+
+    class IpcFloorSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "kafkalog_floor_ipc"
+
+        def schema(self) -> str:
+            return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in source_schema().fields)
+
+        def reader(self, schema: object) -> DataSourceReader:
+            return IpcFloorReader(self.options["dir"])
+
+    from kafkalog_spark.source import source_schema
+
+    return IpcFloorSource
+
+
 def best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
     """(best seconds of ``repeat`` runs after a warm-up run, the last result)."""
     result = fn()
@@ -175,35 +304,72 @@ def best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
     return min(times), result
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gigabytes", type=float, default=2.0, help="size of the generated log (default 2)")
-    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "kafkalog-bench-spark")
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--cores", type=int, default=2, help="local[N] (default 2)")
-    args = ap.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    args.cache.mkdir(parents=True, exist_ok=True)
+def print_rows(title: str, rows: int, cores: int, results: dict[str, tuple[float, object]], floor_of: dict[str, str]) -> bool:
+    """One Markdown table row per source; False when a source's answer differs from Parquet's."""
+    ok = True
+    expected = results["parquet"][1]
+    parquet_s = results["parquet"][0]
+    for sname, (secs, value) in results.items():
+        if value != expected:
+            print(f"MISMATCH: {sname} {title} = {value}, parquet = {expected}", file=sys.stderr)
+            ok = False
+        floor = floor_of.get(sname)
+        vs_floor = f"{secs / results[floor][0]:.2f}" if floor else ""
+        print(f"| {title} | {sname} | {secs:.2f} | {rows / secs:,.0f} | {rows / secs / cores:,.0f} | {secs / parquet_s:.2f} | {vs_floor} |")
+    return ok
+
+
+#: The default read's columns (what the real-data table's floor serves), and the narrowed schema's.
+DEFAULT_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
+NARROW_COLUMNS = ("value",)
+
+
+def real_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> bool:
+    """The real-data table: ``select count(*), sum(length(value))`` over copies of golden-real sets."""
+    from pyspark.sql.types import StructType
+
+    from kafkalog_spark.source import source_schema
+
+    if args.real_set.name == "all":
+        sets = [p for p in sorted(args.real_set.parent.iterdir()) if p.is_dir() and p.name not in ("expected", "expected-decoded")]
+    else:
+        sets = [args.real_set]
+    log, rows = copy_real(args.cache, sets, args.copies)
+    parquet = real_parquet(args.cache, log)
+    files = sum(1 for f in log.glob("*/*.log") if not f.parent.name.startswith("__") and f.stat().st_size)
+    floors = {cols: floor_files(args.cache, log, list(cols)) for cols in (DEFAULT_COLUMNS, NARROW_COLUMNS)}
+    narrow = StructType([f for f in source_schema().fields if f.name in NARROW_COLUMNS])
+    floor, floor_narrow = "floor (the same Arrow batches, no decoding)", "floor, schema narrowed"
+    sources: dict[str, Callable[[], DataFrame]] = {
+        "kafkalog": lambda: spark.read.format("kafkalog").load(str(log)),
+        "kafkalog, schema narrowed": lambda: spark.read.format("kafkalog").schema(narrow).load(str(log)),
+        floor: lambda: spark.read.format("kafkalog_floor_ipc").option("dir", floors[DEFAULT_COLUMNS]).load(),
+        floor_narrow: lambda: spark.read.format("kafkalog_floor_ipc").schema(narrow).option("dir", floors[NARROW_COLUMNS]).load(),
+        "parquet": lambda: spark.read.parquet(str(parquet)),
+    }
+    names = ", ".join(s.name for s in sets)
+    print(f"\n{rows:,} rows (the default read) in {files} non-empty .log files: {args.copies} copies of {names}; "
+          f"{cores} cores ({spark.sparkContext.master}); best of {args.repeat} after a warm-up\n")
+    print("| query | source | seconds | rows/s | rows/s per core | time / Parquet's | time / floor's |")
+    print("|---|---|---|---|---|---|---|")
+    results: dict[str, tuple[float, object]] = {}
+    for sname, make in sources.items():
+        df = make()
+        results[sname] = best(lambda df=df: tuple(df.selectExpr("count(*)", "sum(length(value))").first()), args.repeat)
+    return print_rows("count(*), sum(length(value))", rows, cores, results, {"kafkalog": floor, "kafkalog, schema narrowed": floor_narrow})
+
+
+def synthetic_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> bool:
+    """The synthetic table: ``count()`` and ``sum(length(value))`` over 1,000-record batches."""
+    from pyspark.sql.types import StructType
+
+    from kafkalog_spark.source import KafkaLogReader
+
     part, records = generate_log(args.cache, args.gigabytes)
     parquet = generate_parquet(args.cache, part)
     log_bytes = sum(f.stat().st_size for f in part.glob("*.log"))
-
-    from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
-
-    import kafkalog_spark
-    from kafkalog_spark.source import KafkaLogReader
-
-    owned = SparkSession.getActiveSession() is None  # a caller's session (the smoke test's) is left running
-    spark = (
-        SparkSession.builder.master(f"local[{args.cores}]").config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g").getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    kafkalog_spark.register(spark)
     reader = KafkaLogReader({"path": str(part)}, StructType([]))
     spark.dataSource.register(floor_source([sum(b.num_rows for b in reader.read(p)) for p in reader.partitions()]))
-    cores = spark.sparkContext.defaultParallelism
     sources: dict[str, Callable[[str | StructType], DataFrame]] = {
         "kafkalog": lambda _narrow: spark.read.format("kafkalog").load(str(part)),
         "kafkalog, schema narrowed": lambda narrow: spark.read.format("kafkalog").schema(narrow).load(str(part)),
@@ -216,7 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         "count()": (StructType([]), lambda df: df.count()),
         "sum(length(value))": ("value binary", lambda df: df.selectExpr("sum(length(value))").first()[0]),
     }
-    print(f"{records:,} records, {log_bytes / 1e9:.2f} GB of .log, local[{cores}]; best of {args.repeat} after a warm-up\n")
+    print(f"{records:,} records, {log_bytes / 1e9:.2f} GB of .log, {cores} cores ({spark.sparkContext.master}); "
+          f"best of {args.repeat} after a warm-up\n")
     print("| query | source | seconds | records/s | records/s per core | time / Parquet's | time / floor's |")
     print("|---|---|---|---|---|---|---|")
     ok = True
@@ -225,15 +392,48 @@ def main(argv: list[str] | None = None) -> int:
         for sname, make in sources.items():
             df = make(narrow)
             results[sname] = best(lambda df=df, q=q: q(df), args.repeat)
-        expected = results["parquet"][1]
-        parquet_s = results["parquet"][0]
-        for sname, (secs, value) in results.items():
-            if value != expected:
-                print(f"MISMATCH: {sname} {qname} = {value}, parquet = {expected}", file=sys.stderr)
-                ok = False
-            floor = FLOOR_OF.get(sname)
-            vs_floor = f"{secs / results[floor][0]:.2f}" if floor else ""
-            print(f"| {qname} | {sname} | {secs:.2f} | {records / secs:,.0f} | {records / secs / cores:,.0f} | {secs / parquet_s:.2f} | {vs_floor} |")
+        ok &= print_rows(qname, records, cores, results, FLOOR_OF)
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gigabytes", type=float, default=2.0, help="size of the generated log (default 2)")
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "kafkalog-bench-spark")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--cores", type=int, default=2, help="local[N] (default 2)")
+    ap.add_argument("--master", help="a Spark master URL instead of local[N] (a standalone cluster: spark://host:port)")
+    ap.add_argument("--tables", default="synthetic,real", help="which tables: synthetic, real or both (default)")
+    ap.add_argument("--real-set", type=Path, default=GOLDEN_REAL / "cp760-flink-on-prem",
+                    help="a golden-real set dir, or <golden-real>/all for every set (default cp760-flink-on-prem)")
+    ap.add_argument("--copies", type=int, default=16, help="copies of the real set (default 16)")
+    args = ap.parse_args(argv)
+    tables = {t.strip() for t in args.tables.split(",") if t.strip()}
+    if not tables <= {"synthetic", "real"}:
+        ap.error(f"unknown table in --tables {args.tables!r}")
+    if "real" in tables and not (args.real_set.is_dir() or args.real_set.parent.is_dir()):
+        ap.error(f"{args.real_set} is absent (the real-data table reads ../shared/golden-real)")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    args.cache.mkdir(parents=True, exist_ok=True)
+
+    from pyspark.sql import SparkSession
+
+    import kafkalog_spark
+
+    owned = SparkSession.getActiveSession() is None  # a caller's session (the smoke test's) is left running
+    spark = (
+        SparkSession.builder.master(args.master or f"local[{args.cores}]").config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g").getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    kafkalog_spark.register(spark)
+    spark.dataSource.register(ipc_floor_source())
+    cores = spark.sparkContext.defaultParallelism
+    ok = True
+    if "synthetic" in tables:
+        ok &= synthetic_table(spark, args, cores)
+    if "real" in tables:
+        ok &= real_table(spark, args, cores)
     if owned:
         spark.stop()
     return 0 if ok else 1

@@ -9,13 +9,11 @@ See :mod:`kafkalog_spark.source` for the schema and :mod:`kafkalog_spark.options
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .arrow import records_to_arrow
-from .errors import DataLossError, LayoutError, SourceOptionError
-from .source import KafkaLogDataSource, source_schema
-from .views import consumer_offsets
-from .writer import append_by_default
+from kafkalog_spark.errors import DataLossError, LayoutError, SourceOptionError
+from kafkalog_spark.source import KafkaLogDataSource, session_defaults, source_schema
+from kafkalog_spark.views import consumer_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,6 +30,16 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    """``records_to_arrow``, imported on first use: it loads the compiled decoder, which the
+    Python processes Spark plans in do not need."""
+    if name == "records_to_arrow":
+        from kafkalog_spark.arrow import records_to_arrow
+
+        return records_to_arrow
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def register(spark: SparkSession) -> None:
     """Register the ``kafkalog`` format with ``spark``, enable Python filter pushdown and let the
     default save mode append.
@@ -39,8 +47,21 @@ def register(spark: SparkSession) -> None:
     Spark only calls a Python source's ``pushFilters`` with
     ``spark.sql.python.filterPushdown.enabled=true``, and fails reads of a source that defines it
     when the setting is off, so registering sets it. Spark's default save mode (``errorifexists``)
-    appends, as with Spark's Kafka sink (:func:`kafkalog_spark.writer.append_by_default`).
+    appends, as with Spark's Kafka sink (:func:`kafkalog_spark.writer.append_by_default`). The
+    session's file-source planning settings (``spark.sql.files.maxPartitionBytes``,
+    ``openCostInBytes``, ``minPartitionNum``, the default parallelism) are read now and travel with
+    the registered source, since planning runs in a Python worker that cannot ask the session:
+    register again after changing them.
     """
-    spark.dataSource.register(KafkaLogDataSource)
+    from kafkalog_spark.writer import append_by_default  # the writer loads the compiled partitioner: not at import
+
+    defaults = session_defaults(spark)
+
+    class SessionKafkaLogDataSource(KafkaLogDataSource):
+        """``format("kafkalog")`` with this session's planning settings (pickled by value: defined here)."""
+
+        session_defaults = defaults
+
+    spark.dataSource.register(SessionKafkaLogDataSource)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     append_by_default()

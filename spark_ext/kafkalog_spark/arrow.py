@@ -1,59 +1,105 @@
-"""Kafka batches to the Arrow record batches the source yields (the one place rows are built).
+"""Decoded Kafka batches to the Arrow record batches the source yields (the one place rows are built).
 
-:func:`records_to_arrow` is the seam for decoders: it takes kafkalog batch objects and the row
-bounds, and returns one Arrow batch with exactly the requested schema. Today it decodes records
-with :mod:`kafkalog.fast.columnar` (a compiled record walk when numba is installed) and builds the
-Kafka columns with :func:`kafkalog.fast.arrow.columns_to_arrow`, so no Python object is made per
-record; a different decoder can replace its body without touching planning or reading.
+The records come from kafkalog's columnar decoder: chunks of many batches
+(:class:`~kafkalog.fast.columnar.ChunkColumns`, from :func:`~kafkalog.fast.columnar.iter_chunks`, whose
+compiled walk also reads each batch's header fields) or single batches
+(:class:`~kafkalog.fast.columnar.BatchColumns`, for magic 0/1 and what the chunk walk hands to the
+per-batch path). :func:`pieces_to_arrow` picks the rows a read wants (offset and timestamp
+bounds, no control records, no aborted transactions) with numpy masks over the per-batch fields,
+and builds the Kafka columns with :func:`kafkalog.fast.arrow.columns_to_arrow`: no Python object is
+made per record or per batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from kafkalog.fast.arrow import HEADERS_TYPE, KAFKA_SCHEMA, columns_to_arrow
-from kafkalog.fast.columnar import BatchColumns, iter_columns
+from kafkalog.fast.arrow import KAFKA_SCHEMA, columns_to_arrow, constant_string
+from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_columns
+from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import Batch
-from kafkalog.format.records.v2 import RecordBatch
+from kafkalog.format.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_PRODUCER_ID, RecordBatch
+from kafkalog.log.isolation import ReadCommittedFilter
+from kafkalog_spark.filters import Bounds
+from kafkalog_spark.schema import ARROW_TYPES, METADATA_COLUMNS, arrow_schema
 
-from .filters import Bounds
+__all__ = ["ARROW_TYPES", "METADATA_COLUMNS", "BatchFields", "arrow_schema", "count_rows", "pieces_to_arrow", "records_to_arrow"]
 
-__all__ = ["ARROW_TYPES", "METADATA_COLUMNS", "arrow_schema", "records_to_arrow"]
-
-#: Every column the source can produce, with its Arrow type (what Spark's types map to).
-ARROW_TYPES: dict[str, pa.DataType] = {
-    "key": pa.binary(),
-    "value": pa.binary(),
-    "topic": pa.string(),
-    "partition": pa.int32(),
-    "offset": pa.int64(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestampType": pa.int32(),
-    "headers": HEADERS_TYPE,
-    "producerId": pa.int64(),
-    "producerEpoch": pa.int16(),
-    "sequence": pa.int32(),
-    "isTransactional": pa.bool_(),
-    "leaderEpoch": pa.int32(),
-    "segment": pa.string(),
-    "position": pa.int64(),
-    "decoded": pa.string(),
-}
-#: The opt-in columns (``includeMetadata=true``), in schema order.
-METADATA_COLUMNS = ("producerId", "producerEpoch", "sequence", "isTransactional", "leaderEpoch", "segment", "position")
 _INT32_MAX = 2**31 - 1
 ANY = Bounds()
 
-
-def arrow_schema(columns: Sequence[str]) -> pa.Schema:
-    """The Arrow schema Spark expects for ``columns`` (all nullable, as Spark's schema declares them)."""
-    return pa.schema([pa.field(c, ARROW_TYPES[c]) for c in columns])
+Piece = ChunkColumns | BatchColumns
 
 
-def _decoded(picked: list[tuple[BatchColumns, np.ndarray | None]], topic: str, n: int) -> pa.Array:
+@dataclass(frozen=True)
+class BatchFields:
+    """The header fields of a piece's batches, one entry per batch (magic 0/1: -1s and no flags)."""
+
+    counts: np.ndarray  # records of each batch, as decoded
+    attributes: np.ndarray
+    base_offsets: np.ndarray
+    last_offsets: np.ndarray
+    producer_ids: np.ndarray
+    producer_epochs: np.ndarray
+    base_sequences: np.ndarray
+    leader_epochs: np.ndarray
+    positions: np.ndarray
+
+    @classmethod
+    def of(cls, piece: Piece | ChunkBatches) -> BatchFields:
+        """The fields of a chunk's batches (from the compiled framing) or of a single batch."""
+        b = piece.batches if isinstance(piece, ChunkColumns) else piece
+        if isinstance(b, ChunkBatches):
+            return cls(b.counts, b.attributes, b.base_offsets, b.last_offsets, b.producer_ids, b.producer_epochs, b.base_sequences,
+                       b.leader_epochs, b.positions)
+        assert isinstance(piece, BatchColumns)
+        batch = piece.batch
+
+        def one(v: int) -> np.ndarray:
+            return np.array([v], np.int64)
+
+        if isinstance(batch, RecordBatch):
+            return cls(one(len(piece)), one(batch.attributes), one(batch.base_offset), one(batch.last_offset), one(batch.producer_id),
+                       one(batch.producer_epoch), one(batch.base_sequence), one(batch.partition_leader_epoch), one(batch.position))
+        return cls(one(len(piece)), one(0), one(batch.last_offset), one(batch.last_offset), one(-1), one(-1), one(-1), one(-1), one(batch.position))
+
+    @property
+    def control(self) -> np.ndarray:
+        return (self.attributes & ATTR_CONTROL) != 0
+
+    @property
+    def transactional(self) -> np.ndarray:
+        return (self.attributes & ATTR_TRANSACTIONAL) != 0
+
+
+def aborted_batches(fields: BatchFields, committed: ReadCommittedFilter, abort_marker: Callable[[int], bool]) -> np.ndarray:
+    """Which batches read_committed drops (Kafka's consumer algorithm, R-ISO-04), fed in order to
+    ``committed``; ``abort_marker(i)`` says whether control batch ``i`` is an ABORT marker. Only
+    transactional and control batches are looked at one by one."""
+    out = np.zeros(len(fields.counts), np.bool_)
+    txn, ctrl = fields.transactional, fields.control
+    for i in np.flatnonzero((txn | ctrl) & (fields.producer_ids != NO_PRODUCER_ID)).tolist():
+        out[i] = committed.skips_fields(
+            int(fields.producer_ids[i]), int(fields.last_offsets[i]), bool(txn[i]), bool(ctrl[i]), lambda i=i: abort_marker(i)
+        )
+    return out
+
+
+def _first_key_is_abort(piece: Piece, fields: BatchFields, i: int) -> bool:
+    """Whether batch ``i`` of ``piece`` (a control batch) holds an ABORT marker as its first record."""
+    if fields.counts[i] == 0:
+        return False
+    row = int(fields.counts[:i].sum())
+    ks, kl = int(piece.key_start[row]), int(piece.key_len[row])
+    key = None if kl < 0 else piece.buf[ks : ks + kl].tobytes()
+    return control_type_of(key)[0] is ControlType.ABORT
+
+
+def _decoded(picked: list[tuple[Piece, np.ndarray | None]], topic: str, n: int) -> pa.Array:
     """``decodeInternalTopics``: each record's key and value as Kafka's decoders print them, one
     JSON string ``{"key":...,"value":...}`` (``{"error":...}`` when undecodable); null for topics
     without a decoder."""
@@ -65,12 +111,16 @@ def _decoded(picked: list[tuple[BatchColumns, np.ndarray | None]], topic: str, n
         return pa.nulls(n, pa.string())
     out: list[str] = []
     for c, mask in picked:
-        raw = c.raw
+        fields = BatchFields.of(c)
+        positions = np.repeat(fields.positions, fields.counts)
+        buf = c.buf
         rows = range(len(c)) if mask is None else np.flatnonzero(mask).tolist()
         for i in rows:
             ks, kl, vs, vl = int(c.key_start[i]), int(c.key_len[i]), int(c.val_start[i]), int(c.val_len[i])
-            rec = Record(int(c.offsets[i]), int(c.timestamps[i]), None if kl < 0 else raw[ks : ks + kl], None if vl < 0 else raw[vs : vs + vl], ())
-            d = decoded_fields(topic, rec, file=c.batch.file, position=c.batch.position)
+            key = None if kl < 0 else buf[ks : ks + kl].tobytes()
+            value = None if vl < 0 else buf[vs : vs + vl].tobytes()
+            rec = Record(int(c.offsets[i]), int(c.timestamps[i]), key, value, ())
+            d = decoded_fields(topic, rec, file=c.batch.file if isinstance(c, BatchColumns) else None, position=int(positions[i]))
             if "decodeError" in d:
                 out.append(kafka_json({"error": d["decodeError"]}))
             else:
@@ -78,59 +128,127 @@ def _decoded(picked: list[tuple[BatchColumns, np.ndarray | None]], topic: str, n
     return pa.array(out, type=pa.string())
 
 
-def _batch_meta(batch: Batch) -> tuple[int, int, int, bool, int]:
-    """(producer id, epoch, base sequence, transactional, leader epoch) of a batch (-1s for magic 0/1)."""
-    if isinstance(batch, RecordBatch):
-        return batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.is_transactional, batch.partition_leader_epoch
-    return -1, -1, -1, False, -1
-
-
-def _metadata(picked: list[tuple[BatchColumns, np.ndarray | None]], name: str, segment: str, n: int) -> pa.Array:
+def _metadata(picked: list[tuple[Piece, np.ndarray | None, BatchFields]], name: str, segment: str, n: int) -> pa.Array:
     if name == "segment":
-        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([segment])).cast(pa.string())
+        return constant_string(segment, n)
     parts = []
-    for cols, mask in picked:
-        offsets = cols.offsets if mask is None else cols.offsets[mask]
-        count = len(offsets)
-        pid, epoch, base_seq, txn, leader_epoch = _batch_meta(cols.batch)
+    for c, mask, fields in picked:
+        counts = fields.counts
         if name == "sequence":
-            if base_seq < 0:
-                parts.append(np.full(count, -1, np.int64))
-            else:
-                seq = base_seq + (offsets - cols.batch.base_offset)
-                parts.append(np.where(seq > _INT32_MAX, seq - (_INT32_MAX + 1), seq))  # Kafka wraps sequences to 0
+            base = np.repeat(fields.base_sequences, counts)
+            seq = base + (c.offsets - np.repeat(fields.base_offsets, counts))
+            seq = np.where(seq > _INT32_MAX, seq - (_INT32_MAX + 1), seq)  # Kafka wraps sequences to 0
+            values = np.where(base < 0, -1, seq)
         else:
-            value = {"producerId": pid, "producerEpoch": epoch, "isTransactional": txn, "leaderEpoch": leader_epoch, "position": cols.batch.position}[name]
-            parts.append(np.full(count, value))
-    return pa.array(np.concatenate(parts), type=ARROW_TYPES[name])
+            per_batch = {
+                "producerId": fields.producer_ids,
+                "producerEpoch": fields.producer_epochs,
+                "isTransactional": fields.transactional,
+                "leaderEpoch": fields.leader_epochs,
+                "position": fields.positions,
+            }[name]
+            values = np.repeat(per_batch, counts)
+        parts.append(values if mask is None else values[mask])
+    return pa.array(np.concatenate(parts) if parts else np.empty(0, np.int64), type=ARROW_TYPES[name])
 
 
-def _count_only(
-    batches: Sequence[Batch], *, topic: str, partition: int, segment: str, lo: int, hi: int | None, offsets: Bounds, timestamps_ms: Bounds,
+def pieces_to_arrow(
+    pieces: Sequence[Piece],
+    *,
+    schema: pa.Schema,
+    topic: str,
+    partition: int,
+    segment: str,
+    lo: int,
+    hi: int | None,
+    offsets: Bounds = ANY,
+    timestamps_ms: Bounds = ANY,
+    committed: ReadCommittedFilter | None = None,
 ) -> pa.RecordBatch | None:
-    """A batch with no columns and one row per qualifying record (what ``count()`` needs when the
-    schema is empty): a v2 batch wholly inside the bounds counts as its ``recordsCount`` without
-    its records being decoded; any other batch is decoded."""
+    """The records of decoded ``pieces`` (in log order) whose offset is in ``[lo, hi)`` and
+    passes ``offsets``, and whose timestamp (ms, as Kafka reports it) passes ``timestamps_ms``,
+    as one Arrow batch of ``schema`` (any non-empty subset and order of :data:`ARROW_TYPES`);
+    None when no record qualifies. Control records are dropped, and with ``committed`` (fed every
+    batch of the read in order) the batches of aborted transactions."""
+    picked: list[tuple[Piece, np.ndarray | None, BatchFields]] = []
     n = 0
-    rest: list[Batch] = []
-    whole = offsets.unbounded and timestamps_ms.unbounded
-    for b in batches:
-        if (
-            whole and isinstance(b, RecordBatch) and b.base_offset >= lo and (hi is None or b.last_offset < hi)
-            and 0 <= b.count <= b.last_offset_delta + 1  # else decoding reports what is wrong
-        ):
-            n += b.count
-        else:
-            rest.append(b)
-    if rest:
-        decoded = records_to_arrow(
-            rest, schema=arrow_schema(["offset"]), topic=topic, partition=partition, segment=segment,
-            lo=lo, hi=hi, offsets=offsets, timestamps_ms=timestamps_ms,
-        )
-        n += 0 if decoded is None else decoded.num_rows
+    for c in pieces:
+        if not len(c):
+            continue
+        fields = BatchFields.of(c)
+        drop = fields.control
+        if committed is not None:
+            drop = drop | aborted_batches(fields, committed, lambda i, c=c, f=fields: _first_key_is_abort(c, f, i))
+        mask = c.offsets >= lo
+        if hi is not None:
+            mask &= c.offsets < hi
+        if drop.any():
+            mask &= np.repeat(~drop, fields.counts)
+        if not offsets.unbounded:
+            mask &= offsets.mask(c.offsets)
+        if not timestamps_ms.unbounded:
+            mask &= timestamps_ms.mask(c.timestamps)
+        k = int(np.count_nonzero(mask))
+        if k:
+            picked.append((c, None if k == len(mask) else mask, fields))
+            n += k
     if n == 0:
         return None
-    return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([])
+    names = schema.names
+    arrays: dict[str, pa.Array] = {}
+    kafka = [c for c in names if c in KAFKA_SCHEMA.names]
+    if kafka:
+        base = columns_to_arrow([(c, m) for c, m, _ in picked], topic=topic, partition=partition, include_headers="headers" in kafka, columns=kafka)
+        arrays.update(zip(base.schema.names, base.columns, strict=True))
+    for name in names:
+        if name == "decoded":
+            arrays[name] = _decoded([(c, m) for c, m, _ in picked], topic, n)
+        elif name not in arrays:
+            arrays[name] = _metadata(picked, name, segment, n)
+    return pa.RecordBatch.from_arrays([arrays[c] for c in names], schema=schema)
+
+
+def count_rows(
+    piece: ChunkBatches | BatchColumns,
+    batch: Callable[[int], RecordBatch],
+    *,
+    lo: int,
+    hi: int | None,
+    offsets: Bounds = ANY,
+    timestamps_ms: Bounds = ANY,
+    committed: ReadCommittedFilter | None = None,
+) -> int:
+    """How many records of ``piece`` a read with an empty schema returns (``count()``): a v2
+    batch wholly inside the bounds counts as its ``recordsCount`` without being decoded; any
+    other batch (``batch(i)`` gives it as an object) is decoded."""
+    if isinstance(piece, BatchColumns):
+        out = pieces_to_arrow([piece], schema=arrow_schema(["offset"]), topic="", partition=0, segment="", lo=lo, hi=hi,
+                              offsets=offsets, timestamps_ms=timestamps_ms, committed=committed)
+        return 0 if out is None else out.num_rows
+    fields = BatchFields.of(piece)
+    drop = fields.control
+    if committed is not None:
+        drop = drop | aborted_batches(fields, committed, lambda i: _abort_marker(batch(i)))
+    whole = (fields.base_offsets >= lo) & (fields.counts >= 0) & (fields.counts <= fields.last_offsets - fields.base_offsets + 1)
+    if hi is not None:
+        whole &= fields.last_offsets < hi
+    if not (offsets.unbounded and timestamps_ms.unbounded):
+        whole[:] = False
+    n = int(fields.counts[whole & ~drop].sum())
+    for i in np.flatnonzero(~whole & ~drop).tolist():
+        if hi is not None and fields.base_offsets[i] >= hi:
+            continue
+        decoded = next(iter_columns([batch(i)]))
+        out = pieces_to_arrow([decoded], schema=arrow_schema(["offset"]), topic="", partition=0, segment="", lo=lo, hi=hi,
+                              offsets=offsets, timestamps_ms=timestamps_ms)
+        n += 0 if out is None else out.num_rows
+    return n
+
+
+def _abort_marker(batch: RecordBatch) -> bool:
+    from kafkalog.log.isolation import is_abort_marker
+
+    return is_abort_marker(batch)
 
 
 def records_to_arrow(
@@ -145,46 +263,11 @@ def records_to_arrow(
     offsets: Bounds = ANY,
     timestamps_ms: Bounds = ANY,
 ) -> pa.RecordBatch | None:
-    """The records of ``batches`` whose offset is in ``[lo, hi)`` and passes ``offsets``, and whose
-    timestamp (ms, as Kafka reports it) passes ``timestamps_ms``, as one Arrow batch of ``schema``
-    (any subset and order of :data:`ARROW_TYPES`); None when no record qualifies.
-
-    Control batches must already be dropped. Decoding errors raise kafkalog's errors, located at
-    the batch's file and byte position. An empty schema gives the row count only (:func:`_count_only`).
-    """
-    if not schema.names:
-        return _count_only(batches, topic=topic, partition=partition, segment=segment, lo=lo, hi=hi, offsets=offsets, timestamps_ms=timestamps_ms)
-    decoded = list(iter_columns(batches))
-    if not decoded:
-        return None
-    lengths = [len(c) for c in decoded]
-    off = np.concatenate([c.offsets for c in decoded])
-    mask = off >= lo
-    if hi is not None:
-        mask &= off < hi
-    for bounds, values in ((offsets, off), (timestamps_ms, None)):
-        if bounds.unbounded:
-            continue
-        m = bounds.mask(np.concatenate([c.timestamps for c in decoded]) if values is None else values)
-        mask &= m  # type: ignore[operator]
-    n = int(mask.sum())
-    if n == 0:
-        return None
-    picked: list[tuple[BatchColumns, np.ndarray | None]]
-    if n == len(mask):
-        picked = [(c, None) for c in decoded]
-    else:
-        parts = np.split(mask, np.cumsum(lengths)[:-1])
-        picked = [(c, None if m.all() else m) for c, m in zip(decoded, parts, strict=True) if m.any()]
-    names = schema.names
-    arrays: dict[str, pa.Array] = {}
-    kafka = [c for c in names if c in KAFKA_SCHEMA.names]
-    if kafka:
-        base = columns_to_arrow(picked, topic=topic, partition=partition, include_headers="headers" in kafka, columns=kafka)
-        arrays.update(zip(base.schema.names, base.columns, strict=True))
-    for name in names:
-        if name == "decoded":
-            arrays[name] = _decoded(picked, topic, n)
-        elif name not in arrays:
-            arrays[name] = _metadata(picked, name, segment, n)
-    return pa.RecordBatch.from_arrays([arrays[c] for c in names], schema=schema)
+    """:func:`pieces_to_arrow` over kafkalog batch objects (each decoded on its own): their
+    records in ``[lo, hi)`` that pass the bounds, control records dropped, as one Arrow batch of
+    ``schema``; None when none qualifies. An empty schema gives rows with no columns."""
+    out = pieces_to_arrow(list(iter_columns(batches)), schema=schema if schema.names else arrow_schema(["offset"]), topic=topic,
+                          partition=partition, segment=segment, lo=lo, hi=hi, offsets=offsets, timestamps_ms=timestamps_ms)
+    if out is None or schema.names:
+        return out
+    return out.select([])

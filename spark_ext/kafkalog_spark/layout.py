@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import fsspec
@@ -171,12 +171,24 @@ def filesystem_for(paths: Iterable[str], storage_options: tuple[tuple[str, objec
     return ref, stripped
 
 
-def discover(fs: AbstractFileSystem, paths: Iterable[str], *, refresh: bool = False, allow_empty: bool = False) -> list[Replica]:
+def _unwanted(name: str, wants: Callable[[str, int], bool] | None) -> bool:
+    """Whether a directory named ``name`` is a partition directory ``wants`` refuses (read as a
+    broker's and as a tiered copy's name), so that it need not be listed."""
+    if wants is None:
+        return False
+    parsed = [p for p in (parse_partition_dir(name, False), parse_partition_dir(name, True)) if p is not None]
+    return bool(parsed) and not any(wants(topic, part) for topic, part, _ in parsed)
+
+
+def discover(
+    fs: AbstractFileSystem, paths: Iterable[str], *, refresh: bool = False, allow_empty: bool = False, wants: Callable[[str, int], bool] | None = None,
+) -> list[Replica]:
     """Every partition directory under ``paths`` (see the module docstring for the layouts).
 
     ``refresh`` drops fsspec's cached listings first (streaming polls need fresh ones); a path
     holding no partition directory raises :class:`LayoutError` unless ``allow_empty`` (a live
-    data dir that has no partitions yet).
+    data dir that has no partitions yet). ``wants(topic, partition)`` false: the directory is
+    skipped by its name, without listing it (a data dir's internal topics, unsubscribed ones).
     """
     replicas: dict[str, Replica] = {}
     for raw in paths:
@@ -193,6 +205,9 @@ def discover(fs: AbstractFileSystem, paths: Iterable[str], *, refresh: bool = Fa
                 continue
             for e in entries:
                 if e.get("type") != "directory" or _SKIPPED_DIR.search(_basename(e["name"])):
+                    continue
+                if _unwanted(_basename(e["name"]), wants):
+                    found += 1
                     continue
                 rep = _replica(e["name"], fs.ls(e["name"], detail=True))
                 if rep is not None:

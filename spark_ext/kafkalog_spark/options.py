@@ -30,7 +30,8 @@ _KNOWN = {
     "startingoffsets", "endingoffsets", "startingtimestamp", "endingtimestamp",
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
     "isolationlevel", "kafka.isolation.level", "includeheaders", "includemetadata", "includeinternaltopics", "decodeinternaltopics",
-    "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "maxoffsetspertrigger",
+    "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "opencostinbytes", "minpartitions",
+    "maxoffsetspertrigger",
 }
 
 
@@ -68,7 +69,9 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     ignore_corrupt_files: bool = False
     verify_crc: bool = True
-    max_bytes_per_partition: int = 128 * 1024 * 1024
+    max_bytes_per_partition: int | None = None  # None: the session's spark.sql.files.maxPartitionBytes
+    open_cost_in_bytes: int | None = None  # None: the session's spark.sql.files.openCostInBytes
+    min_partitions: int | None = None  # None: spark.sql.files.minPartitionNum, else the default parallelism
     max_offsets_per_trigger: int | None = None
     _pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
@@ -233,9 +236,12 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
     isolation = opts.get("isolationlevel", opts.get("kafka.isolation.level", "read_uncommitted")).strip().lower()
     if isolation not in ("read_uncommitted", "read_committed"):
         raise SourceOptionError(f"option isolationLevel must be read_uncommitted or read_committed, got {isolation!r}")
-    max_bytes = _int(opts.get("maxbytesperpartition", str(128 * 1024 * 1024)), "maxBytesPerPartition")
-    if max_bytes <= 0:
-        raise SourceOptionError(f"option maxBytesPerPartition must be positive, got {max_bytes}")
+    sizes: dict[str, int | None] = {}
+    for key, name, least in (("maxbytesperpartition", "maxBytesPerPartition", 1), ("opencostinbytes", "openCostInBytes", 0),
+                             ("minpartitions", "minPartitions", 1)):
+        sizes[key] = None if key not in opts else _int(opts[key], name)
+        if sizes[key] is not None and sizes[key] < least:  # type: ignore[operator]
+            raise SourceOptionError(f"option {name} must be {'positive' if least else 'zero or more'}, got {sizes[key]}")
     max_offsets = None
     if "maxoffsetspertrigger" in opts:
         max_offsets = _int(opts["maxoffsetspertrigger"], "maxOffsetsPerTrigger")
@@ -258,7 +264,9 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         ignore_corrupt_files=_bool(opts, "ignorecorruptfiles", False),
         verify_crc=_bool(opts, "verifycrc", True),
-        max_bytes_per_partition=max_bytes,
+        max_bytes_per_partition=sizes["maxbytesperpartition"],
+        open_cost_in_bytes=sizes["opencostinbytes"],
+        min_partitions=sizes["minpartitions"],
         max_offsets_per_trigger=max_offsets,
         _pattern=compiled,
     )

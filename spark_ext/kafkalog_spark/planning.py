@@ -1,11 +1,14 @@
-"""From discovered replicas to input partitions: one per segment (or per byte range of a large one).
+"""From discovered replicas to input partitions, planned as Spark plans its file sources.
 
 Per topic-partition, :class:`PartitionLog` merges the replicas found (the same partition under
 several broker dirs, or a tiered copy beside a local one) into one sequence of segments, each
 answering for an offset range, so that every offset is read once. It resolves starting and ending
 offsets (earliest, latest, explicit, by timestamp), reports gaps as data loss, and cuts each segment
 into :class:`SegmentSlice` byte ranges at ``.index`` entries. Only the files a request needs are
-opened: a segment entirely outside the offset range is never touched.
+opened: a segment entirely outside the offset range is never touched. :func:`pack` then packs
+the slices of every partition into input partitions (:class:`SlicePack`) as Spark's
+``FilePartition`` packs files: a split size from ``maxPartitionBytes``, ``openCostInBytes`` and
+the wanted parallelism, large segments cut to it, small ones packed together.
 """
 
 from __future__ import annotations
@@ -33,18 +36,18 @@ from .segments import (
     read_time_index,
 )
 
-__all__ = ["PartitionLog", "Piece", "SegmentSlice", "group_replicas", "report_data_loss"]
+__all__ = ["PartitionLog", "Piece", "SegmentSlice", "SlicePack", "group_replicas", "pack", "report_data_loss", "split_bytes"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class SegmentSlice(InputPartition):
-    """One input partition: batches of one ``.log`` starting at byte ``start``, offsets in ``[lo, hi)``.
+class SegmentSlice:
+    """Batches of one ``.log`` starting at byte ``start``, offsets in ``[lo, hi)``.
 
-    ``end`` bounds the bytes read (None: to the end of the file as it is when read); ``aborted``
-    holds the aborted transactions (producer id, first, last offset) to drop under read_committed.
-    Only paths and numbers: it pickles.
+    ``end`` bounds the bytes read (None: to the end of the file as it is when read); ``size`` is
+    the bytes planning counts for it; ``aborted`` holds the aborted transactions (producer id,
+    first, last offset) to drop under read_committed. Only paths and numbers: it pickles.
     """
 
     fs: FileSystemRef
@@ -56,6 +59,40 @@ class SegmentSlice(InputPartition):
     lo: int
     hi: int | None
     aborted: tuple[AbortedRange, ...] = ()
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class SlicePack(InputPartition):
+    """One input partition: slices of one or more segments (of any partitions), read in turn."""
+
+    slices: tuple[SegmentSlice, ...]
+
+
+def split_bytes(total: int, files: int, max_bytes: int, open_cost: int, min_partitions: int) -> int:
+    """The most bytes of log one input partition takes, as Spark's ``FilePartition.maxSplitBytes``:
+    ``total`` bytes in ``files`` files, each also counted ``open_cost`` bytes, spread over
+    ``min_partitions``, within ``open_cost`` and ``max_bytes``."""
+    per_core = (total + files * open_cost) // max(min_partitions, 1)
+    return min(max_bytes, max(open_cost, per_core))
+
+
+def pack(slices: list[SegmentSlice], split: int, open_cost: int) -> list[SlicePack]:
+    """Input partitions as Spark's ``FilePartition.getFilePartitions`` makes them: slices by size,
+    largest first, added to the current partition while it stays within ``split`` bytes, each
+    slice counted with ``open_cost`` more."""
+    out: list[SlicePack] = []
+    current: list[SegmentSlice] = []
+    size = 0
+    for sl in sorted(slices, key=lambda s: -s.size):
+        if current and size + sl.size > split:
+            out.append(SlicePack(tuple(current)))
+            current, size = [], 0
+        current.append(sl)
+        size += sl.size + open_cost
+    if current:
+        out.append(SlicePack(tuple(current)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -239,8 +276,14 @@ class PartitionLog:
                 found.update(a for a in state.aborted if end is None or a[1] < end)
         return sorted(found, key=lambda a: (a[1], a[0]))
 
-    def slices(self, fsref: FileSystemRef, start: int, end: int | None, *, ts_lo: int | None = None) -> list[SegmentSlice]:
-        """Input partitions covering offsets ``[start, end)``; ``ts_lo`` (ms) prunes by time index."""
+    def planned_bytes(self, start: int, end: int | None) -> tuple[int, int]:
+        """(bytes, files) of the segments that hold offsets ``[start, end)``, as Spark counts a scan's files."""
+        sizes = [p.seg.size for p in self.pieces if (end is None or p.lo < end) and (p.hi is None or p.hi > start) and p.seg.size]
+        return sum(sizes), len(sizes)
+
+    def slices(self, fsref: FileSystemRef, start: int, end: int | None, *, split: int, ts_lo: int | None = None) -> list[SegmentSlice]:
+        """Slices covering offsets ``[start, end)``, segments larger than ``split`` bytes cut at
+        ``.index`` entries; ``ts_lo`` (ms) prunes by time index."""
         if end is not None and start >= end:
             return []
         for g_lo, g_hi in self.gaps:
@@ -254,12 +297,13 @@ class PartitionLog:
             if (hi is not None and lo >= hi) or p.seg.size == 0:
                 continue
             mine = tuple(a for a in aborted if a[2] >= lo and (hi is None or a[1] < hi))
-            out.extend(self._cut(fsref, p, lo, hi, ts_lo, mine))
+            out.extend(self._cut(fsref, p, lo, hi, ts_lo, mine, split))
         return out
 
-    def _cut(self, fsref: FileSystemRef, p: Piece, lo: int, hi: int | None, ts_lo: int | None, aborted: tuple[AbortedRange, ...]) -> list[SegmentSlice]:
+    def _cut(
+        self, fsref: FileSystemRef, p: Piece, lo: int, hi: int | None, ts_lo: int | None, aborted: tuple[AbortedRange, ...], max_bytes: int
+    ) -> list[SegmentSlice]:
         seg = p.seg
-        max_bytes = self.opts.max_bytes_per_partition
         idx = read_offset_index(self.fs, seg) if lo > seg.base_offset or seg.size > max_bytes else None
         start_pos = idx.lookup(lo)[1] if idx is not None and lo > seg.base_offset else 0
         if ts_lo is not None:
@@ -288,6 +332,6 @@ class PartitionLog:
                     chunk_start = pos
         bounds = [start_pos, *cuts, end_pos]
         return [
-            SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted)
+            SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a))
             for a, b in zip(bounds[:-1], bounds[1:], strict=True)
         ]

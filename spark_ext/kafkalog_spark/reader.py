@@ -1,14 +1,14 @@
 """Read one :class:`~.planning.SegmentSlice` into Arrow record batches (runs on executors).
 
-The ``.log`` is opened through fsspec and streamed batch by batch with kafkalog's
-:class:`~kafkalog.LogReader`; at most about :data:`MAX_ROWS` records (or :data:`MAX_BYTES` of
-batches) are held before they are converted and yielded, so memory is bounded by one Arrow batch.
+The ``.log`` is opened through fsspec and decoded a chunk of batches at a time by kafkalog's
+columnar decoder (at most :data:`MAX_ROWS` records and a few MB of log per chunk), each chunk
+converted and yielded before the next is read, so memory is bounded by one chunk.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -16,24 +16,23 @@ import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.errors import KafkaLogError
-from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_chunks, iter_columns
+from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.log.isolation import ReadCommittedFilter
+from kafkalog_spark.arrow import count_rows, pieces_to_arrow
+from kafkalog_spark.filters import RowFilter
+from kafkalog_spark.planning import SegmentSlice, report_data_loss
 
-from .arrow import records_to_arrow
-from .filters import RowFilter
-from .planning import SegmentSlice, report_data_loss
-
-__all__ = ["MAX_BYTES", "MAX_ROWS", "ReadSettings", "read_slice"]
+__all__ = ["MAX_ROWS", "ReadSettings", "read_slice"]
 
 log = logging.getLogger(__name__)
 
 #: the suffix Kafka gives a segment file it will delete after file.delete.delay.ms
 DELETED_SUFFIX = ".deleted"
 
-#: Records per yielded Arrow batch (before filtering), and bytes of Kafka batches held at most.
+#: Records per decoded chunk, so per yielded Arrow batch at most (unless one Kafka batch holds more).
 MAX_ROWS = 32 * 1024
-MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -65,10 +64,13 @@ def _open_segment(fs: AbstractFileSystem, path: str) -> BinaryIO:
 def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBatch]:
     """Yield the slice's records as Arrow batches of ``settings.schema``.
 
-    Control batches are never returned; under read_committed, batches of the slice's aborted
-    transactions are dropped. A :class:`~kafkalog.KafkaLogError` (bad CRC, undecodable batch)
-    propagates with its file and byte position, unless ``ignore_corrupt_files`` is set: then the
-    rest of the segment is skipped with a warning naming both.
+    The ``.log`` is decoded by kafkalog's chunked columnar decoder (:func:`~kafkalog.fast.columnar.iter_chunks`),
+    which checks each batch's CRC (``verifyCrc``) in its compiled framing pass; an empty schema
+    reads batch headers only. Control batches are never returned; under read_committed, batches
+    of the slice's aborted transactions are dropped. A :class:`~kafkalog.KafkaLogError` (bad CRC,
+    undecodable batch) propagates with its file and byte position, unless ``ignore_corrupt_files``
+    is set: then the rows before the bad batch are returned and the rest of the segment is skipped
+    with a warning naming both.
     """
     name = _display(sl)
     fs = sl.fs.get()
@@ -80,73 +82,84 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     # the consumer's read_committed algorithm (R-ISO-04), fed every batch of the slice in order
     committed = ReadCommittedFilter((pid, first) for pid, first, _last in sl.aborted) if settings.read_committed and sl.aborted else None
     rf = settings.row_filter
-    pending: list[Batch] = []
-    rows = held = 0
+    count_only = not settings.schema.names
+    bounds = {"lo": sl.lo, "hi": sl.hi, "offsets": rf.offset, "timestamps_ms": rf.timestamp_ms}
 
-    def convert(batches: list[Batch]) -> pa.RecordBatch | None:
-        return records_to_arrow(
-            batches, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name,
-            lo=sl.lo, hi=sl.hi, offsets=rf.offset, timestamps_ms=rf.timestamp_ms,
-        )
-
-    def skip_rest(e: KafkaLogError) -> None:
-        log.warning("kafkalog source: skipping the rest of %s from byte %s (ignoreCorruptFiles=true): %s", e.file or name, e.position, e.message)
-
-    def flush(batches: list[Batch]) -> tuple[list[pa.RecordBatch], bool]:
-        """The Arrow batches of ``batches``, and whether a corrupt batch ends the segment here."""
-        try:
-            out = convert(batches)
-            return ([] if out is None else [out]), False
-        except KafkaLogError:
-            if not settings.ignore_corrupt_files:
-                raise
-        good = []  # one batch at a time: keep the rows before the bad batch, then stop there
-        for b in batches:
-            try:
-                one = convert([b])
-            except KafkaLogError as e:
-                skip_rest(e)
-                return good, True
-            if one is not None:
-                good.append(one)
-        return good, False
+    def convert(pieces: list) -> pa.RecordBatch | None:
+        if count_only:
+            n = sum(count_rows(p, lambda i, p=p: p.batch(i, reader), **bounds, committed=committed) for p in pieces)  # type: ignore[arg-type]
+            return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([]) if n else None
+        return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed)
 
     with f, LogReader(f, name=name, start=sl.start, end=sl.end) as reader:
+        chunks = iter_chunks(reader, max_rows=MAX_ROWS, headers="headers" in settings.schema.names, verify_crc=settings.verify_crc,
+                             records=not count_only)
+        try:
+            for piece in chunks:
+                out = convert([piece])
+                if out is not None:
+                    yield out
+                if sl.hi is not None and _last_offset(piece) >= sl.hi - 1:
+                    break
+        except KafkaLogError as e:
+            if not settings.ignore_corrupt_files:
+                raise
+            yield from _salvage(f, name, reader.start + reader.valid_bytes, sl, settings, convert, e)
+            return
+        finally:
+            chunks.close()
+        if reader.tail is not None and sl.end is None:
+            log.info("kafkalog source: %s", reader.tail.message())
+
+
+def _last_offset(piece: ChunkColumns | ChunkBatches | BatchColumns) -> int:
+    """The last offset of the last batch a piece holds."""
+    if isinstance(piece, BatchColumns):
+        return piece.batch.last_offset
+    b = piece.batches if isinstance(piece, ChunkColumns) else piece
+    assert b is not None
+    return int(b.last_offsets[-1]) if len(b) else -1
+
+
+def _salvage(
+    f: BinaryIO, name: str, start: int, sl: SegmentSlice, settings: ReadSettings, convert: Callable[[list], pa.RecordBatch | None],
+    error: KafkaLogError,
+) -> Iterator[pa.RecordBatch]:
+    """``ignoreCorruptFiles``: the rows of the batches from ``start`` (where the chunk that failed
+    began) up to the corrupt one, decoded one batch at a time, then a warning naming the file and
+    byte position from which the rest of the segment is skipped."""
+    with LogReader(f, name=name, start=start, end=sl.end) as reader:
         batches = reader.batches()
         while True:
             try:
                 batch = next(batches, None)
-                if batch is None:
-                    break
-                if batch.last_offset < sl.lo:
-                    continue
-                if sl.hi is not None and isinstance(batch, RecordBatch) and batch.base_offset >= sl.hi:
+                if batch is None or (sl.hi is not None and isinstance(batch, RecordBatch) and batch.base_offset >= sl.hi):
                     break
                 if settings.verify_crc:
                     batch.ensure_valid()
+                out = convert(list(iter_columns([batch]))) if batch.last_offset >= sl.lo else None
             except KafkaLogError as e:
-                if not settings.ignore_corrupt_files:
-                    raise
-                skip_rest(e)
+                error = e
                 break
-            if isinstance(batch, RecordBatch):
-                if (committed is not None and committed.skips(batch)) or batch.is_control:
-                    continue
-                rows += batch.count
-            else:
-                rows += 1
-            pending.append(batch)
-            held += batch.size_in_bytes
-            if rows >= MAX_ROWS or held >= MAX_BYTES:
-                out, stop = flush(pending)
-                yield from out
-                if stop:
-                    return
-                pending, rows, held = [], 0, 0
-            if sl.hi is not None and batch.last_offset >= sl.hi - 1:
-                break
-        if pending:
-            out, _ = flush(pending)
-            yield from out
-        if reader.tail is not None and sl.end is None:
-            log.info("kafkalog source: %s", reader.tail.message())
+            if out is not None:
+                yield out
+    log.warning("kafkalog source: skipping the rest of %s from byte %s (ignoreCorruptFiles=true): %s", error.file or name, error.position, error.message)
+
+
+def coalesce(batches: Iterator[pa.RecordBatch], rows: int = MAX_ROWS) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` in batches of at least ``rows`` rows (the last one may hold fewer):
+    the small batches of small segments are joined, as Spark takes each Arrow batch from a Python
+    source at a cost of its own."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for b in batches:
+        if not pending and b.num_rows >= rows:
+            yield b
+            continue
+        pending.append(b)
+        held += b.num_rows
+        if held >= rows:
+            yield pa.concat_batches(pending)
+            pending, held = [], 0
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -36,17 +40,28 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .arrow import METADATA_COLUMNS, arrow_schema
-from .errors import SourceOptionError
-from .filters import RowFilter, push_filters
-from .layout import discover, filesystem_for
-from .options import SourceOptions, parse_options
-from .planning import PartitionLog, SegmentSlice, group_replicas, report_data_loss
-from .reader import ReadSettings, read_slice
-from .segments import TailState
-from .writer import KafkaLogWriter
+from kafkalog_spark.errors import SourceOptionError
+from kafkalog_spark.filters import RowFilter, push_filters
+from kafkalog_spark.layout import discover, filesystem_for
+from kafkalog_spark.options import SourceOptions, parse_options
+from kafkalog_spark.planning import (
+    PartitionLog,
+    SegmentSlice,
+    SlicePack,
+    group_replicas,
+    pack,
+    report_data_loss,
+    split_bytes,
+)
+from kafkalog_spark.schema import METADATA_COLUMNS, arrow_schema
+from kafkalog_spark.segments import TailState
 
-__all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "source_schema"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kafkalog_spark.reader import ReadSettings
+
+__all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SessionDefaults", "session_defaults", "source_schema"]
 
 log = logging.getLogger(__name__)
 
@@ -99,16 +114,87 @@ def _columns(schema: StructType) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class SessionDefaults:
+    """The session settings input partitions are planned by, as Spark plans its file sources:
+    ``spark.sql.files.maxPartitionBytes``, ``spark.sql.files.openCostInBytes`` and
+    ``spark.sql.files.minPartitionNum`` (else the default parallelism). Planning runs in a Python
+    worker that cannot see the session, so :func:`kafkalog_spark.register` reads them into the
+    registered source; without that, Spark's defaults and this machine's CPU count."""
+
+    max_partition_bytes: int = 128 * 1024 * 1024
+    open_cost_in_bytes: int = 4 * 1024 * 1024
+    min_partitions: int = os.cpu_count() or 1
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def _bytes(text: str) -> int:
+    """A Spark byte size (``128MB``, ``4m``, ``134217728``) in bytes, as JavaUtils.byteStringAsBytes reads it."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if m is None or m.group(2).lower() not in _BYTE_UNITS:
+        raise SourceOptionError(f"not a byte size: {text!r}")
+    return int(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
+
+
+def session_defaults(spark: SparkSession) -> SessionDefaults:
+    """The planning settings of ``spark``'s session (see :class:`SessionDefaults`)."""
+    base = SessionDefaults()
+
+    def conf(key: str) -> str | None:
+        try:
+            return spark.conf.get(key)
+        except Exception:  # noqa: BLE001 - an unset conf without a default raises (its type differs by Spark version)
+            return None
+
+    max_bytes = conf("spark.sql.files.maxPartitionBytes")
+    open_cost = conf("spark.sql.files.openCostInBytes")
+    min_num = conf("spark.sql.files.minPartitionNum")
+    if min_num:
+        parallelism = int(min_num)
+    else:
+        try:
+            parallelism = spark.sparkContext.defaultParallelism
+        except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
+            parallelism = int(conf("spark.default.parallelism") or base.min_partitions)
+    return SessionDefaults(
+        _bytes(max_bytes) if max_bytes else base.max_partition_bytes, _bytes(open_cost) if open_cost else base.open_cost_in_bytes, parallelism
+    )
+
+
 class _Planner:
     """Planning shared by the batch and the streaming reader (driver side)."""
 
-    def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool, defaults: SessionDefaults | None = None) -> None:
         self.opts: SourceOptions = parse_options(options, streaming=streaming)
         self.fsref, self.paths = filesystem_for(self.opts.paths, self.opts.storage_options)
         self.columns = _columns(schema)
         self.row_filter = RowFilter()
+        d = defaults or SessionDefaults()
+        o = self.opts
+        self.max_bytes = o.max_bytes_per_partition if o.max_bytes_per_partition is not None else d.max_partition_bytes
+        self.open_cost = o.open_cost_in_bytes if o.open_cost_in_bytes is not None else d.open_cost_in_bytes
+        self.min_partitions = o.min_partitions if o.min_partitions is not None else d.min_partitions
+
+    def plan(self, requests: list[tuple[PartitionLog, int, int | None, int | None]]) -> list[InputPartition]:
+        """Input partitions for (log, start, end, lowest timestamp) requests: the split size from
+        the segments' bytes (see :func:`.planning.split_bytes`), segments cut to it, slices packed."""
+        total = files = 0
+        for plog, start, end, _ts in requests:
+            b, n = plog.planned_bytes(start, end)
+            total, files = total + b, files + n
+        split = split_bytes(total, files, self.max_bytes, self.open_cost, self.min_partitions)
+        slices: list[SegmentSlice] = []
+        for plog, start, end, ts_lo in requests:
+            slices.extend(plog.slices(self.fsref, start, end, split=split, ts_lo=ts_lo))
+        return list(pack(slices, split, self.open_cost))
 
     def settings(self) -> ReadSettings:
+        from kafkalog_spark.reader import (
+            ReadSettings,  # the decoder: imported where reading runs, not where planning does
+        )
+
         o = self.opts
         return ReadSettings(
             arrow_schema(self.columns), self.row_filter, o.read_committed, o.verify_crc, o.ignore_corrupt_files, o.fail_on_data_loss,
@@ -117,10 +203,14 @@ class _Planner:
     def partition_logs(self, tails: dict[str, TailState] | None = None, *, live: bool = False) -> dict[tuple[str, int], PartitionLog]:
         """The wanted partitions' logs; ``live`` (streaming) lists afresh and accepts an empty data dir."""
         fs = self.fsref.get()
-        replicas = discover(fs, self.paths, refresh=live, allow_empty=live)
+        replicas = discover(fs, self.paths, refresh=live, allow_empty=live, wants=self._wants)
         groups = group_replicas(replicas, self.opts, self.row_filter)
         self._check_named_partitions(set(groups), [r.key for r in replicas])
         return {tp: PartitionLog(fs, reps, self.opts, tails) for tp, reps in sorted(groups.items())}
+
+    def _wants(self, topic: str, partition: int) -> bool:
+        """Whether the subscription and the pushed filters take ``topic``-``partition``."""
+        return self.opts.wants_partition(topic, partition) and self.row_filter.admits_partition(topic, partition)
 
     def _check_named_partitions(self, wanted: set[tuple[str, int]], found: list[tuple[str, int]]) -> None:
         """Partitions named by assign or per-partition offsets must exist (else: data loss)."""
@@ -135,10 +225,10 @@ class _Planner:
 
 
 class KafkaLogReader(DataSourceReader):
-    """Batch reader: one input partition per segment (or per ``maxBytesPerPartition`` of one)."""
+    """Batch reader: input partitions of segments packed and cut as Spark's file sources plan files."""
 
-    def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        self._planner = _Planner(options, schema, streaming=False)
+    def __init__(self, options: dict[str, str], schema: StructType, defaults: SessionDefaults | None = None) -> None:
+        self._planner = _Planner(options, schema, streaming=False, defaults=defaults)
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - Spark's name
         """Keep the filters on topic, partition, offset and timestamp (see :mod:`.filters`); return the rest."""
@@ -146,12 +236,12 @@ class KafkaLogReader(DataSourceReader):
         return rejected
 
     def partitions(self) -> Sequence[InputPartition]:
-        """Resolve offsets per partition and cut the segments that hold them into slices."""
+        """Resolve offsets per partition, cut the segments that hold them into slices, pack those."""
         p = self._planner
         rf = p.row_filter
         off_lo, off_hi = rf.offset.range()
         ts_lo = rf.timestamp_ms.range()[0]
-        out: list[InputPartition] = []
+        requests: list[tuple[PartitionLog, int, int | None, int | None]] = []
         for plog in p.partition_logs().values():
             start = plog.resolve(p.opts.starting, is_start=True)
             end = plog.resolve(p.opts.ending, is_start=False)
@@ -162,8 +252,8 @@ class KafkaLogReader(DataSourceReader):
                 start = max(start, off_lo)  # type: ignore[type-var]
             if off_hi is not None:
                 end = off_hi + 1 if end is None else min(end, off_hi + 1)
-            out.extend(plog.slices(p.fsref, start, end, ts_lo=ts_lo))  # type: ignore[arg-type]
-        return out
+            requests.append((plog, start, end, ts_lo))  # type: ignore[arg-type]
+        return p.plan(requests)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Stream one slice as Arrow batches (Spark sends a placeholder partition when there is none)."""
@@ -171,9 +261,12 @@ class KafkaLogReader(DataSourceReader):
 
 
 def _read(partition: InputPartition, planner: _Planner) -> Iterator[pa.RecordBatch]:
-    if not isinstance(partition, SegmentSlice):
+    if not isinstance(partition, SlicePack):
         return iter(())
-    return read_slice(partition, planner.settings())
+    from kafkalog_spark.reader import coalesce, read_slice
+
+    settings = planner.settings()
+    return coalesce(b for sl in partition.slices for b in read_slice(sl, settings))
 
 
 Offsets = dict[str, dict[str, int]]
@@ -199,8 +292,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     last stable offset), counted over whole batches only, so every record is read exactly once.
     """
 
-    def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        self._planner = _Planner(options, schema, streaming=True)
+    def __init__(self, options: dict[str, str], schema: StructType, defaults: SessionDefaults | None = None) -> None:
+        self._planner = _Planner(options, schema, streaming=True, defaults=defaults)
         self._tails: dict[str, TailState] = {}
         self._available_now: dict[tuple[str, int], int] | None = None
 
@@ -239,11 +332,11 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _to_json(end)
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
-        """Slices covering each partition's ``[start, end)``."""
+        """Slices covering each partition's ``[start, end)``, packed."""
         p = self._planner
         begin, stop = _from_json(start), _from_json(end)
         logs = self._logs()
-        out: list[InputPartition] = []
+        requests: list[tuple[PartitionLog, int, int | None, int | None]] = []
         for tp, hi in sorted(stop.items()):
             plog = logs.get(tp)
             lo = begin.get(tp)
@@ -259,8 +352,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if hi < lo:
                 report_data_loss(f"{plog.name} now ends at {hi}, before the offset {lo} already reached", plog.dir, p.opts.fail_on_data_loss)
                 continue
-            out.extend(plog.slices(p.fsref, lo, hi))
-        return out
+            requests.append((plog, lo, hi, None))
+        return p.plan(requests)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Stream one slice as Arrow batches (Spark sends a placeholder partition when there is none)."""
@@ -285,7 +378,11 @@ def _rate_limit(begin: dict, end: dict, earliest: dict, max_rows: int) -> dict:
 
 
 class KafkaLogDataSource(DataSource):
-    """``format("kafkalog")``: read Kafka partition directories (see :func:`kafkalog_spark.register`)."""
+    """``format("kafkalog")``: read Kafka partition directories (see :func:`kafkalog_spark.register`).
+
+    ``session_defaults``: the planning settings read from the session at registration."""
+
+    session_defaults: SessionDefaults | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -301,14 +398,18 @@ class KafkaLogDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader for ``schema`` (the default schema or one the user gave)."""
-        return KafkaLogReader(dict(self.options), schema)
+        return KafkaLogReader(dict(self.options), schema, self.session_defaults)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - Spark's name
         """The streaming reader for ``schema``."""
-        return KafkaLogStreamReader(dict(self.options), schema)
+        return KafkaLogStreamReader(dict(self.options), schema, self.session_defaults)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """The appending writer (``mode("append")`` only: logs are never overwritten)."""
+        from kafkalog_spark.writer import (
+            KafkaLogWriter,  # imported where writing is asked for (it loads the compiled partitioner)
+        )
+
         if overwrite:
             raise SourceOptionError("kafkalog logs are append-only: use mode('append')")
         return KafkaLogWriter(dict(self.options), schema)

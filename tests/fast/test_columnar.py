@@ -431,3 +431,78 @@ def test_damaged_record_areas_agree_with_plain_reference(recs: list, flips: list
         got = None
     assert got == want
 
+
+
+def _header_fields(batches: list) -> list[tuple]:
+    return [(b.position, b.size_in_bytes, b.attributes, b.count, b.base_offset, b.last_offset, b.max_timestamp, b.partition_leader_epoch,
+             b.producer_id, b.producer_epoch, b.base_sequence) for b in batches]
+
+
+def _chunk_fields(pieces: list) -> list[tuple]:
+    from kafkalog.fast.columnar import ChunkBatches, ChunkColumns
+
+    out = []
+    for p in pieces:
+        b = p.batches if isinstance(p, ChunkColumns) else p
+        assert isinstance(b, ChunkBatches)
+        out.extend(zip(b.positions.tolist(), b.sizes.tolist(), b.attributes.tolist(), b.counts.tolist(), b.base_offsets.tolist(),
+                       b.last_offsets.tolist(), b.max_timestamps.tolist(), b.leader_epochs.tolist(), b.producer_ids.tolist(),
+                       b.producer_epochs.tolist(), b.base_sequences.tolist(), strict=True))
+    return out
+
+
+@pytest.mark.parametrize("records", [True, False])
+@pytest.mark.parametrize("max_rows", [32768, 7, 1])
+def test_chunks_carry_each_batchs_header_fields(records: bool, max_rows: int) -> None:
+    """The compiled framing reads every batch's header fields (producer id and epoch, base sequence,
+    leader epoch, attributes, last offset) as the batch objects do, with and without decoding the records."""
+    from kafkalog.fast.columnar import iter_chunks
+
+    batches = []
+    for i, codec in enumerate([Codec.NONE, Codec.LZ4, Codec.NONE, Codec.ZSTD, Codec.NONE]):
+        b = RecordBatchBuilder(100 * i, compression=codec, producer_id=7 + i, producer_epoch=[0, 32767, -1, 5, 300][i], base_sequence=2**31 - 2 - i,
+                               partition_leader_epoch=5 * i - 1, is_transactional=i % 2 == 1)
+        for j in range(3 + i):
+            b.append(1_700_000_000_000 + j, b"k", b"v" * j, offset=100 * i + 2 * j)
+        batches.append(b.build())
+    data = b"".join(batches)
+    with LogReader(data) as r:
+        want = _header_fields(list(r.batches()))
+    assert {w[9] for w in want} == {0, 32767, -1, 5, 300} and {w[7] for w in want} >= {-1, 19}  # signed 16 and 32 bits
+    with LogReader(data) as r:
+        got = [f for piece in iter_chunks(r, max_rows=max_rows, records=records, verify_crc=True) for f in _chunk_fields([piece])]  # valid until the next chunk
+    assert got == want
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("codec", [Codec.NONE, Codec.LZ4])
+def test_verify_crc_yields_the_batches_before_a_corrupt_one_then_raises(codec: Codec, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``verify_crc``: the records before the first batch whose CRC fails, then the CrcMismatchError
+    Kafka's check (RecordBatch.ensure_valid) raises at that batch; without it the bytes decode on."""
+    from kafkalog.errors import CrcMismatchError
+    from kafkalog.fast import native
+    from kafkalog.fast.columnar import iter_chunks
+    from kafkalog.format.records.v2 import RecordBatch
+
+    monkeypatch.setattr(native, "CRC", compiled and native.CRC)
+    batches = []
+    for i in range(6):
+        b = RecordBatchBuilder(10 * i, compression=codec)
+        for j in range(4):
+            b.append(1_700_000_000_000 + j, b"key", b"value %d" % j)
+        batches.append(b.build())
+    bad = 3
+    at = sum(len(b) for b in batches[:bad])
+    data = bytearray(b"".join(batches))
+    data[at + 35] ^= 0x01  # the max timestamp: the batch still frames and decodes, only its CRC fails
+    with pytest.raises(CrcMismatchError) as want:
+        RecordBatch(bytes(data[at : at + len(batches[bad])]), at).ensure_valid()
+    for max_rows in (32768, 5):
+        offsets: list[int] = []
+        with LogReader(bytes(data)) as r, pytest.raises(CrcMismatchError) as got:
+            for c in iter_chunks(r, max_rows=max_rows, verify_crc=True):
+                offsets.extend(c.offsets.tolist())
+        assert offsets == [10 * i + j for i in range(bad) for j in range(4)]
+        assert (got.value.position, got.value.offset, str(got.value)) == (at, 10 * bad, str(want.value))
+    with LogReader(bytes(data)) as r:
+        assert sum(len(c) for c in iter_chunks(r)) == 24

@@ -77,16 +77,18 @@ def assert_same_rows(actual: dict, expected: dict) -> None:
 
 def read_in_process(options: dict[str, str], filters: list | None = None) -> tuple[pa.Table | None, list, list]:
     """Run the source as Spark does, in this process: reader, pushFilters, partitions, then a
-    pickle round trip of the reader and every partition before read(). Returns (table, partitions,
-    rejected filters). Used where Spark's separate Python workers cannot see this process's state
-    (an in-memory filesystem, counters of opened files)."""
+    pickle round trip of the reader and every partition before read(). Returns (table, the
+    segment slices of every input partition in log order, rejected filters). Used where Spark's
+    separate Python workers cannot see this process's state (an in-memory filesystem, counters of
+    opened files)."""
     ds = KafkaLogDataSource({k.lower(): v for k, v in options.items()})
     reader = ds.reader(ds.schema())
     rejected = list(reader.pushFilters(filters)) if filters is not None else []
     parts = reader.partitions()
     shipped = cloudpickle.loads(cloudpickle.dumps(reader))
     batches = [b for p in parts for b in shipped.read(pickle.loads(pickle.dumps(p)))]
-    return (pa.Table.from_batches(batches) if batches else None), parts, rejected
+    slices = sorted((s for p in parts for s in p.slices), key=lambda s: (s.topic, s.partition, s.log, s.start))
+    return (pa.Table.from_batches(batches) if batches else None), slices, rejected
 
 
 def segment_uuid() -> str:

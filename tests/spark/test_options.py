@@ -162,9 +162,9 @@ def test_read_committed_stream_ends_at_the_last_stable_offset() -> None:
     assert reader.latestOffset(start, ReadMaxRows(50)) == {"transactional": {"0": 50}}
     end = reader.latestOffset(start, None)
     assert end == {"transactional": {"0": 136}}  # the oldest open transaction starts at 136
-    parts = reader.partitions(start, end)
-    assert parts and all(p.hi is not None and p.hi <= 136 for p in parts)
-    assert any(p.aborted for p in parts)
+    slices = [s for p in reader.partitions(start, end) for s in p.slices]
+    assert slices and all(s.hi is not None and s.hi <= 136 for s in slices)
+    assert any(s.aborted for s in slices)
 
 
 @pytest.mark.parametrize(
@@ -176,6 +176,8 @@ def test_read_committed_stream_ends_at_the_last_stable_offset() -> None:
         ({"startingOffsets": "{bad"}, "not valid JSON"),
         ({"isolationLevel": "serializable"}, "read_uncommitted or read_committed"),
         ({"maxBytesPerPartition": "0"}, "must be positive"),
+        ({"openCostInBytes": "-1"}, "openCostInBytes must be zero or more"),
+        ({"minPartitions": "0"}, "minPartitions must be positive"),
         ({"startingOffsets": '{"golden": {"0": 9}}', "endingOffsets": '{"golden": {"0": 3}}'}, "after its ending offset"),
         ({"failOnDataLoss": "maybe"}, "must be true or false"),
     ],

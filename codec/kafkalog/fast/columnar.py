@@ -568,11 +568,13 @@ _F_SMALL = 2  # the entry there declares a size under the minimum entry overhead
 _F_OTHER = 3  # the entry there needs the per-batch path (magic 0/1 or unknown, short header, bad count, unknown codec)
 _F_FULL = 4  # the chunk's byte, row or batch budget is spent
 _F_SWITCH = 5  # the entry there is compressed and the chunk's are not, or the other way round
+_F_CRC = 6  # the batch there fails its CRC check
 
 #: Columns of the per-batch metadata :func:`_frame_chunk` fills: the batch header's fields.
 (_M_POS, _M_SIZE, _M_ATTRS, _M_COUNT, _M_BASE_OFFSET, _M_BASE_TS, _M_MAX_TS, _M_LAST_DELTA, _M_LEADER_EPOCH,
  _M_PRODUCER_ID, _M_PRODUCER_EPOCH, _M_BASE_SEQUENCE) = range(12)
 _META_COLUMNS = 12
+_CRC_START = 21  # the CRC covers the batch from its attributes on
 _HEADER_UP_TO_MAGIC = 17  # offset, size, partitionLeaderEpoch, magic: what Kafka reads first
 _MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: a smaller declared size is corruption
 
@@ -593,52 +595,70 @@ def _be64(buf: np.ndarray, p: int) -> int:
     return _be32(buf, p) * 4294967296 + lo
 
 
-@_jit
-def _frame_chunk(
-    buf: np.ndarray, pos: int, end: int, compressed: bool, max_bytes: int, max_rows: int, meta: np.ndarray
-) -> tuple[int, int, int, int]:
-    """Frame the entries of ``buf[pos:end]`` as Kafka's FileLogInputStream does, taking v2 batches
-    that are all uncompressed (or all compressed, per ``compressed``) into ``meta`` until a budget
-    is spent. Returns (stop status ``_F_*``, stop position, batches taken, records they declare)."""
-    first = pos
-    n = 0
-    rows = 0
-    while True:
-        if end - pos < _HEADER_UP_TO_MAGIC:
-            return (_F_END if pos >= end else _F_TAIL), pos, n, rows
-        size = _be32(buf, pos + 8)
-        if size < _MIN_ENTRY_SIZE:
-            return _F_SMALL, pos, n, rows
-        if pos + 12 + size > end:
-            return _F_TAIL, pos, n, rows
-        if buf[pos + 16] != 2 or size < HEADER_SIZE - 12:
-            return _F_OTHER, pos, n, rows
-        attrs = (np.int64(buf[pos + 21]) << 8) | np.int64(buf[pos + 22])
-        codec = attrs & ATTR_COMPRESSION_MASK
-        count = _be32(buf, pos + 57)
-        if codec > 4 or count < 0 or (codec == 0 and count > size + 12 - HEADER_SIZE):
-            return _F_OTHER, pos, n, rows
-        if (codec != 0) != compressed:
-            return _F_SWITCH, pos, n, rows
-        if n > 0 and (n == meta.shape[0] or pos + 12 + size - first > max_bytes or rows + count > max_rows):
-            return _F_FULL, pos, n, rows
-        meta[n, _M_POS] = pos
-        meta[n, _M_SIZE] = 12 + size
-        meta[n, _M_ATTRS] = attrs
-        meta[n, _M_COUNT] = count
-        meta[n, _M_BASE_OFFSET] = _be64(buf, pos)
-        meta[n, _M_BASE_TS] = _be64(buf, pos + 27)
-        meta[n, _M_MAX_TS] = _be64(buf, pos + 35)
-        meta[n, _M_LAST_DELTA] = _be32(buf, pos + 23)
-        meta[n, _M_LEADER_EPOCH] = _be32(buf, pos + 12)
-        meta[n, _M_PRODUCER_ID] = _be64(buf, pos + 43)
-        meta[n, _M_PRODUCER_EPOCH] = (np.int64(buf[pos + 51]) << 8) | np.int64(buf[pos + 52])
-        if meta[n, _M_PRODUCER_EPOCH] >= 32768:
-            meta[n, _M_PRODUCER_EPOCH] -= 65536
-        meta[n, _M_BASE_SEQUENCE] = _be32(buf, pos + 53)
-        n += 1
-        rows += count
-        pos += 12 + size
+def _compile_frame(deps: str) -> Callable[..., tuple[int, int, int, int]]:
+    """:func:`_frame_chunk`, compiled with ``deps`` (the digest of :mod:`kafkalog.fast.native`, whose
+    CRC function it inlines) in its cache key."""
+
+    def _frame_chunk(
+        buf: np.ndarray, pos: int, end: int, compressed: bool, max_bytes: int, max_rows: int, meta: np.ndarray, verify_crc: bool
+    ) -> tuple[int, int, int, int]:
+        """Frame the entries of ``buf[pos:end]`` as Kafka's FileLogInputStream does, taking v2 batches
+        that are all uncompressed (or all compressed, per ``compressed``) into ``meta`` (their header
+        fields, :data:`_M_POS` ...) until a budget is spent; with ``verify_crc``, stop before a batch
+        whose CRC does not match (``_F_CRC``), as Kafka's consumer checks each batch before reading
+        it. Returns (stop status ``_F_*``, stop position, batches taken, records they declare)."""
+        if not len(deps):  # ``deps`` only keys the cache
+            return _F_END, pos, 0, 0
+        first = pos
+        n = 0
+        rows = 0
+        while True:
+            if end - pos < _HEADER_UP_TO_MAGIC:
+                return (_F_END if pos >= end else _F_TAIL), pos, n, rows
+            size = _be32(buf, pos + 8)
+            if size < _MIN_ENTRY_SIZE:
+                return _F_SMALL, pos, n, rows
+            if pos + 12 + size > end:
+                return _F_TAIL, pos, n, rows
+            if buf[pos + 16] != 2 or size < HEADER_SIZE - 12:
+                return _F_OTHER, pos, n, rows
+            attrs = (np.int64(buf[pos + 21]) << 8) | np.int64(buf[pos + 22])
+            codec = attrs & ATTR_COMPRESSION_MASK
+            count = _be32(buf, pos + 57)
+            if codec > 4 or count < 0 or (codec == 0 and count > size + 12 - HEADER_SIZE):
+                return _F_OTHER, pos, n, rows
+            if (codec != 0) != compressed:
+                return _F_SWITCH, pos, n, rows
+            if n > 0 and (n == meta.shape[0] or pos + 12 + size - first > max_bytes or rows + count > max_rows):
+                return _F_FULL, pos, n, rows
+            if verify_crc:
+                stored = _be32(buf, pos + 17)
+                if stored < 0:
+                    stored += 4294967296
+                if native.crc32c(buf, pos + _CRC_START, 12 + size - _CRC_START) != stored:
+                    return _F_CRC, pos, n, rows
+            meta[n, _M_POS] = pos
+            meta[n, _M_SIZE] = 12 + size
+            meta[n, _M_ATTRS] = attrs
+            meta[n, _M_COUNT] = count
+            meta[n, _M_BASE_OFFSET] = _be64(buf, pos)
+            meta[n, _M_BASE_TS] = _be64(buf, pos + 27)
+            meta[n, _M_MAX_TS] = _be64(buf, pos + 35)
+            meta[n, _M_LAST_DELTA] = _be32(buf, pos + 23)
+            meta[n, _M_LEADER_EPOCH] = _be32(buf, pos + 12)
+            meta[n, _M_PRODUCER_ID] = _be64(buf, pos + 43)
+            meta[n, _M_PRODUCER_EPOCH] = (np.int64(buf[pos + 51]) << 8) | np.int64(buf[pos + 52])
+            if meta[n, _M_PRODUCER_EPOCH] >= 32768:
+                meta[n, _M_PRODUCER_EPOCH] -= 65536
+            meta[n, _M_BASE_SEQUENCE] = _be32(buf, pos + 53)
+            n += 1
+            rows += count
+            pos += 12 + size
+
+    return _jit(_frame_chunk)  # type: ignore[no-any-return]
+
+
+_frame_chunk = _compile_frame(_source_digest("native"))
 
 
 #: :func:`_walk_chunk` status: the key or value buffer lacks room for the next batch (grow and resume).
@@ -701,10 +721,12 @@ def _walk_chunk(
 @dataclass
 class ChunkBatches:
     """The header fields of a chunk's batches, one row each (a view of the chunk walk's own
-    arrays: valid until the next chunk)."""
+    arrays: valid until the next chunk). ``data`` holds the log bytes the batches were framed in
+    (from file position ``origin``) when the chunk was read without records (None otherwise)."""
 
     meta: np.ndarray  # (batches, _META_COLUMNS) int64, positions relative to ``origin``
     origin: int
+    data: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.meta)
@@ -713,6 +735,11 @@ class ChunkBatches:
     def positions(self) -> np.ndarray:
         """Each batch's file position."""
         return self.meta[:, _M_POS] + self.origin
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Each batch's size in the log, offset and length fields included."""
+        return self.meta[:, _M_SIZE]
 
     @property
     def attributes(self) -> np.ndarray:
@@ -735,6 +762,11 @@ class ChunkBatches:
         return self.meta[:, _M_BASE_OFFSET] + self.meta[:, _M_LAST_DELTA]
 
     @property
+    def max_timestamps(self) -> np.ndarray:
+        """Each batch's ``maxTimestamp``."""
+        return self.meta[:, _M_MAX_TS]
+
+    @property
     def leader_epochs(self) -> np.ndarray:
         """Each batch's ``partitionLeaderEpoch``."""
         return self.meta[:, _M_LEADER_EPOCH]
@@ -753,6 +785,13 @@ class ChunkBatches:
     def base_sequences(self) -> np.ndarray:
         """Each batch's ``baseSequence``."""
         return self.meta[:, _M_BASE_SEQUENCE]
+
+    def batch(self, i: int, reader: LogReader) -> RecordBatch:
+        """Batch ``i`` as an object (a copy of its bytes; needs ``data``)."""
+        assert self.data is not None
+        p = int(self.meta[i, _M_POS])
+        raw = self.data[p : p + int(self.meta[i, _M_SIZE])].tobytes()
+        return RecordBatch(raw, self.origin + p, reader.name, max_decompressed_size=reader.max_decompressed_size)
 
 
 @dataclass
@@ -784,8 +823,8 @@ _CODECS = tuple(Codec)  # by id (the framing takes ids 1-4 only)
 
 def iter_chunks(
     reader: LogReader, *, max_rows: int = 32768, max_bytes: int = CHUNK_BYTES, headers: bool = True,
-    alloc: Callable[[int], np.ndarray] | None = None, views: bool = False,
-) -> Iterator[ChunkColumns | BatchColumns]:
+    alloc: Callable[[int], np.ndarray] | None = None, views: bool = False, verify_crc: bool = False, records: bool = True,
+) -> Iterator[ChunkColumns | ChunkBatches | BatchColumns]:
     """Decode every batch of ``reader`` (from ``reader.start``), chunk by chunk: runs of v2 batches
     become one :class:`ChunkColumns` of at most ``max_rows`` records (unless one batch holds more)
     and about ``max_bytes`` bytes; any other batch (magic 0/1, or one the fast path refuses, which
@@ -797,27 +836,41 @@ def iter_chunks(
     arrays are kept per thread for the next call: a chunk's other arrays are valid until the next
     chunk (or call). ``views=True`` gives each chunk Arrow binary views of its keys and values
     (``key_views``, ``value_views``) into bytes it owns (``view_data``: its decompressed record
-    areas, or the log bytes read for it) instead of copying them out: no copy of any key or value."""
+    areas, or the log bytes read for it) instead of copying them out: no copy of any key or value.
+
+    Each chunk carries its batches' header fields (:attr:`ChunkColumns.batches`). ``verify_crc``
+    checks every batch's CRC before it is decoded, as Kafka's consumer does (in the compiled
+    framing pass): the batches before a bad one are yielded, then
+    :class:`~kafkalog.errors.CrcMismatchError` is raised at it. ``records=False`` reads batch
+    headers only: runs of v2 batches become :class:`ChunkBatches` (nothing decompressed or
+    decoded), any other batch still a :class:`BatchColumns`."""
     scratch = _Scratch.take(alloc)
     try:
-        yield from _chunks(reader, max_rows, max_bytes, headers, scratch, views)
+        yield from _chunks(reader, max_rows, max_bytes, headers, scratch, views, verify_crc, records)
     finally:
         scratch.give_back()
 
 
 def _chunks(
-    reader: LogReader, max_rows: int, max_bytes: int, headers: bool, scratch: _Scratch, views: bool
-) -> Iterator[ChunkColumns | BatchColumns]:
+    reader: LogReader, max_rows: int, max_bytes: int, headers: bool, scratch: _Scratch, views: bool, verify_crc: bool, records: bool
+) -> Iterator[ChunkColumns | ChunkBatches | BatchColumns]:
     src = _Source(reader, max_bytes, scratch.own)
     meta = scratch.meta  # batches of the current chunk
     pos = reader.start
     reader.tail = None
     compressed = False
     dbuf = scratch.dbuf
+    compiled_crc = verify_crc and native.CRC
     while True:
         data, origin, stop_end = src.window(pos)
-        status, stop, n, _rows = _frame_chunk(data, pos - origin, stop_end, compressed, max_bytes, max_rows, meta)
-        if n:
+        status, stop, n, _rows = _frame_chunk(data, pos - origin, stop_end, compressed, max_bytes, max_rows, meta, compiled_crc)
+        if verify_crc and not compiled_crc:
+            bad = _first_bad_crc(data, meta, n)
+            if bad < n:
+                status, stop, n = _F_CRC, int(meta[bad, _M_POS]), bad
+        if n and not records:
+            yield ChunkBatches(meta[:n], origin, data)
+        elif n:
             if compressed:
                 if views:  # the chunk keeps its buffer: a new one each time
                     dbuf = scratch.own(scratch.view_dbuf)
@@ -845,17 +898,30 @@ def _chunks(
             continue
         if status == _F_END:
             return
-        # a torn tail, a corrupt size or a batch for the per-batch path: LogReader's own framing
-        # decides and reports, from this position
+        # a torn tail, a corrupt size or CRC, or a batch for the per-batch path: LogReader's own
+        # framing and the batch object decide and report, from this position
         single = LogReader(reader._buf if reader._buf is not None else reader._fh, name=reader.name, start=pos,  # type: ignore[arg-type]
                            end=reader.end, max_decompressed_size=reader.max_decompressed_size)
         batch = next(single.batches(), None)
         if batch is None:
             reader.tail = single.tail
             return
+        if verify_crc:
+            batch.ensure_valid()
         yield from iter_columns([batch])
         pos += batch.size_in_bytes
         reader.valid_bytes = pos - reader.start
+
+
+def _first_bad_crc(data: np.ndarray, meta: np.ndarray, n: int) -> int:
+    """The first of batches ``0..n-1`` whose CRC does not match (``n`` when all do): the check
+    from Python, where :data:`kafkalog.fast.native.CRC` says the framing cannot make it."""
+    for i in range(n):
+        p, size = int(meta[i, _M_POS]), int(meta[i, _M_SIZE])
+        stored = int.from_bytes(data[p + 17 : p + 21].tobytes(), "big")
+        if native.crc32c(data, p + _CRC_START, size - _CRC_START) != stored:
+            return i
+    return n
 
 
 class _Source:

@@ -11,6 +11,11 @@ corrupt), straight into the output buffer (``ZSTD_d_stableOutBuffer``). :data:`N
 :data:`NATIVE_ZSTD` say whether that worked. With numba off (``KAFKALOG_NO_NUMBA=1``) the same helpers are plain Python over
 cramjam and zstandard, so the loop that calls them runs unchanged; with numba on and a library
 missing, :data:`LZ4` / :data:`ZSTD` are False and the decoder keeps its per-batch Python path.
+
+Batch CRCs are checked the same way: :func:`crc32c` calls the crc32c package's own C function
+(its SSE 4.2 one when the package chose hardware, else its slicing-by-8), found in its extension,
+so that the chunk framing checks every batch's CRC without a Python call per batch; :data:`CRC`
+says whether that is available (else the caller checks each batch from Python).
 """
 
 from __future__ import annotations
@@ -23,13 +28,14 @@ from collections.abc import Callable
 from typing import Any
 
 import cramjam
+import crc32c as _crc32c_package
 import numpy as np
 import zstandard
 
 from kafkalog.errors import DecompressionError
 from kafkalog.format.compression import _zstd_check_complete, _zstd_d
 
-__all__ = ["LZ4", "NATIVE_LZ4", "NATIVE_ZSTD", "ZSTD", "lz4_block", "zstd_dctx", "zstd_frames"]
+__all__ = ["CRC", "LZ4", "NATIVE_CRC", "NATIVE_LZ4", "NATIVE_ZSTD", "ZSTD", "crc32c", "lz4_block", "zstd_dctx", "zstd_frames"]
 
 #: :func:`zstd_frames` results besides a size: the payload is bad, or the output needs more room.
 BAD = -1
@@ -48,6 +54,19 @@ def _lz4_address() -> int | None:
         import lz4.block._block as ext
 
         return ctypes.cast(ctypes.CDLL(ext.__file__).LZ4_decompress_safe, ctypes.c_void_p).value
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def _crc32c_address() -> int | None:
+    """Address of the crc32c package's CRC-32C function that it uses itself (``crc(crc, data, length)``,
+    pre- and post-inverted by the caller), or None when its extension does not export it."""
+    try:
+        from crc32c import _crc32c as ext
+
+        lib = ctypes.CDLL(ext.__file__)
+        f = lib._crc32c_hw_adler if _crc32c_package.hardware_based else lib._crc32c_sw_slicing_by_8
+        return ctypes.cast(f, ctypes.c_void_p).value
     except (ImportError, OSError, AttributeError):
         return None
 
@@ -131,13 +150,19 @@ def _plain_zstd_frames(ctx: np.ndarray, src: np.ndarray, pos: int, size: int, ds
         return BAD
 
 
+def _plain_crc32c(src: np.ndarray, pos: int, size: int) -> int:
+    """The CRC-32C (Castagnoli) of ``src[pos:pos+size]``, as Kafka's batch CRC."""
+    return int(_crc32c_package.crc32c(src[pos : pos + size]))
+
+
 lz4_block: Callable[..., Any] = _plain_lz4_block
 zstd_frames: Callable[..., Any] = _plain_zstd_frames
-NATIVE_LZ4 = NATIVE_ZSTD = False
+crc32c: Callable[..., Any] = _plain_crc32c
+NATIVE_LZ4 = NATIVE_ZSTD = NATIVE_CRC = False
 #: Whether the chunk loop can decompress lz4 / zstd with :func:`lz4_block` / :func:`zstd_frames`
-#: (compiled code calling C, or plain Python when numba is off). Tests turn them off to take the
-#: per-batch path.
-LZ4 = ZSTD = True
+#: and check CRCs with :func:`crc32c` (compiled code calling C, or plain Python when numba is
+#: off). Tests turn them off to take the per-batch path.
+LZ4 = ZSTD = CRC = True
 
 try:  # pragma: no cover - depends on the environment
     if os.environ.get("KAFKALOG_NO_NUMBA"):
@@ -153,6 +178,7 @@ except ImportError:  # pragma: no cover
     pass
 else:  # pragma: no cover - depends on the environment
     _LZ4_SIG = types.int32(types.intp, types.intp, types.int32, types.int32)
+    _CRC_SIG = types.uint32(types.uint32, types.intp, types.uintp)
     _STREAM_SIG = types.uintp(types.uintp, types.uintp, types.uintp)
     _RESET_SIG = types.uintp(types.uintp, types.int32)
     _IS_ERR_SIG = types.uint32(types.uintp)
@@ -170,6 +196,9 @@ else:  # pragma: no cover - depends on the environment
     def _bad_lz4(src: int, dst: int, size: int, cap: int) -> int:
         return -1
 
+    def _bad_crc(crc: int, data: int, size: int) -> int:
+        return 0
+
     def _no_stream(dctx: int, out: int, src: int) -> int:
         return 0
 
@@ -180,6 +209,7 @@ else:  # pragma: no cover - depends on the environment
         return 1
 
     NATIVE_LZ4 = _register("LZ4_decompress_safe", _lz4_address(), _LZ4_SIG, _bad_lz4)
+    NATIVE_CRC = _register("crc32c", _crc32c_address(), _CRC_SIG, _bad_crc)
     _zstd_lib = _zstd_library()
 
     def _address(f: str) -> int | None:
@@ -191,9 +221,10 @@ else:  # pragma: no cover - depends on the environment
     NATIVE_ZSTD &= _register("ZSTD_getErrorCode", _address("ZSTD_getErrorCode"), _CODE_SIG, _error)
     if not NATIVE_ZSTD:
         _zstd_lib = None
-    LZ4, ZSTD = NATIVE_LZ4, NATIVE_ZSTD
+    LZ4, ZSTD, CRC = NATIVE_LZ4, NATIVE_ZSTD, NATIVE_CRC
 
     _c_lz4 = types.ExternalFunction("kafkalog_LZ4_decompress_safe", _LZ4_SIG)
+    _c_crc = types.ExternalFunction("kafkalog_crc32c", _CRC_SIG)
     _c_stream = types.ExternalFunction("kafkalog_ZSTD_decompressStream", _STREAM_SIG)
     _c_reset = types.ExternalFunction("kafkalog_ZSTD_DCtx_reset", _RESET_SIG)
     _c_is_error = types.ExternalFunction("kafkalog_ZSTD_isError", _IS_ERR_SIG)
@@ -233,5 +264,12 @@ else:  # pragma: no cover - depends on the environment
                     return np.int64(BAD)
         return np.int64(ctx[6])
 
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def _native_crc32c(src: np.ndarray, pos: int, size: int) -> int:
+        """The CRC-32C of ``src[pos:pos+size]`` (the caller keeps the span inside ``src``)."""
+        c = _c_crc(np.uint32(0xFFFFFFFF), src.ctypes.data + pos, np.uint64(size))
+        return np.int64(c ^ np.uint32(0xFFFFFFFF))
+
     lz4_block = _native_lz4_block
+    crc32c = _native_crc32c
     zstd_frames = _native_zstd_frames

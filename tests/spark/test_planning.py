@@ -1,0 +1,121 @@
+"""Input partitions are planned as Spark plans its file sources: the same number of tasks as
+Spark's own ``FilePartition`` planning gives the same files, small segments packed together,
+large ones cut at index entries, and every row read once."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from helpers import GOLDEN, dump_batches, read_jsonl
+from kafkalog_spark.planning import SegmentSlice, pack, split_bytes
+from kafkalog_spark.source import KafkaLogDataSource
+
+LOGDIR = GOLDEN / "kafka" / "logdir"
+REAL = GOLDEN / "real" / "cp760-flink-on-prem" / "data"
+
+
+@pytest.fixture(scope="module")
+def many_partitions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Eight copies of the bundled real data dir's partitions, each its own topic."""
+    root = tmp_path_factory.mktemp("many")
+    for k in range(8):
+        for part in REAL.iterdir():
+            if part.is_dir() and any(f.stat().st_size for f in part.glob("*.log")):
+                topic, _, p = part.name.rpartition("-")
+                shutil.copytree(part, root / f"{topic}_c{k}-{p}")
+    return root
+
+
+def _plan(path: Path, **options: str) -> list:
+    ds = KafkaLogDataSource({"path": str(path), **{k.lower(): v for k, v in options.items()}})
+    return ds.reader(ds.schema()).partitions()
+
+
+@pytest.mark.parametrize(("max_bytes", "open_cost", "min_partitions"), [(128 << 20, 4 << 20, 2), (1 << 20, 20_000, 2), (1 << 30, 1 << 20, 16), (300_000, 0, 1)])
+def test_as_many_input_partitions_as_spark_plans_for_the_same_files(
+    spark, many_partitions: Path, max_bytes: int, open_cost: int, min_partitions: int  # noqa: ANN001 - fixture
+) -> None:
+    logs = sorted(str(f) for f in many_partitions.glob("*/*.log") if f.stat().st_size)
+    conf = {"spark.sql.files.maxPartitionBytes": str(max_bytes), "spark.sql.files.openCostInBytes": str(open_cost),
+            "spark.sql.files.minPartitionNum": str(min_partitions)}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:  # binaryFile: whole files, packed by Spark's FilePartition (segments here are below any cut size, or have no .index)
+        spark_tasks = spark.read.format("binaryFile").load(logs).rdd.getNumPartitions()
+    finally:
+        for k in conf:
+            spark.conf.unset(k)
+    ours = _plan(many_partitions, maxBytesPerPartition=str(max_bytes), openCostInBytes=str(open_cost), minPartitions=str(min_partitions))
+    sizes = [Path(f).stat().st_size for f in logs]
+    if max(sizes) <= split_bytes(sum(sizes), len(sizes), max_bytes, open_cost, min_partitions):  # no segment cut: the files Spark packed
+        assert sorted(s.log for p in ours for s in p.slices) == logs
+        assert len(ours) == spark_tasks
+    else:  # the largest segments cut at index entries (binaryFile reads files whole)
+        assert len(ours) > spark_tasks
+    assert len(logs) == 32
+
+
+def test_the_sessions_settings_decide_the_partitions(spark, many_partitions: Path) -> None:  # noqa: ANN001 - fixture
+    """Registered with the session, the source plans with its settings (here Spark's defaults and
+    local[2]'s parallelism), as Spark's own file sources do."""
+    logs = sorted(str(f) for f in many_partitions.glob("*/*.log") if f.stat().st_size)
+    ours = spark.read.format("kafkalog").load(str(many_partitions)).rdd.getNumPartitions()
+    assert ours == spark.read.format("binaryFile").load(logs).rdd.getNumPartitions() < len(logs)
+
+
+def test_large_segments_are_cut_and_every_row_read_once() -> None:
+    parts = _plan(LOGDIR / "golden-0", maxBytesPerPartition="700", openCostInBytes="0", minPartitions="1")
+    slices = [s for p in parts for s in p.slices]
+    by_log: dict[str, list] = {}
+    for s in slices:
+        by_log.setdefault(s.log, []).append(s)
+    assert any(len(v) > 1 for v in by_log.values())  # cut at index entries
+    for v in by_log.values():  # byte ranges that tile each segment
+        v.sort(key=lambda s: s.start)
+        assert v[0].start == 0 and v[-1].end is None
+        assert all(a.end == b.start for a, b in zip(v, v[1:], strict=False))
+
+
+def test_pack_is_next_fit_decreasing_with_an_open_cost() -> None:
+    def sl(size: int) -> SegmentSlice:
+        return SegmentSlice(None, "t", 0, f"{size}.log", 0, None, 0, None, (), size)  # type: ignore[arg-type]
+
+    packs = pack([sl(s) for s in (10, 70, 30, 50, 5)], split=100, open_cost=10)
+    assert [[s.size for s in p.slices] for p in packs] == [[70], [50, 30], [10, 5]]
+    assert split_bytes(1000, 10, 10_000, 4, 2) == 520 and split_bytes(1000, 10, 300, 4, 2) == 300 and split_bytes(10, 1, 300, 64, 2) == 64
+
+
+def test_planning_imports_no_compiled_decoder() -> None:
+    """Spark plans in fresh Python processes: the source's planning side must not import numba
+    (seconds on a loaded machine), and its headers type is the decoder's."""
+    import subprocess
+    import sys
+
+    from kafkalog.fast.arrow import HEADERS_TYPE
+    from kafkalog_spark.schema import HEADERS_TYPE as SOURCE_HEADERS_TYPE
+
+    assert SOURCE_HEADERS_TYPE == HEADERS_TYPE
+    code = "import sys, kafkalog_spark, kafkalog_spark.source; print(sorted(m for m in ('numba', 'kafkalog.fast.columnar') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip() == "[]"
+
+
+def test_small_segments_of_one_input_partition_come_in_few_arrow_batches(many_partitions: Path) -> None:
+    """The rows of the many small segments one task reads are joined into Arrow batches of
+    reader.MAX_ROWS rows (Spark takes each batch at a cost of its own), none lost or repeated."""
+    from kafkalog_spark.reader import MAX_ROWS
+
+    ds = KafkaLogDataSource({"path": str(many_partitions), "maxbytesperpartition": str(1 << 30), "minpartitions": "1"})
+    reader = ds.reader(ds.schema())
+    (only,) = reader.partitions()
+    assert len(only.slices) == 32
+    batches = list(reader.read(only))
+    assert all(b.num_rows >= MAX_ROWS for b in batches[:-1])
+    assert len(batches) < len(only.slices)
+    table = pa.Table.from_batches(batches)
+    keys = set(zip(table.column("topic").to_pylist(), table.column("offset").to_pylist(), strict=True))
+    dumped = dump_batches(read_jsonl(GOLDEN / "real" / "expected" / "cp760-flink-on-prem.jsonl.gz"))
+    assert len(keys) == table.num_rows == 8 * sum(len(b["records"]) for b in dumped if not b.get("isControlBatch"))
