@@ -178,15 +178,22 @@ def _check_findings(run: _Run, want: dict[str, Any]) -> str | None:
     return None
 
 
+def _run_on_bad_file(case: Case, template: list[str], timeout: float) -> tuple[_Run | None, str | None]:
+    """Run ``template`` on the file a bad case corrupts: the run, or why it is unusable."""
+    assert case.expected is not None
+    want = case.expected["finding"]
+    run = _run(template, {"file": str(case.path / want["file"]), "dir": str(case.path)}, timeout)
+    bad = _describe(run, timeout)
+    return (None, bad) if bad else (run, None)
+
+
 def _bad_with_dumper(case: Case, template: list[str], timeout: float) -> str | None:
     assert case.expected is not None
     if case.expected["reader"] == "lines":
         return _dump_lines(case, template, timeout, strict_exit=False)
     want = case.expected["finding"]
-    subst = {"file": str(case.path / want["file"]), "dir": str(case.path)}
-    run = _run(template, subst, timeout)
-    bad = _describe(run, timeout)
-    if bad:
+    run, bad = _run_on_bad_file(case, template, timeout)
+    if run is None:
         return bad
     if run.code == 0:
         return f"exit 0: a conforming reader rejects this input ({want['code']} at position {want['position']})"
@@ -196,10 +203,8 @@ def _bad_with_dumper(case: Case, template: list[str], timeout: float) -> str | N
 def _bad_with_validator(case: Case, template: list[str], timeout: float) -> str | None:
     assert case.expected is not None
     want = case.expected["finding"]
-    subst = {"file": str(case.path / want["file"]), "dir": str(case.path)}
-    run = _run(template, subst, timeout)
-    bad = _describe(run, timeout)
-    if bad:
+    run, bad = _run_on_bad_file(case, template, timeout)
+    if run is None:
         return bad
     if want.get("severity", "error") == "error" and run.code == 0:
         return f"exit 0: a conforming validator reports {want['code']} at {want['file']} position {want['position']}"
