@@ -60,7 +60,11 @@ def has_kafka_files(directory: str, wanted: Callable[[str], bool]) -> bool:
 
 def missing_or_empty(command: str, paths: Sequence[str], wanted: Callable[[str], bool]) -> int | None:
     """Exit 3 with a message naming the first path that does not exist or holds no Kafka files."""
+    from kafkalog.format.files import is_url
+
     for path in paths:
+        if is_url(path):
+            continue  # object storage: the command reports a missing path or refused credentials when it reads
         if not os.path.exists(path):
             print(f"kafkalog {command}: no such file or directory: {path}", file=sys.stderr)
             return EXIT_IO

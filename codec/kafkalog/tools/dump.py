@@ -7,7 +7,10 @@ The JSON form is SPEC.md's canonical JSON; the text form follows kafka-dump-log
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import posixpath
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -16,7 +19,7 @@ from typing import Any, TextIO
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from kafkalog.format.files import DUMPED_KINDS, FileKind, exists, is_dir, is_url, kind_of, segment_file_name, walk
-from kafkalog.format.index import OffsetIndex, TimeIndex
+from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.record import LegacyRecord
 from kafkalog.format.records.stream import LogReader
@@ -131,9 +134,11 @@ _JSON: dict[FileKind, Callable[[str, str], Iterator[dict[str, Any]]]] = {
 
 
 def json_lines(
-    path: str, rel: str, kind: FileKind, result: DumpResult | None = None, lossless: bool = False, decoder: str | None = None
+    path: str, rel: str, kind: FileKind, result: DumpResult | None = None, lossless: bool = False, decoder: str | None = None,
+    *, end: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch).
+    """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch, and
+    read only up to the offset ``end`` when one is given: :func:`_targets`).
 
     With ``decoder`` (an internal-topic decoder name), record objects gain ``decodedKey`` and
     ``decodedValue`` (or ``decodeError``)."""
@@ -146,11 +151,16 @@ def json_lines(
                 return decoded_fields(None, r, decoder=decoder, control=control, file=path, position=batch.position)
 
         with LogReader(path) as reader:
-            yield from log_lines(reader.batches(), rel, lossless=lossless, extra=extra)
+            yield from log_lines(_planned(reader.batches(), end), rel, lossless=lossless, extra=extra)
             if reader.tail is not None and result is not None:
                 result.torn_tails.append(reader.tail.message())
         return
     yield from _JSON[kind](path, rel)
+
+
+def _planned(batches: Iterator[Any], end: int | None) -> Iterator[Any]:
+    """``batches`` up to the first one holding an offset at or past ``end`` (all of them when None)."""
+    return batches if end is None else itertools.takewhile(lambda b: b.last_offset < end, batches)
 
 
 # ------------------------------------------------------------------------------------- text
@@ -179,7 +189,7 @@ def _text_batch(batch: Any, position: int) -> str:
     )
 
 
-def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult) -> None:
+def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult, end: int | None = None) -> None:
     name = os.path.basename(path)
     stem = name.split(".", 1)[0]
     decoder = opts.decoder_for(path)
@@ -192,7 +202,7 @@ def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult) -> 
         out.write(f"Log starting offset: {int(stem.split('-')[0])}\n")
     with LogReader(path) as reader:
         valid = 0
-        for batch in reader.batches():
+        for batch in _planned(reader.batches(), end):
             _text_batch_and_records(path, batch, valid, batch.records(), out, opts, decoder)
             valid += batch.size_in_bytes
         if reader.tail is not None:
@@ -269,13 +279,19 @@ def _text_other(path: str, kind: FileKind, out: TextIO) -> None:
 DELETED_SUFFIX = ".deleted"
 
 
-def _targets(paths: list[str], err: TextIO) -> Iterator[tuple[str, str, FileKind]]:
+def _targets(paths: list[str], err: TextIO) -> list[tuple[str, str, FileKind, tuple[int, int | None] | None]]:
+    """Every file to dump, listed before any is read, each with the end of its planned offset range:
+    for a ``.log`` found by walking a directory, the base offset of the next ``.log`` listed beside
+    it (None: no bound). The range applies only to a file replaced since the listing (see
+    :func:`_replaced`): a cleaned segment renamed over an old one may hold the next segments'
+    offsets, which the dump reads from their own files (R-LIVE-04)."""
+    found: list[tuple[str, str, FileKind, tuple[int, int | None] | None]] = []
     for p in paths:
         if is_dir(p):
-            for full, rel in walk(p):
-                k = kind_of(full)
-                if k in DUMPED_KINDS:
-                    yield full, rel, k  # type: ignore[misc]
+            walked = [(full, rel, k) for full, rel in walk(p) if (k := kind_of(full)) in DUMPED_KINDS]
+            for i, (full, rel, k) in enumerate(walked):
+                end = _next_base(walked, i) if k is FileKind.LOG else None
+                found.append((full, rel, k, None if end is None else (end, _inode(full))))  # type: ignore[arg-type]
         else:
             k = kind_of(p)
             if k is None:
@@ -285,7 +301,43 @@ def _targets(paths: list[str], err: TextIO) -> Iterator[tuple[str, str, FileKind
             if k is None:
                 err.write(f"Ignoring unknown file {p}\n")
                 continue
-            yield p, os.path.basename(p), k
+            found.append((p, os.path.basename(p), k, None))
+    return found
+
+
+def _next_base(walked: list[tuple[str, str, FileKind | None]], i: int) -> int | None:
+    """The base offset of the first ``.log`` after ``walked[i]`` in the same directory (None: none)."""
+    folder = posixpath.dirname(walked[i][1])
+    if not _PLAIN_SEGMENT.fullmatch(posixpath.basename(walked[i][1])):
+        return None  # a tiered-storage copy (<offset>-<id>.log): copies of one partition may overlap
+    for _full, rel, k in walked[i + 1 :]:
+        if posixpath.dirname(rel) != folder:
+            return None
+        if k is FileKind.LOG:
+            name = posixpath.basename(rel)
+            return base_offset_of(name) if _PLAIN_SEGMENT.fullmatch(name) else None
+    return None
+
+
+_PLAIN_SEGMENT = re.compile(r"\d{20}\.log")
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _replaced(path: str, planned: tuple[int, int | None] | None) -> int | None:
+    """The planned end of ``path``'s offsets if the file was replaced since the listing (another
+    inode: the cleaner renamed a new segment over it), else None: a file at rest is dumped whole,
+    as kafka-dump-log dumps it."""
+    if planned is None:
+        return None
+    end, listed = planned
+    now = _inode(path)
+    return end if listed is not None and now is not None and now != listed else None
 
 
 def partition_dirs(root: str) -> list[str]:
@@ -361,21 +413,22 @@ def dump(
                 result.errors.append(str(e))
                 err.write(f"error: {e}\n")
         return result
-    for full, rel, kind in _targets(paths, err):
+    for full, rel, kind, planned in _targets(paths, err):
         result.files += 1
         if progress is not None:
             progress(full)
         if not is_url(full) and not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
             full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
+        end = _replaced(full, planned)
         try:
             if opts.fmt == "json":
-                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full)):
+                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full), end=end):
                     out.write(dumps(obj))
                     out.write("\n")
             else:
                 out.write(f"Dumping {full}\n")
                 if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
-                    _text_log(full, out, opts, result)
+                    _text_log(full, out, opts, result, end)
                 else:
                     _text_other(full, kind, out)
         except BrokenPipeError:
