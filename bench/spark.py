@@ -423,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     owned = SparkSession.getActiveSession() is None  # a caller's session (the smoke test's) is left running
     spark = (
         SparkSession.builder.master(args.master or f"local[{args.cores}]").config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g").getOrCreate()
+        .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g")
+        .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1").getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     kafkalog_spark.register(spark)
