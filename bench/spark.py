@@ -14,7 +14,8 @@ schema narrowed to the columns the query uses, which is how a Python source is p
 through ``format("parquet")``. A third source, ``floor``, is a Python data source that decodes
 nothing: it returns prebuilt Arrow columns of the same shape, one input partition per kafkalog
 partition and the same number of rows, so its time is what Spark's Python Data Source API costs
-before any decoding (the ratio kafkalog can reach at best). Each figure is the best of ``--repeat`` runs after a warm-up run.
+before any decoding (the ratio kafkalog can reach at best). Each figure is the best of
+``--repeat`` rounds that take the sources in turn, after a warm-up round (see :func:`best`).
 Records/s per core divides by Spark's default parallelism; the ratio is kafkalog's time over
 Parquet's for the same query (1.0 = as fast, 3.0 = three times slower).
 
@@ -25,7 +26,9 @@ query is ``select count(*), sum(length(value))`` with the default schema (and wi
 narrowed to ``value``), against Parquet holding the same rows (one file per partition, snappy)
 and against the floor source serving exactly the Arrow batches kafkalog returns, per input
 partition (written once to Arrow IPC files and memory-mapped by the floor's ``read``: no
-decoding). ``--master`` runs on another master (a standalone cluster: ``spark://host:port``).
+decoding). ``--master`` runs on another master (a standalone cluster: ``spark://host:port``);
+``--cluster`` starts one for the run, as the tests do (a master and two 1-core workers from
+pyspark's own ``spark-class`` on 127.0.0.1, stopped at the end).
 """
 
 from __future__ import annotations
@@ -293,15 +296,18 @@ def ipc_floor_source() -> type:
     return IpcFloorSource
 
 
-def best(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    """(best seconds of ``repeat`` runs after a warm-up run, the last result)."""
-    result = fn()
-    times = []
+def best(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, tuple[float, object]]:
+    """Per source: (best seconds of ``repeat`` runs, the last result). A warm-up round runs
+    every source first, then the rounds take the sources in turn: run back to back, the first
+    source measured met a JVM still compiling its own code (the same query was 20% slower in
+    the session's second round than in its fourth)."""
+    results = {name: (float("inf"), fn()) for name, fn in fns.items()}
     for _ in range(repeat):
-        t = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), result
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            result = fn()
+            results[name] = (min(results[name][0], time.perf_counter() - t), result)
+    return results
 
 
 def print_rows(title: str, rows: int, cores: int, results: dict[str, tuple[float, object]], floor_of: dict[str, str]) -> bool:
@@ -349,13 +355,11 @@ def real_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> boo
     }
     names = ", ".join(s.name for s in sets)
     print(f"\n{rows:,} rows (the default read) in {files} non-empty .log files: {args.copies} copies of {names}; "
-          f"{cores} cores ({spark.sparkContext.master}); best of {args.repeat} after a warm-up\n")
+          f"{cores} cores ({spark.sparkContext.master}); best of {args.repeat} rounds after a warm-up round\n")
     print("| query | source | seconds | rows/s | rows/s per core | time / Parquet's | time / floor's |")
     print("|---|---|---|---|---|---|---|")
-    results: dict[str, tuple[float, object]] = {}
-    for sname, make in sources.items():
-        df = make()
-        results[sname] = best(lambda df=df: tuple(df.selectExpr("count(*)", "sum(length(value))").first()), args.repeat)
+    queries = {sname: (lambda df=make(): tuple(df.selectExpr("count(*)", "sum(length(value))").first())) for sname, make in sources.items()}
+    results = best(queries, args.repeat)
     return print_rows("count(*), sum(length(value))", rows, cores, results, {"kafkalog": floor, "kafkalog, schema narrowed": floor_narrow})
 
 
@@ -383,15 +387,12 @@ def synthetic_table(spark: SparkSession, args: argparse.Namespace, cores: int) -
         "sum(length(value))": ("value binary", lambda df: df.selectExpr("sum(length(value))").first()[0]),
     }
     print(f"{records:,} records, {log_bytes / 1e9:.2f} GB of .log, {cores} cores ({spark.sparkContext.master}); "
-          f"best of {args.repeat} after a warm-up\n")
+          f"best of {args.repeat} rounds after a warm-up round\n")
     print("| query | source | seconds | records/s | records/s per core | time / Parquet's | time / floor's |")
     print("|---|---|---|---|---|---|---|")
     ok = True
     for qname, (narrow, q) in queries.items():
-        results: dict[str, tuple[float, object]] = {}
-        for sname, make in sources.items():
-            df = make(narrow)
-            results[sname] = best(lambda df=df, q=q: q(df), args.repeat)
+        results = best({sname: (lambda df=make(narrow), q=q: q(df)) for sname, make in sources.items()}, args.repeat)
         ok &= print_rows(qname, records, cores, results, FLOOR_OF)
     return ok
 
@@ -403,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--cores", type=int, default=2, help="local[N] (default 2)")
     ap.add_argument("--master", help="a Spark master URL instead of local[N] (a standalone cluster: spark://host:port)")
+    ap.add_argument("--cluster", action="store_true", help="start a standalone cluster on 127.0.0.1 (two 1-core workers) and run on it")
     ap.add_argument("--tables", default="synthetic,real", help="which tables: synthetic, real or both (default)")
     ap.add_argument("--real-set", type=Path, default=GOLDEN_REAL / "cp760-flink-on-prem",
                     help="a golden-real set dir, or <golden-real>/all for every set (default cp760-flink-on-prem)")
@@ -415,7 +417,25 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{args.real_set} is absent (the real-data table reads ../shared/golden-real)")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     args.cache.mkdir(parents=True, exist_ok=True)
+    cluster = None
+    if args.cluster:
+        if args.master:
+            ap.error("--cluster starts its own master: give --master or --cluster, not both")
+        sys.path.insert(0, str(REPO / "tests"))
+        from spark_cluster import start_cluster  # the tests' standalone cluster
 
+        cluster = start_cluster(Path(tempfile.mkdtemp(prefix="kafkalog-bench-cluster-")))
+        args.master = cluster.url
+    try:
+        return _run(args, tables)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+            shutil.rmtree(cluster.log_dir, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, tables: set[str]) -> int:
+    """The tables asked for, in one session on ``args.master`` (else local[``args.cores``])."""
     from pyspark.sql import SparkSession
 
     import kafkalog_spark

@@ -64,3 +64,11 @@ def test_real_table_copies_a_set_and_agrees_with_parquet(bench: ModuleType, spar
     assert [r[1] for r in rows[1:]] == [
         "kafkalog", "kafkalog, schema narrowed", "floor (the same Arrow batches, no decoding)", "floor, schema narrowed", "parquet",
     ]
+
+
+def test_cluster_and_master_are_exclusive(bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--cluster`` starts its own master: asking for another one too is a usage error, before any JVM starts."""
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--cache", str(tmp_path), "--tables", "synthetic", "--cluster", "--master", "spark://127.0.0.1:1"])
+    assert exc.value.code == 2
+    assert "--master or --cluster" in capsys.readouterr().err
