@@ -443,7 +443,9 @@ def test_cli_recover_reports_torn_tail_rebuilt_index_and_temp_files(golden: Path
         (["retention", "{parent}", "--log-start-offset", "5"], 2, "exactly one partition"),
         (["retention", "{golden}", "--config", "no.such.config=1"], 2, "unknown"),
         (["recover", "{golden}", "--config", "index.interval.bytes"], 2, "KEY=VALUE"),
-        (["retention", "{empty}"], 2, "neither a partition directory"),
+        (["retention", "{empty}"], 3, "neither a partition directory"),
+        (["recover", "{empty}"], 3, "neither a partition directory"),
+        (["compact", "{empty}"], 3, "neither a partition directory"),
     ],
 )
 def test_cli_errors(golden: Path, tmp_path: Path, args: list[str], code: int, message: str) -> None:

@@ -63,10 +63,14 @@ def _checkpoint(data_dir: str, name: str) -> dict[tuple[str, int], int]:
     return read_offset_checkpoint(path) if os.path.isfile(path) else {}
 
 
+class NoPartitionsError(ValueError):
+    """A directory that is neither a partition directory nor a data dir holding one."""
+
+
 def find_partitions(path: str) -> list[PartitionDir]:
     """The partition directories of ``path``: itself when it is one, else its ``<topic>-<partition>`` children.
 
-    Raises FileNotFoundError when ``path`` is not a directory, ValueError when it holds no partition."""
+    Raises FileNotFoundError when ``path`` is not a directory, :class:`NoPartitionsError` when it holds no partition."""
     path = os.path.normpath(path)
     if not os.path.isdir(path):
         raise FileNotFoundError(path)
@@ -76,7 +80,7 @@ def find_partitions(path: str) -> list[PartitionDir]:
     elif _is_partition_name(os.path.basename(path)):
         dirs, data_dir = [path], os.path.dirname(os.path.abspath(path))
     else:
-        raise ValueError(f"{path} is neither a partition directory (<topic>-<partition>) nor a data dir holding some")
+        raise NoPartitionsError(f"{path} is neither a partition directory (<topic>-<partition>) nor a data dir holding some")
     starts = _checkpoint(data_dir, LOG_START_OFFSET_CHECKPOINT)
     recovery = _checkpoint(data_dir, RECOVERY_POINT_CHECKPOINT)
     out = []
@@ -325,6 +329,9 @@ def _partitions(dirs: list[str], command: str) -> tuple[list[PartitionDir], int]
             out += find_partitions(d)
         except FileNotFoundError:
             print(f"kafkalog {command}: no such directory: {d}", file=sys.stderr)
+            return [], EXIT_IO
+        except NoPartitionsError as e:  # holds no Kafka partition: exit 3, as dump and verify of a dir without Kafka files
+            print(f"kafkalog {command}: {e}", file=sys.stderr)
             return [], EXIT_IO
         except KafkaLogError as e:  # a corrupt checkpoint file
             print(f"kafkalog {command}: {e}", file=sys.stderr)
