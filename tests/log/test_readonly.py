@@ -228,3 +228,12 @@ def test_dump_isolation_refuses_files(scratch: Path, capsys: pytest.CaptureFixtu
     (scratch / "empty").mkdir()
     assert main(["dump", "--isolation", "read_committed", str(scratch / "empty")]) == 3
     assert "holds none" in capsys.readouterr().err
+
+
+def test_dump_isolation_refuses_urls(capsys: pytest.CaptureFixture[str]) -> None:
+    """A URL with ``--isolation`` is a usage error naming it (it printed nothing and exited 0)."""
+    from kafkalog.tools.cli import main
+
+    assert main(["dump", "--isolation", "read_committed", "s3://bucket/data"]) == 2
+    err = capsys.readouterr().err
+    assert "not URLs such as s3://bucket/data" in err and "Traceback" not in err

@@ -475,6 +475,10 @@ def _command(args: argparse.Namespace) -> int:
         from kafkalog.tools.dump import partition_dirs
 
         for p in args.paths:
+            if is_url(p):  # a consumer's view needs the whole partition loaded as Log.open loads it, from local files
+                print(f"kafkalog dump: --isolation reads local partition directories, not URLs such as {p} (the Spark source "
+                      "reads object storage with isolationLevel)", file=sys.stderr)
+                return EXIT_USAGE
             if os.path.isfile(p):
                 print(f"kafkalog dump: --isolation reads partition directories, not files such as {p}", file=sys.stderr)
                 return EXIT_USAGE
