@@ -358,8 +358,9 @@ def real_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> boo
           f"{cores} cores ({spark.sparkContext.master}); best of {args.repeat} rounds after a warm-up round\n")
     print("| query | source | seconds | rows/s | rows/s per core | time / Parquet's | time / floor's |")
     print("|---|---|---|---|---|---|---|")
-    queries = {sname: (lambda df=make(): tuple(df.selectExpr("count(*)", "sum(length(value))").first())) for sname, make in sources.items()}
-    results = best(queries, args.repeat)
+    frames = {sname: make() for sname, make in sources.items()}
+    results = best({sname: (lambda df=df: tuple(df.selectExpr("count(*)", "sum(length(value))").first())) for sname, df in frames.items()},
+                   args.repeat)
     return print_rows("count(*), sum(length(value))", rows, cores, results, {"kafkalog": floor, "kafkalog, schema narrowed": floor_narrow})
 
 
@@ -392,7 +393,8 @@ def synthetic_table(spark: SparkSession, args: argparse.Namespace, cores: int) -
     print("|---|---|---|---|---|---|---|")
     ok = True
     for qname, (narrow, q) in queries.items():
-        results = best({sname: (lambda df=make(narrow), q=q: q(df)) for sname, make in sources.items()}, args.repeat)
+        frames = {sname: make(narrow) for sname, make in sources.items()}
+        results = best({sname: (lambda df=df, q=q: q(df)) for sname, df in frames.items()}, args.repeat)
         ok &= print_rows(qname, records, cores, results, FLOOR_OF)
     return ok
 
