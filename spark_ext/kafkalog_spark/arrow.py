@@ -13,67 +13,24 @@ made per record or per batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from kafkalog.fast.arrow import KAFKA_SCHEMA, columns_to_arrow, constant_string
+from kafkalog.fast.arrow import KAFKA_SCHEMA, BatchFields, columns_to_arrow, constant_string
 from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_columns
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import Batch
-from kafkalog.format.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_PRODUCER_ID, RecordBatch
+from kafkalog.format.records.v2 import NO_PRODUCER_ID, RecordBatch
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog_spark.filters import Bounds
 from kafkalog_spark.schema import ARROW_TYPES, METADATA_COLUMNS, arrow_schema
 
-__all__ = ["ARROW_TYPES", "METADATA_COLUMNS", "BatchFields", "arrow_schema", "count_rows", "pieces_to_arrow", "records_to_arrow"]
+__all__ = ["ARROW_TYPES", "METADATA_COLUMNS", "arrow_schema", "count_rows", "pieces_to_arrow", "records_to_arrow"]
 
-_INT32_MAX = 2**31 - 1
 ANY = Bounds()
 
 Piece = ChunkColumns | BatchColumns
-
-
-@dataclass(frozen=True)
-class BatchFields:
-    """The header fields of a piece's batches, one entry per batch (magic 0/1: -1s and no flags)."""
-
-    counts: np.ndarray  # records of each batch, as decoded
-    attributes: np.ndarray
-    base_offsets: np.ndarray
-    last_offsets: np.ndarray
-    producer_ids: np.ndarray
-    producer_epochs: np.ndarray
-    base_sequences: np.ndarray
-    leader_epochs: np.ndarray
-    positions: np.ndarray
-
-    @classmethod
-    def of(cls, piece: Piece | ChunkBatches) -> BatchFields:
-        """The fields of a chunk's batches (from the compiled framing) or of a single batch."""
-        b = piece.batches if isinstance(piece, ChunkColumns) else piece
-        if isinstance(b, ChunkBatches):
-            return cls(b.counts, b.attributes, b.base_offsets, b.last_offsets, b.producer_ids, b.producer_epochs, b.base_sequences,
-                       b.leader_epochs, b.positions)
-        assert isinstance(piece, BatchColumns)
-        batch = piece.batch
-
-        def one(v: int) -> np.ndarray:
-            return np.array([v], np.int64)
-
-        if isinstance(batch, RecordBatch):
-            return cls(one(len(piece)), one(batch.attributes), one(batch.base_offset), one(batch.last_offset), one(batch.producer_id),
-                       one(batch.producer_epoch), one(batch.base_sequence), one(batch.partition_leader_epoch), one(batch.position))
-        return cls(one(len(piece)), one(0), one(batch.last_offset), one(batch.last_offset), one(-1), one(-1), one(-1), one(-1), one(batch.position))
-
-    @property
-    def control(self) -> np.ndarray:
-        return (self.attributes & ATTR_CONTROL) != 0
-
-    @property
-    def transactional(self) -> np.ndarray:
-        return (self.attributes & ATTR_TRANSACTIONAL) != 0
 
 
 def aborted_batches(fields: BatchFields, committed: ReadCommittedFilter, abort_marker: Callable[[int], bool]) -> np.ndarray:
@@ -135,10 +92,7 @@ def _metadata(picked: list[tuple[Piece, np.ndarray | None, BatchFields]], name: 
     for c, mask, fields in picked:
         counts = fields.counts
         if name == "sequence":
-            base = np.repeat(fields.base_sequences, counts)
-            seq = base + (c.offsets - np.repeat(fields.base_offsets, counts))
-            seq = np.where(seq > _INT32_MAX, seq - (_INT32_MAX + 1), seq)  # Kafka wraps sequences to 0
-            values = np.where(base < 0, -1, seq)
+            values = fields.sequences(c.offsets)
         else:
             per_batch = {
                 "producerId": fields.producer_ids,

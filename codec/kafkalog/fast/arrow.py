@@ -11,11 +11,19 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from kafkalog.fast.columnar import CHUNK_BYTES, BatchColumns, ChunkColumns, gather, iter_chunks, iter_columns
+from kafkalog.fast.columnar import (
+    CHUNK_BYTES,
+    BatchColumns,
+    ChunkBatches,
+    ChunkColumns,
+    gather,
+    iter_chunks,
+    iter_columns,
+)
 from kafkalog.format.primitives import java_utf8
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import Batch, LogReader
-from kafkalog.format.records.v2 import RecordBatch
+from kafkalog.format.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
 
 
@@ -36,7 +44,7 @@ class PartitionLog(Protocol):
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]: ...
 
-__all__ = ["KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "METADATA_SCHEMA", "PartitionLog", "columns_to_arrow", "constant_string", "to_arrow"]
+__all__ = ["BatchFields", "KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "METADATA_SCHEMA", "PartitionLog", "columns_to_arrow", "constant_string", "to_arrow"]
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 KAFKA_SCHEMA = pa.schema(
@@ -239,17 +247,18 @@ METADATA_SCHEMA = pa.schema(
         pa.field("position", pa.int64()),
     ]
 )
-_ATTR_TRANSACTIONAL = 0x10
-_ATTR_CONTROL = 0x20
 _INT32_MAX = 2**31 - 1
 
 
-@dataclass
-class _Headers:
-    """Per-batch header fields of one decoded piece (a chunk's batches, or one batch)."""
+@dataclass(frozen=True)
+class BatchFields:
+    """The header fields of a decoded piece's batches, one entry per batch (a chunk's, from the
+    compiled framing, or a single batch's; magic 0/1: no flags and -1 for the v2-only fields).
+    What the batch metadata columns and the read_committed choice are computed from, here and in
+    the Spark source."""
 
     positions: np.ndarray
-    counts: np.ndarray
+    counts: np.ndarray  # records of each batch, as decoded
     attributes: np.ndarray
     base_offsets: np.ndarray
     last_offsets: np.ndarray
@@ -259,22 +268,42 @@ class _Headers:
     leader_epochs: np.ndarray
 
     @classmethod
-    def of(cls, cols: BatchColumns | ChunkColumns) -> _Headers:
-        if isinstance(cols, ChunkColumns):
-            b = cols.batches
-            assert b is not None
-            return cls(b.positions, b.counts, b.attributes, b.base_offsets, b.last_offsets, b.producer_ids, b.producer_epochs, b.base_sequences, b.leader_epochs)
-        batch = cols.batch
+    def of(cls, piece: BatchColumns | ChunkColumns | ChunkBatches) -> BatchFields:
+        """The fields of a chunk's batches (or of a records-less chunk's) or of one decoded batch."""
+        b = piece.batches if isinstance(piece, ChunkColumns) else piece
+        if isinstance(b, ChunkBatches):
+            return cls(b.positions, b.counts, b.attributes, b.base_offsets, b.last_offsets, b.producer_ids, b.producer_epochs, b.base_sequences,
+                       b.leader_epochs)
+        assert isinstance(piece, BatchColumns)
+        batch = piece.batch
         v2 = isinstance(batch, RecordBatch)
 
         def one(v: int) -> np.ndarray:
             return np.array([v], np.int64)
 
         return cls(
-            one(batch.position), one(len(cols)), one(batch.attributes if v2 else 0), one(batch.base_offset), one(batch.last_offset),
+            one(batch.position), one(len(piece)), one(batch.attributes if v2 else 0), one(batch.base_offset), one(batch.last_offset),
             one(batch.producer_id if v2 else -1), one(batch.producer_epoch if v2 else -1), one(batch.base_sequence if v2 else -1),
             one(batch.partition_leader_epoch if v2 else -1),
         )
+
+    @property
+    def control(self) -> np.ndarray:
+        """Whether each batch is a control batch."""
+        return (self.attributes & ATTR_CONTROL) != 0
+
+    @property
+    def transactional(self) -> np.ndarray:
+        """Whether each batch is transactional."""
+        return (self.attributes & ATTR_TRANSACTIONAL) != 0
+
+    def sequences(self, offsets: np.ndarray) -> np.ndarray:
+        """Each record's sequence number, given every record's offset (the piece's rows in order):
+        its batch's base sequence plus its offset delta, wrapped to 0 past 2**31-1 as Kafka wraps
+        it (DefaultRecordBatch.incrementSequence); -1 for batches without one."""
+        base = np.repeat(self.base_sequences, self.counts)
+        seq = base + (offsets - np.repeat(self.base_offsets, self.counts))
+        return np.where(base < 0, -1, np.where(seq > _INT32_MAX, seq - (_INT32_MAX + 1), seq))
 
 
 def _transactions_of(batches: Iterable[Batch]) -> tuple[list[tuple[int, int]], int | None]:
@@ -327,14 +356,14 @@ class _Selection:
         self.lso = lso if read_committed else None
         self.start = start
 
-    def mask(self, cols: BatchColumns | ChunkColumns, h: _Headers) -> np.ndarray | None:
+    def mask(self, cols: BatchColumns | ChunkColumns, h: BatchFields) -> np.ndarray | None:
         """The rows kept (None: all of them)."""
         keep = np.ones(len(h.counts), bool)
-        control = (h.attributes & _ATTR_CONTROL) != 0
+        control = h.control
         if not self.include_control:
             keep &= ~control
         if self.filter is not None:
-            txn = (h.attributes & _ATTR_TRANSACTIONAL) != 0
+            txn = h.transactional
             firsts = np.cumsum(h.counts) - h.counts
             for i in np.flatnonzero((txn | control) & (h.producer_ids >= 0)).tolist():
                 abort = bool(control[i]) and h.counts[i] > 0 and _is_abort_key(cols, int(firsts[i]))
@@ -357,23 +386,20 @@ def _is_abort_key(cols: BatchColumns | ChunkColumns, row: int) -> bool:
     return control_type_of(key)[0] is ControlType.ABORT
 
 
-def _metadata_arrays(cols: BatchColumns | ChunkColumns, h: _Headers, idx: np.ndarray | None, segment: str) -> dict[str, pa.Array]:
+def _metadata_arrays(cols: BatchColumns | ChunkColumns, h: BatchFields, idx: np.ndarray | None, segment: str) -> dict[str, pa.Array]:
     """The :data:`METADATA_SCHEMA` columns of the selected rows."""
     def rows(per_batch: np.ndarray) -> np.ndarray:
         a = np.repeat(per_batch, h.counts)
         return a if idx is None else a[idx]
 
-    offsets = cols.offsets if idx is None else cols.offsets[idx]
-    base_seq = rows(h.base_sequences)
-    seq = base_seq + (offsets - rows(h.base_offsets))
-    seq = np.where(base_seq < 0, -1, np.where(seq > _INT32_MAX, seq - (_INT32_MAX + 1), seq))  # Kafka wraps sequences to 0
-    n = len(offsets)
+    seq = h.sequences(cols.offsets)
+    n = len(seq) if idx is None else len(idx)
     return {
         "producerId": pa.array(rows(h.producer_ids), pa.int64()),
         "producerEpoch": pa.array(rows(h.producer_epochs).astype(np.int16), pa.int16()),
-        "sequence": pa.array(seq.astype(np.int32), pa.int32()),
-        "isTransactional": pa.array(rows((h.attributes & _ATTR_TRANSACTIONAL) != 0), pa.bool_()),
-        "isControl": pa.array(rows((h.attributes & _ATTR_CONTROL) != 0), pa.bool_()),
+        "sequence": pa.array((seq if idx is None else seq[idx]).astype(np.int32), pa.int32()),
+        "isTransactional": pa.array(rows(h.transactional), pa.bool_()),
+        "isControl": pa.array(rows(h.control), pa.bool_()),
         "leaderEpoch": pa.array(rows(h.leader_epochs).astype(np.int32), pa.int32()),
         "segment": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([segment])).cast(pa.string()),
         "position": pa.array(rows(h.positions), pa.int64()),
@@ -459,10 +485,10 @@ def _stream(
     pieces: Iterable[BatchColumns | ChunkColumns], select: _Selection, max_rows: int, metadata: bool, segment: str, opts: dict[str, Any]
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the rows ``select`` keeps: a chunk on its own, single batches gathered up to ``max_rows``."""
-    pending: list[tuple[Selection, _Headers]] = []
+    pending: list[tuple[Selection, BatchFields]] = []
     rows = 0
 
-    def build(parts: list[tuple[Selection, _Headers]]) -> pa.RecordBatch:
+    def build(parts: list[tuple[Selection, BatchFields]]) -> pa.RecordBatch:
         rb = columns_to_arrow([p for p, _h in parts], **opts)
         if not metadata:
             return rb
@@ -476,7 +502,7 @@ def _stream(
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(list(rb.schema) + list(METADATA_SCHEMA)))
 
     for cols in pieces:
-        h = _Headers.of(cols)
+        h = BatchFields.of(cols)
         mask = select.mask(cols, h)
         if mask is not None and not mask.any():
             continue
