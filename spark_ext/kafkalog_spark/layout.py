@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import fsspec
 from fsspec.core import url_to_fs
+from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.log.unified import topic_name_problem
@@ -180,6 +181,32 @@ def _unwanted(name: str, wants: Callable[[str, int], bool] | None) -> bool:
     return bool(parsed) and not any(wants(topic, part) for topic, part, _ in parsed)
 
 
+def _listing(fs: AbstractFileSystem, root: str) -> tuple[list[dict], Mapping[str, list[dict] | None]]:
+    """``root``'s entries, and its sub-directories (None: each is listed when wanted, which on a
+    local disk costs little and skips the unwanted ones)."""
+    entries = fs.ls(root, detail=True)
+    return entries, {e["name"]: None for e in entries if e.get("type") == "directory"}
+
+
+def _tree(fs: AbstractFileSystem, root: str) -> tuple[list[dict], Mapping[str, list[dict] | None]]:
+    """``root``'s files and those of each sub-directory, from one recursive listing: on object
+    storage that is a paginated listing of every key under the prefix (1,000 a request on S3),
+    where listing each partition directory would be a request apiece. Deeper files are ignored."""
+    top = root.rstrip("/")
+    own: list[dict] = []
+    children: dict[str, list[dict]] = {}
+    for name, info in sorted(fs.find(top, withdirs=False, detail=True).items()):
+        rel = name[len(top) + 1 :] if name.startswith(top + "/") else None
+        if not rel:
+            continue
+        parts = rel.split("/")
+        if len(parts) == 1:
+            own.append(info)
+        elif len(parts) == 2:
+            children.setdefault(f"{top}/{parts[0]}", []).append(info)
+    return own, children
+
+
 def discover(
     fs: AbstractFileSystem, paths: Iterable[str], *, refresh: bool = False, allow_empty: bool = False, wants: Callable[[str, int], bool] | None = None,
 ) -> list[Replica]:
@@ -188,28 +215,31 @@ def discover(
     ``refresh`` drops fsspec's cached listings first (streaming polls need fresh ones); a path
     holding no partition directory raises :class:`LayoutError` unless ``allow_empty`` (a live
     data dir that has no partitions yet). ``wants(topic, partition)`` false: the directory is
-    skipped by its name, without listing it (a data dir's internal topics, unsubscribed ones).
+    skipped by its name (a data dir's internal topics, unsubscribed ones); on a local disk without
+    being listed. On object storage each path is listed once, recursively (see :func:`_tree`).
     """
     replicas: dict[str, Replica] = {}
+    local = isinstance(fs, LocalFileSystem)
     for raw in paths:
         if refresh:
             fs.invalidate_cache()
         roots = _expand(fs, raw)
         found = 0
         for root in roots:
-            entries = fs.ls(root, detail=True)
+            entries, children = _listing(fs, root) if local else _tree(fs, root)
             own = _replica(root, entries)
             if own is not None:
                 replicas[own.dir] = own
                 found += 1
                 continue
-            for e in entries:
-                if e.get("type") != "directory" or _SKIPPED_DIR.search(_basename(e["name"])):
+            for child in children:
+                if _SKIPPED_DIR.search(_basename(child)):
                     continue
-                if _unwanted(_basename(e["name"]), wants):
+                if _unwanted(_basename(child), wants):
                     found += 1
                     continue
-                rep = _replica(e["name"], fs.ls(e["name"], detail=True))
+                files = children[child]
+                rep = _replica(child, files if files is not None else fs.ls(child, detail=True))
                 if rep is not None:
                     replicas[rep.dir] = rep
                     found += 1

@@ -69,3 +69,23 @@ def test_an_offset_filtered_query_fetches_a_small_part_of_the_data(spark, store,
     assert len(want) == 27
     assert_same_rows(rows_of(table), want)
     assert 0 < fetched < total / 20, (fetched, total)
+
+
+def test_a_data_dir_is_discovered_with_one_recursive_listing(store, cp760) -> None:  # noqa: ANN001 - fixtures
+    """Discovery on S3 finds what it finds on the local copy (the same partitions, segments and
+    sizes) with a few listing requests, not one per partition directory."""
+    import fsspec
+
+    from kafkalog_spark.layout import discover
+
+    def shape(replicas: list) -> list:
+        return [(r.topic, r.partition, [(s.base_offset, s.size, bool(s.index), bool(s.timeindex)) for s in r.segments]) for r in replicas]
+
+    local = discover(fsspec.filesystem("file"), [str(cp760[0])])
+    fs = fsspec.filesystem("s3", skip_instance_cache=True, **store.storage_options())
+    seen = len(store.requests())
+    remote = discover(fs, [f"{BUCKET}/cp760"])
+    lists = [r for r in store.requests()[seen:] if r["method"] == "GET" and r["path"].rstrip("/") == f"/{BUCKET}"]
+    assert len(local) >= 4
+    assert shape(remote) == shape(local)
+    assert 1 <= len(lists) <= 2, lists  # the _expand check of the root, and the listing
