@@ -38,6 +38,8 @@ cdef enum:
     F_OTHER = 3
     F_FULL = 4
     F_SWITCH = 5
+    F_CRC = 6
+    CRC_START = 21  # the CRC covers the batch from its attributes on
     NEED_ROOM = 1
     ST_BATCH = 0
     ST_ROW = 1
@@ -62,6 +64,93 @@ cdef enum:
     MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0 (R-LOG-04)
     ATTR_COMPRESSION_MASK = 0x07
     ATTR_TIMESTAMP_TYPE = 0x08
+
+
+# ------------------------------------------------------------------------------ CRC-32C
+cdef extern from *:
+    """
+    /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as Kafka's Crc32C: the CPU's
+       instruction where there is one (SSE 4.2 on x86-64, checked at run time; ARMv8 CRC when the
+       compiler targets it), else a table, a byte at a time. */
+    #include <stdint.h>
+    #include <stddef.h>
+    #include <string.h>
+    static uint32_t kafkalog_crc_table[256];
+    static int kafkalog_crc_hw = 0;
+    #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
+      #include <nmmintrin.h>
+      #if defined(_MSC_VER) && !defined(__clang__)
+        #include <intrin.h>
+        #define KAFKALOG_SSE42
+        static int kafkalog_has_hw(void) { int r[4]; __cpuid(r, 1); return (r[2] >> 20) & 1; }
+      #else
+        #define KAFKALOG_SSE42 __attribute__((target("sse4.2")))
+        static int kafkalog_has_hw(void) { __builtin_cpu_init(); return __builtin_cpu_supports("sse4.2"); }
+      #endif
+      KAFKALOG_SSE42 static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) {
+          uint64_t c64 = c;
+          while (n >= 8) { uint64_t w; memcpy(&w, p, 8); c64 = _mm_crc32_u64(c64, w); p += 8; n -= 8; }
+          c = (uint32_t)c64;
+          while (n--) c = _mm_crc32_u8(c, *p++);
+          return c;
+      }
+    #elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
+      #include <arm_acle.h>
+      static int kafkalog_has_hw(void) { return 1; }
+      static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) {
+          while (n >= 8) { uint64_t w; memcpy(&w, p, 8); c = __crc32cd(c, w); p += 8; n -= 8; }
+          while (n--) c = __crc32cb(c, *p++);
+          return c;
+      }
+    #else
+      static int kafkalog_has_hw(void) { return 0; }
+      static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) { (void)p; (void)n; return c; }
+    #endif
+    static void kafkalog_crc_init(void) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+            kafkalog_crc_table[i] = c;
+        }
+        kafkalog_crc_hw = kafkalog_has_hw();
+    }
+    static uint32_t kafkalog_crc32c(const uint8_t* p, size_t n) {
+        uint32_t c = 0xFFFFFFFFu;
+        if (kafkalog_crc_hw) {
+            c = kafkalog_crc_hw_run(c, p, n);
+        } else {
+            while (n--) c = kafkalog_crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+        }
+        return c ^ 0xFFFFFFFFu;
+    }
+    """
+    void kafkalog_crc_init() noexcept nogil
+    uint32_t kafkalog_crc32c(const uint8_t* p, size_t n) noexcept nogil
+    int kafkalog_crc_hw
+
+kafkalog_crc_init()
+
+
+def _hardware_crc(bint on) -> bool:
+    """Use the CPU's CRC instruction (when it has one: the default) or the table; returns whether
+    the instruction was in use. For tests, which hold both ways to the crc32c package."""
+    global kafkalog_crc_hw
+    cdef bint was = kafkalog_crc_hw
+    kafkalog_crc_init()
+    if not on:
+        kafkalog_crc_hw = 0
+    return was
+
+
+def crc32c(data) -> int:
+    """The CRC-32C of ``data`` (any buffer of bytes), as the framing computes a batch's (R-PRIM-07)."""
+    cdef _Held held = _Held()
+    cdef Py_ssize_t n
+    cdef const uint8_t* p = _bytes(held, data, &n)
+    cdef uint32_t c
+    with nogil:
+        c = kafkalog_crc32c(p, n)
+    return c
 
 
 # ------------------------------------------------------------------------------ buffers
@@ -510,11 +599,13 @@ cdef inline int64_t _be64(const uint8_t* b, Py_ssize_t p) noexcept nogil:
     return <int64_t>((<uint64_t>(<uint32_t>_be32(b, p)) << 32) | <uint64_t>(<uint32_t>_be32(b, p + 4)))
 
 
-def _frame_chunk(buf, Py_ssize_t pos, Py_ssize_t end, bint compressed, Py_ssize_t max_bytes, Py_ssize_t max_rows, meta):
+def _frame_chunk(buf, Py_ssize_t pos, Py_ssize_t end, bint compressed, Py_ssize_t max_bytes, Py_ssize_t max_rows, meta, bint verify_crc):
     """Frame the entries of ``buf[pos:end]`` as Kafka's FileLogInputStream does (R-LOG-03 to
     R-LOG-05, R-LOG-07), taking v2 batches that are all uncompressed (or all compressed, per
-    ``compressed``) into ``meta`` (their header fields, R-V2-01) until a budget is spent: (stop
-    status, stop position, batches taken, records they declare); columnar's ``_frame_chunk``."""
+    ``compressed``) into ``meta`` (their header fields, R-V2-01) until a budget is spent; with
+    ``verify_crc``, stop before a batch whose CRC-32C does not match (R-PRIM-07), as Kafka's consumer
+    checks each batch before reading it. Returns (stop status, stop position, batches taken, records
+    they declare); columnar's ``_frame_chunk``."""
     cdef _Held held = _Held()
     cdef Py_ssize_t nbuf, shape[2]
     cdef const uint8_t* b = _bytes(held, buf, &nbuf)
@@ -555,6 +646,9 @@ def _frame_chunk(buf, Py_ssize_t pos, Py_ssize_t end, bint compressed, Py_ssize_
                 break
             if n == cap:  # no room even for one batch: a caller's bug
                 status = E_ARGUMENTS
+                break
+            if verify_crc and kafkalog_crc32c(b + pos + CRC_START, 12 + size - CRC_START) != <uint32_t>_be32(b, pos + 17):
+                status = F_CRC
                 break
             m[n * META_COLUMNS + M_POS] = pos
             m[n * META_COLUMNS + M_SIZE] = 12 + size

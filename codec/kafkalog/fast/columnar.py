@@ -597,11 +597,15 @@ def _be64(buf: np.ndarray, p: int) -> int:
     return _be32(buf, p) * 4294967296 + lo
 
 
-def _frame_chunk(buf: np.ndarray, pos: int, end: int, compressed: bool, max_bytes: int, max_rows: int, meta: np.ndarray) -> tuple[int, int, int, int]:
+def _frame_chunk(
+    buf: np.ndarray, pos: int, end: int, compressed: bool, max_bytes: int, max_rows: int, meta: np.ndarray, verify_crc: bool
+) -> tuple[int, int, int, int]:
     """Frame the entries of ``buf[pos:end]`` as Kafka's FileLogInputStream does (R-LOG-03 to
     R-LOG-05, R-LOG-07), taking v2 batches that are all uncompressed (or all compressed, per
     ``compressed``) into ``meta`` (their header fields, :data:`_M_POS` ...) until a budget is
-    spent. Returns (stop status ``_F_*``, stop position, batches taken, records they declare)."""
+    spent; with ``verify_crc``, stop before a batch whose CRC-32C does not match (``_F_CRC``,
+    R-PRIM-07), as Kafka's consumer checks each batch before reading it. Returns (stop status
+    ``_F_*``, stop position, batches taken, records they declare)."""
     first = pos
     n = 0
     rows = 0
@@ -624,6 +628,8 @@ def _frame_chunk(buf: np.ndarray, pos: int, end: int, compressed: bool, max_byte
             return _F_SWITCH, pos, n, rows
         if n > 0 and (n == meta.shape[0] or pos + 12 + size - first > max_bytes or rows + count > max_rows):
             return _F_FULL, pos, n, rows
+        if verify_crc and crc32c(memoryview(buf)[pos + _CRC_START : pos + 12 + size]) != _be32(buf, pos + 17) & 0xFFFFFFFF:
+            return _F_CRC, pos, n, rows
         meta[n, _M_POS] = pos
         meta[n, _M_SIZE] = 12 + size
         meta[n, _M_ATTRS] = attrs
@@ -856,11 +862,7 @@ def _chunks(
     dbuf = scratch.dbuf
     while True:
         data, origin, stop_end = src.window(pos)
-        status, stop, n, _rows = kernels.frame_chunk(data, pos - origin, stop_end, compressed, max_bytes, max_rows, meta)
-        if verify_crc:
-            bad = _first_bad_crc(data, meta, n)
-            if bad < n:
-                status, stop, n = _F_CRC, int(meta[bad, _M_POS]), bad
+        status, stop, n, _rows = kernels.frame_chunk(data, pos - origin, stop_end, compressed, max_bytes, max_rows, meta, verify_crc)
         if n and not records:
             yield ChunkBatches(meta[:n], origin, data)
         elif n:
@@ -904,21 +906,6 @@ def _chunks(
         yield from iter_columns([batch])
         pos += batch.size_in_bytes
         reader.valid_bytes = pos - reader.start
-
-
-def _first_bad_crc(data: np.ndarray, meta: np.ndarray, n: int) -> int:
-    """The first of batches ``0..n-1`` whose CRC-32C (from the attributes on, R-PRIM-07) does not
-    match (``n`` when all do), as Kafka's consumer checks each batch before reading it: the stored
-    CRCs read with one gather, each batch's computed in C by the crc32c package."""
-    if n == 0:
-        return 0
-    starts = meta[:n, _M_POS]
-    stored = data[(starts + 17)[:, None] + np.arange(4)].astype(np.uint32) << np.array([24, 16, 8, 0], np.uint32)
-    view = memoryview(data)
-    for i, (p, size, crc) in enumerate(zip(starts.tolist(), meta[:n, _M_SIZE].tolist(), np.bitwise_or.reduce(stored, axis=1).tolist(), strict=True)):
-        if crc32c(view[p + _CRC_START : p + size]) != crc:
-            return i
-    return n
 
 
 class _Source:
