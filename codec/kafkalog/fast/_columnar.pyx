@@ -905,3 +905,126 @@ def _verify_records(buf, starts, ends, counts, last_delta, status, where, max_de
             if pos != end_b:
                 out[i] = E_LEFTOVER
                 wh[i] = pos
+
+
+# ------------------------------------------------------------------------------ compressed chunks
+cdef enum:
+    I_ROOM = 1
+    I_PYTHON = 2
+    CODEC_LZ4 = 3
+    LZ4_BLOCK = 64 * 1024  # the block maximum of Kafka's lz4 header (BD 0x40)
+    # kafkalog.fast.native's results besides a size
+    NATIVE_BAD = -1
+    NATIVE_ROOM = -2
+
+
+cdef Py_ssize_t _lz4_frame(const uint8_t* data, Py_ssize_t pos, Py_ssize_t end, object data_obj, uint8_t* dbuf, Py_ssize_t ndbuf,
+                           object dbuf_obj, Py_ssize_t at, int64_t max_size, const uint8_t* header, object lz4_block) except? -100:
+    """Decompress the lz4 frame ``data[pos:end]`` into ``dbuf`` from ``at`` if it is exactly as
+    Kafka writes it (its 7-byte header, 64 KiB blocks without checksums; R-LZ4-01 ff.): the end of
+    what was written, ``NATIVE_ROOM`` when ``dbuf`` lacks room, or ``NATIVE_BAD`` for anything
+    else (which the codec module then reads and reports). Blocks are decompressed by ``lz4_block``
+    (:func:`kafkalog.fast.native.lz4_block`); the frame walk and stored blocks are done here."""
+    cdef Py_ssize_t start = at, j
+    cdef int64_t size, got
+    cdef bint stored
+    if end - pos < 7:
+        return NATIVE_BAD
+    for j in range(7):
+        if data[pos + j] != header[j]:
+            return NATIVE_BAD
+    pos += 7
+    while True:
+        if end - pos < 4:
+            return NATIVE_BAD
+        size = <int64_t>(<uint32_t>data[pos] | (<uint32_t>data[pos + 1] << 8) | (<uint32_t>data[pos + 2] << 16) | (<uint32_t>data[pos + 3] << 24))
+        pos += 4
+        if size == 0:
+            return at  # the end mark (bytes after it are not read, as in Kafka)
+        stored = (size & 0x80000000) != 0
+        size &= 0x7FFFFFFF
+        if size > LZ4_BLOCK or size > end - pos:
+            return NATIVE_BAD
+        if at + LZ4_BLOCK > ndbuf:
+            return NATIVE_ROOM
+        if stored:
+            memcpy(dbuf + at, data + pos, size)
+            at += size
+        else:
+            got = lz4_block(data_obj, pos, size, dbuf_obj, at, LZ4_BLOCK)
+            if got < 0 or got > LZ4_BLOCK:
+                return NATIVE_BAD
+            at += got
+        if at - start > max_size:
+            return NATIVE_BAD
+        pos += size
+
+
+def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_bytes, int64_t max_size, int64_t codecs, zstd,
+                   bytes lz4_header, lz4_block, zstd_frames):
+    """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``, writing
+    each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``: one
+    call for a chunk. lz4 frames are walked here (their blocks decompressed by ``lz4_block``), zstd
+    payloads by ``zstd_frames`` (:mod:`kafkalog.fast.native`); ``codecs`` has bit c set for each codec
+    id c this may decompress. Returns (status, batch): 0 and the batches done, or 1 / 2 and the batch
+    to grow ``dbuf`` for / to hand to the codec module (any irregular batch, so that it raises its
+    precise errors); ``state`` says where to resume. columnar's ``_inflate_chunk``."""
+    cdef _Held held = _Held()
+    cdef Py_ssize_t shape[2]
+    cdef Py_ssize_t ndata, ndbuf, nareas, nstate, nmeta
+    cdef const uint8_t* d = _bytes(held, data, &ndata)
+    cdef const int64_t* m = <const int64_t*>held.take(meta, 2, 8, False, shape)
+    nmeta = shape[0]
+    if shape[1] != META_COLUMNS:
+        raise ValueError("meta must have 12 columns")
+    cdef uint8_t* out = <uint8_t*>held.take(dbuf, 1, 1, True, &ndbuf)
+    cdef int64_t* ar = <int64_t*>held.take(areas, 2, 8, True, shape)
+    nareas = shape[0]
+    if shape[1] != 2 and nareas:
+        raise ValueError("areas must have 2 columns")
+    cdef int64_t* st = <int64_t*>held.take(state, 1, 8, True, &nstate)
+    if nstate < 2 or n > nmeta or n > nareas or len(lz4_header) != 7:
+        raise ValueError("state, meta and areas must cover the batches")
+    cdef const uint8_t* header = lz4_header
+    cdef int64_t at = st[1], start, count, codec, room, got, pos, end
+    cdef Py_ssize_t i
+    if at < 0 or at > ndbuf:
+        raise ValueError("the resume position is outside dbuf")
+    for i in range(st[0], n):
+        st[0] = i
+        st[1] = at
+        count = m[i * META_COLUMNS + M_COUNT]
+        start = at
+        if count:
+            codec = m[i * META_COLUMNS + M_ATTRS] & ATTR_COMPRESSION_MASK
+            if not (codecs >> codec) & 1:
+                return I_PYTHON, i
+            pos = m[i * META_COLUMNS + M_POS] + HEADER_SIZE
+            end = m[i * META_COLUMNS + M_POS] + m[i * META_COLUMNS + M_SIZE]
+            if pos < 0 or end > ndata or pos > end:
+                raise ValueError(f"batch {i} lies outside data")
+            if codec == CODEC_LZ4:
+                at = _lz4_frame(d, pos, end, data, out, ndbuf, dbuf, at, max_size, header, lz4_block)
+            else:  # zstd, the only other codec ``codecs`` may hold
+                room = ndbuf - at
+                got = zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
+                if got == NATIVE_ROOM and room > max_size:
+                    got = NATIVE_BAD  # more than max_size bytes: the codec module says so
+                if got > room:
+                    got = NATIVE_BAD
+                at = got if got < 0 else at + got
+                if got > max_size:
+                    at = NATIVE_BAD
+            if at == NATIVE_ROOM:
+                return I_ROOM, i
+            if at < 0 or count > at - start:
+                return I_PYTHON, i
+        ar[2 * i] = start
+        ar[2 * i + 1] = at
+        if at > max_bytes:
+            st[0] = i + 1
+            st[1] = at
+            return 0, i + 1
+    st[0] = n
+    st[1] = at
+    return 0, n

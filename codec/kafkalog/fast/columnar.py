@@ -1303,7 +1303,7 @@ def _compressed_chunk(
     zstd = native.zstd_dctx()
     max_size = reader.max_decompressed_size
     while True:
-        status, i = _inflate_chunk(data, meta, n, dbuf, areas, state, max_bytes, max_size, codecs, zstd)
+        status, i = kernels.inflate_chunk(data, meta, n, dbuf, areas, state, max_bytes, max_size, codecs, zstd)
         if status == 0:
             used = i
             break
@@ -1426,19 +1426,29 @@ class Kernels:
     gather: Callable[..., int]  # spans to Arrow (offsets, data)
     frame_chunk: Callable[..., tuple[int, int, int, int]]  # a chunk's v2 batches
     walk_chunk: Callable[..., tuple[int, int, int]]  # a chunk's records, keys and values
+    inflate_chunk: Callable[..., tuple[int, int]]  # a chunk's lz4 and zstd payloads
     frame: Callable[..., tuple[int, int, int]]  # kafkalog verify: a whole file's entries
     verify_records: Callable[..., None]  # kafkalog verify: the records of uncompressed batches
 
 
 #: The plain-Python kernels (the reference: what the compiled ones are held to).
-PURE = Kernels("pure-python", _walk, _gather, _frame_chunk, _walk_chunk, _frame, _verify_records)
+PURE = Kernels("pure-python", _walk, _gather, _frame_chunk, _walk_chunk, _inflate_chunk, _frame, _verify_records)
 
 
 def _compiled_kernels() -> Kernels | None:
     c = fast.compiled("_columnar")
     if c is None:
         return None
-    return Kernels("c-extension", c._walk, c.gather, c._frame_chunk, c._walk_chunk, c._frame, c._verify_records)
+
+    def inflate_chunk(
+        data: np.ndarray, meta: np.ndarray, n: int, dbuf: np.ndarray, areas: np.ndarray, state: np.ndarray,
+        max_bytes: int, max_size: int, codecs: int, zstd: np.ndarray,
+    ) -> tuple[int, int]:
+        # the codec calls are kafkalog.fast.native's, looked up on each call as the plain twin does
+        return c._inflate_chunk(data, meta, n, dbuf, areas, state, max_bytes, max_size, codecs, zstd, _KAFKA_LZ4_HEADER,
+                                native.lz4_block, native.zstd_frames)  # type: ignore[no-any-return]
+
+    return Kernels("c-extension", c._walk, c.gather, c._frame_chunk, c._walk_chunk, inflate_chunk, c._frame, c._verify_records)
 
 
 #: The compiled kernels, or None when they were not built or ``KAFKALOG_NO_EXTENSIONS`` is set.
