@@ -49,14 +49,10 @@ def _compiled_record_decoder() -> RecordDecoder:
 def _small_crc32c(data: bytes | bytearray | memoryview) -> int:
     """The format layer's CRC-32C of a small buffer: the compiled core's code when it is there (no
     import of the crc32c package for a small command), else the package's."""
-    import os
+    from kafkalog.fast import compiled
 
-    f = None
-    if os.environ.get("KAFKALOG_NO_EXTENSIONS", "") in ("", "0"):
-        try:
-            from kafkalog.fast._native import crc32c_of as f
-        except ImportError:  # not built: the package's
-            f = None
+    ext = compiled("_native")
+    f = ext.crc32c_of if ext is not None else None
     set_small_crc32c(f)
     return (f or crc32c)(data)
 

@@ -6,7 +6,6 @@ left over or missing."""
 from __future__ import annotations
 
 import gc
-import os
 import pickle
 import random
 import struct
@@ -17,7 +16,7 @@ from collections.abc import Iterator
 import crc32c
 import pytest
 
-from kafkalog import Codec, KafkaLogError, RecordBatch, RecordBatchBuilder, TimestampType
+from kafkalog import Codec, KafkaLogError, RecordBatch, RecordBatchBuilder, TimestampType, fast
 from kafkalog.fast import objects
 
 I64_MAX = 2**63 - 1
@@ -33,7 +32,7 @@ def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     turns it off) and the plain decoder alone."""
     if request.param == "c-extension":
         if not objects.COMPILED:
-            if os.environ.get("KAFKALOG_NO_EXTENSIONS", "") not in ("", "0"):
+            if fast.DISABLED:
                 pytest.skip("KAFKALOG_NO_EXTENSIONS is set")
             pytest.fail("kafkalog.fast._objects is not built (pip install -e . builds it)")
     else:

@@ -3,7 +3,6 @@ paths (the C extension ``kafkalog.fast._partitioner`` and its plain-Python twin)
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Iterator
 
@@ -13,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_partitioner_ref import kafka_python_murmur2, kafka_python_partition
+from kafkalog import fast
 from kafkalog.fast import partitioner as part
 from kafkalog.fast.partitioner import (
     StickyPartitioner,
@@ -42,7 +42,7 @@ def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     says it is off) and the plain twin."""
     if request.param == "c-extension":
         if _COMPILED is None:
-            if os.environ.get("KAFKALOG_NO_EXTENSIONS", "") not in ("", "0"):
+            if fast.DISABLED:
                 pytest.skip("KAFKALOG_NO_EXTENSIONS is set")
             pytest.fail("kafkalog.fast._partitioner is not built (pip install -e . builds it)")
     else:

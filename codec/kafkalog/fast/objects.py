@@ -22,25 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from kafkalog.fast import compiled
 from kafkalog.format.records.record import Record
 from kafkalog.format.records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
 __all__ = ["COMPILED", "iter_records", "records"]
 
-def _extension() -> Any:
-    """The compiled walker, or None when it is not built or ``KAFKALOG_NO_EXTENSIONS`` is set."""
-    import os
-
-    if os.environ.get("KAFKALOG_NO_EXTENSIONS", "") not in ("", "0"):
-        return None
-    try:
-        from kafkalog.fast import _objects as ext
-    except ImportError:
-        return None
-    return ext
-
-
-_objects: Any = _extension()
+_objects: Any = compiled("_objects")
 
 #: Whether records are made by the compiled walker (else by the plain decoder).
 COMPILED = _objects is not None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
+from kafkalog.fast import compiled
+
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
@@ -37,20 +39,7 @@ _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
 
 
-def _extension() -> Any:
-    """The compiled hash, or None when it is not built or ``KAFKALOG_NO_EXTENSIONS`` is set."""
-    import os
-
-    if os.environ.get("KAFKALOG_NO_EXTENSIONS", "") not in ("", "0"):
-        return None
-    try:
-        from kafkalog.fast import _partitioner as ext
-    except ImportError:
-        return None
-    return ext
-
-
-_ext: Any = _extension()
+_ext: Any = compiled("_partitioner")
 
 #: Whether the hash runs compiled (else :func:`murmur2_plain`).
 COMPILED = _ext is not None
