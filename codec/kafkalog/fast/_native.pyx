@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The codec libraries' C functions, called from C: lz4 blocks (SPEC R-LZ4-01..R-LZ4-06), zstd
-frames (R-ZSTD-01..R-ZSTD-03) and the batch CRC-32C (R-V2-04).
+frames (R-ZSTD-01..R-ZSTD-03) and the batch CRC-32C (R-PRIM-07).
 
 No codec library ships headers here, and each is already loaded by its Python package, so the
 functions are bound at import by address (:mod:`kafkalog.fast.native` finds them with ctypes, as

@@ -1,6 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The record-object walker in C: :class:`kafkalog.format.records.record.Record` objects made
-straight from a v2 record area (SPEC R-V2-10..R-V2-16, R-REC-01..R-REC-09, R-PRIM-04).
+straight from a v2 record area: offsets and timestamps as R-REC-01 and R-V2-10/R-V2-12 say (Java's
+long arithmetic), sizes as R-REC-02, sequences as R-V2-16 (Java's int arithmetic), header keys as
+R-REC-09, varints as R-PRIM-04; anything R-REC-03 calls malformed is the plain decoder's to report.
 
 The walk reads the record area through a ``Py_buffer`` (no copy) and checks every byte it reads
 against the end of the record it is in (itself inside the area): a record is read only when its
@@ -13,8 +15,8 @@ file, position, offset) are the plain decoder's by construction.
 Objects are made as a C extension makes them: keys, values and header values with
 ``PyBytes_FromStringAndSize``, header keys with ``PyUnicode_DecodeUTF8`` (strict: valid UTF-8
 decodes as Java decodes it; the rest is the plain decoder's, R-REC-09), integers with
-``PyLong_FromLongLong``, a record with its type's ``tp_alloc`` (what ``tuple.__new__(Record, ...)``
-calls) filled in place. Values shared by many records (``None``, ``()``, a repeated timestamp, the
+``PyLong_FromLongLong``, a record as ``tuple.__new__(Record, ...)`` allocates it, filled in place and
+left out of the cyclic collector (it holds only ints, bytes, None and tuples of those: no cycle). Values shared by many records (``None``, ``()``, a repeated timestamp, the
 batch's LogAppendTime) are one object referenced again.
 
 Varints are read as Kafka's ByteUtils reads them (R-PRIM-04): a varint keeps the low 32 bits of at
@@ -40,12 +42,23 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
-    /* an instance of a tuple subtype with n empty slots, as tuple.__new__(type, ...) allocates it */
-    static PyObject *kafkalog_alloc(PyObject *type, Py_ssize_t n) {
-        return ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, n);
+    /* A record: an instance of the tuple subtype `type` holding the 9 new references in `items`
+       (stolen). Allocated as tuple.__new__(type, ...) allocates it, except that it is not tracked
+       by the cyclic collector: it holds only ints, bytes, None and tuples of str and bytes, which
+       can form no cycle (the collector would untrack it at its first pass, as it does such tuples).
+       Nothing can fail between the allocation and the last item, so no slot is ever read unset.
+       On failure every item is released and NULL returned (MemoryError set). */
+    static PyObject *kafkalog_record(PyObject *type, PyObject **items) {
+        PyTupleObject *t = PyObject_GC_NewVar(PyTupleObject, (PyTypeObject *)type, 9);
+        if (t == NULL) {
+            for (int i = 0; i < 9; i++) Py_DECREF(items[i]);
+            return NULL;
+        }
+        for (int i = 0; i < 9; i++) t->ob_item[i] = items[i];
+        return (PyObject *)t;
     }
     """
-    object kafkalog_alloc(object type, Py_ssize_t n)
+    object kafkalog_record(object type, PyObject** items)
 
 
 #: No v2 record is shorter: length varint, attributes, timestamp and offset deltas, key and value
@@ -101,6 +114,12 @@ cdef inline bint _varlong(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t en
             return True
         shift += 7
     return False
+
+
+cdef inline PyObject* _ref(object v) noexcept:
+    """A new reference to ``v``, for a slot that steals it."""
+    Py_INCREF(v)
+    return <PyObject*>v
 
 
 cdef inline void _set(object t, Py_ssize_t i, object v) noexcept:
@@ -192,7 +211,8 @@ cdef class _Walk:
         cdef Py_ssize_t pos = self.pos, end, record_start = self.pos
         cdef int64_t length, ts_delta, off_delta, klen, vlen, nh, ts, seq
         cdef int attrs
-        cdef object rec, key, value, headers, ts_obj
+        cdef object rec, key, value, headers, ts_obj, offset_obj, seq_obj, size_obj, attrs_obj
+        cdef PyObject* items[9]
         if pos < 0:
             return None
         if not _varint(b, &pos, self.n, &length) or length <= 0 or length > self.n - pos:
@@ -244,16 +264,20 @@ cdef class _Walk:
             seq = _int32(off_delta - (_I32_MAX - self.base_sequence) - 1)
         else:
             seq = _int32(self.base_sequence + off_delta)
-        rec = kafkalog_alloc(self.record_type, 9)
-        _set(rec, 0, PyLong_FromLongLong(self.base_offset + off_delta))
-        _set(rec, 1, self.log_append_time if self.lat else ts_obj)
-        _set(rec, 2, key)
-        _set(rec, 3, value)
-        _set(rec, 4, headers)
-        _set(rec, 5, PyLong_FromLongLong(seq))
-        _set(rec, 6, PyLong_FromLongLong(pos - record_start))
-        _set(rec, 7, PyLong_FromLongLong(attrs))
-        _set(rec, 8, ts_obj)
+        offset_obj = PyLong_FromLongLong(self.base_offset + off_delta)
+        seq_obj = PyLong_FromLongLong(seq)
+        size_obj = PyLong_FromLongLong(pos - record_start)
+        attrs_obj = PyLong_FromLongLong(attrs)
+        items[0] = _ref(offset_obj)
+        items[1] = _ref(self.log_append_time if self.lat else ts_obj)
+        items[2] = _ref(key)
+        items[3] = _ref(value)
+        items[4] = _ref(headers)
+        items[5] = _ref(seq_obj)
+        items[6] = _ref(size_obj)
+        items[7] = _ref(attrs_obj)
+        items[8] = _ref(ts_obj)
+        rec = kafkalog_record(self.record_type, items)
         self.pos = pos
         return rec
 

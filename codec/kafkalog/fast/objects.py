@@ -3,11 +3,12 @@ walker of :mod:`kafkalog.fast._objects` (a Cython extension built at install).
 
 Making a Python object per field (two ``bytes`` and a few ints per record) and a :class:`Record`
 per record costs more than walking the records, and every pure-Python way to make them runs
-interpreter machinery per record. The walker makes them in C, as a C extension does (SPEC
-R-V2-10..R-V2-16, R-REC-09, R-PRIM-04 in its docstring). A record it cannot read itself (any
-structural problem, a header key that is not well-formed UTF-8, an offset past int64) hands the
-batch to the plain decoder (``RecordBatch.records_plain``) from there, so records and errors are
-the plain decoder's: same values, same exception class, file, position and offset.
+interpreter machinery per record. The walker makes them in C, as a C extension does (its docstring
+gives the SPEC rules it follows: R-REC-01..R-REC-03, R-REC-09, R-V2-10, R-V2-12, R-V2-16,
+R-PRIM-04). A record it cannot read itself (any structural problem, a header key that is not
+well-formed UTF-8, an offset past int64) hands the batch to the plain decoder
+(``RecordBatch.records_plain``) from there, so records and errors are the plain decoder's: same
+values, same exception class, file, position and offset.
 
 Iteration makes each record as it reaches it, so that records already used are freed before the
 next are made: memory stays bounded by the records the caller keeps, the memory of the others is
