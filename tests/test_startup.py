@@ -89,3 +89,15 @@ def test_the_kafka_lz4_header_constant_is_kafkas(tmp_path: Path) -> None:
     header = compression._KAFKA_LZ4_HEADER
     assert header[:6] == compression._LZ4_MAGIC + b"\x60\x40"
     assert header[6] == compression.lz4_header_checksum(header[:6], 2)
+
+
+def test_small_verify_loads_no_codec_library() -> None:
+    """``kafkalog verify`` of an uncompressed 1 KB segment: the codec libraries' functions are
+    looked up when a compressed batch first needs them, and small batches' CRCs are the compiled
+    core's, so neither lz4, zstandard, cramjam nor (compiled) crc32c is imported."""
+    from kafkalog.fast import objects
+
+    names, run = _imported("-m", "kafkalog", "verify", str(SMALL_LOG), env=_env(False))
+    assert run.returncode == 0, run.stderr[-2000:]
+    unwanted = set(CODECS) | {"pyarrow", "construct", "numba"} | ({"crc32c"} if objects.COMPILED else set())
+    assert not names & unwanted, sorted(names & unwanted)

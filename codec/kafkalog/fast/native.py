@@ -22,12 +22,11 @@ says whether that is available (else the caller checks each batch from Python).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from kafkalog.fast import compiled
 
-__all__ = ["BAD", "CRC", "LZ4", "NATIVE_CRC", "NATIVE_LZ4", "NATIVE_ZSTD", "ROOM", "ZSTD", "crc32c", "lz4_block", "zstd_dctx", "zstd_frames"]
+__all__ = ["BAD", "CRC", "LZ4", "NATIVE_CRC", "NATIVE_LZ4", "NATIVE_ZSTD", "ROOM", "ZSTD", "crc32c", "lz4_block", "zstd_dctx", "zstd_frames"]  # noqa: F822 - most given by __getattr__
 
 #: :func:`zstd_frames` results besides a size: the payload is bad, or the output needs more room.
 BAD = -1
@@ -98,6 +97,7 @@ def zstd_dctx() -> Any:
     zstd is not native)."""
     ctx = getattr(_local, "dctx", None)
     if ctx is None:
+        _bind()  # a context needs libzstd's functions
         ctx = _local.dctx = _native.DCtx() if _native is not None else _PlainDCtx()
     return ctx
 
@@ -153,17 +153,36 @@ def _plain_crc32c(src: Any, pos: int, size: int) -> int:
 
 _native: Any = compiled("_native")
 
-lz4_block: Callable[..., Any] = _plain_lz4_block
-zstd_frames: Callable[..., Any] = _plain_zstd_frames
-crc32c: Callable[..., Any] = _plain_crc32c
-NATIVE_LZ4 = NATIVE_ZSTD = NATIVE_CRC = False
-#: Whether the chunk loop can decompress lz4 / zstd with :func:`lz4_block` / :func:`zstd_frames`
-#: and check CRCs with :func:`crc32c` (the extension calling C, or plain Python without it).
-#: Tests turn them off to take the per-batch path.
-LZ4 = ZSTD = CRC = True
+#: The names :func:`_bind` sets, on first use of any of them (module ``__getattr__``): finding the
+#: libraries' functions imports lz4, crc32c and ctypes, which a command with no compressed batch
+#: (and no large one) does without.
+#:
+#: ``lz4_block``, ``zstd_frames``, ``crc32c``: the helpers (the extension's, else the plain twins).
+#: ``NATIVE_LZ4``, ``NATIVE_ZSTD``, ``NATIVE_CRC``: whether the extension found each C function.
+#: ``LZ4``, ``ZSTD``, ``CRC``: whether the chunk loop may decompress lz4 / zstd with the helpers
+#: and check CRCs with :func:`crc32c` (the extension calling C, or plain Python without it);
+#: tests turn them off to take the per-batch path.
+_BOUND = ("lz4_block", "zstd_frames", "crc32c", "NATIVE_LZ4", "NATIVE_ZSTD", "NATIVE_CRC", "LZ4", "ZSTD", "CRC")
+_bind_lock = threading.Lock()
 
-if _native is not None:  # pragma: no branch - depends on the build
-    _native.bind(_lz4_address(), _crc32c_address(), _zstd_addresses())
-    NATIVE_LZ4, NATIVE_ZSTD, NATIVE_CRC = _native.bound()
-    LZ4, ZSTD, CRC = NATIVE_LZ4, NATIVE_ZSTD, NATIVE_CRC
-    lz4_block, zstd_frames, crc32c = _native.lz4_block, _native.zstd_frames, _native.crc32c
+
+def _bind() -> None:
+    """Find the C functions, bind them in the extension and set the names of :data:`_BOUND` (once)."""
+    with _bind_lock:
+        if "LZ4" in globals():
+            return
+        found = dict(lz4_block=_plain_lz4_block, zstd_frames=_plain_zstd_frames, crc32c=_plain_crc32c,
+                     NATIVE_LZ4=False, NATIVE_ZSTD=False, NATIVE_CRC=False, LZ4=True, ZSTD=True, CRC=True)
+        if _native is not None:  # pragma: no branch - depends on the build
+            _native.bind(_lz4_address(), _crc32c_address(), _zstd_addresses())
+            lz4, zstd, crc = _native.bound()
+            found.update(lz4_block=_native.lz4_block, zstd_frames=_native.zstd_frames, crc32c=_native.crc32c,
+                         NATIVE_LZ4=lz4, NATIVE_ZSTD=zstd, NATIVE_CRC=crc, LZ4=lz4, ZSTD=zstd, CRC=crc)
+        globals().update(found)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BOUND:
+        _bind()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
