@@ -267,9 +267,8 @@ def lz4_block(src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize
     try:
         PyObject_GetBuffer(dst, &d, PyBUF_SIMPLE | PyBUF_WRITABLE)
         try:
-            if _span(&s, pos, size) and _span(&d, at, cap):
-                with nogil:
-                    n = lz4_block_c(<const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
+            if _span(&s, pos, size) and _span(&d, at, cap):  # a block of at most 64 KiB: the GIL is kept (releasing it costs more)
+                n = lz4_block_c(<const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
         finally:
             PyBuffer_Release(&d)
     finally:
@@ -289,7 +288,10 @@ def zstd_frames(DCtx ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t 
         PyObject_GetBuffer(dst, &d, PyBUF_SIMPLE | PyBUF_WRITABLE)
         try:
             if _span(&s, pos, size) and _span(&d, at, cap):
-                with nogil:
+                if size >= 65536:
+                    with nogil:
+                        n = zstd_frames_c(p, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
+                else:  # a small payload: releasing the GIL would cost more than it gives
                     n = zstd_frames_c(p, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
         finally:
             PyBuffer_Release(&d)
