@@ -19,6 +19,7 @@ from kafkalog.errors import (
     UnsupportedMagicError,
 )
 from kafkalog.format.compression import Codec
+from kafkalog.format.primitives import crc32c, set_small_crc32c
 from kafkalog.format.records import (
     ControlType,
     LegacyBatch,
@@ -38,13 +39,26 @@ __version__ = "0.1.0"
 
 
 def _compiled_record_decoder() -> RecordDecoder:
-    """The compiled record walker of the fast path, loaded when a batch's records are first decoded."""
+    """The compiled record walker of the fast path, loaded when a batch's records are first decoded
+    (the plain decoder when the extension is not built or is off)."""
     from kafkalog.fast import objects
 
     return objects  # type: ignore[return-value]
 
 
+def _small_crc32c(data: bytes | bytearray | memoryview) -> int:
+    """The format layer's CRC-32C of a small buffer: the compiled core's code when it is there (no
+    import of the crc32c package for a small command), else the package's."""
+    from kafkalog.fast import compiled
+
+    ext = compiled("_native")
+    f = ext.crc32c_of if ext is not None else None
+    set_small_crc32c(f)
+    return (f or crc32c)(data)
+
+
 set_record_decoder(_compiled_record_decoder)
+set_small_crc32c(_small_crc32c)
 
 __all__ = [
     "BuildError",

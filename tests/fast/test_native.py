@@ -1,5 +1,7 @@
-"""The compiled decompression loop (codec C functions called from numba code, kafkalog.fast.native)
-gives the same columns, and the same errors, as the per-batch path through kafkalog.format.compression."""
+"""The decompression loop (codec C functions called through kafkalog.fast.native: the extension
+kafkalog.fast._native, or cramjam and zstandard on the pure-Python path) gives the same columns, and
+the same errors, as the per-batch path through kafkalog.format.compression; the helpers and the
+CRC-32C match the libraries on both paths."""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kafkalog import Codec, KafkaLogError, LogReader, RecordBatchBuilder
+from kafkalog import Codec, KafkaLogError, LogReader, RecordBatchBuilder, fast
 from kafkalog.fast import columnar, native
 from kafkalog.fast.arrow import to_arrow
 from kafkalog.format.compression import compress, decompress
@@ -271,7 +275,7 @@ def test_threads_decode_zstd_each_with_its_context(loop: bool, monkeypatch: pyte
                 with LogReader(data) as r:
                     got.append(pa.Table.from_batches(list(to_arrow(r))))
         finally:
-            contexts.add(int(native.zstd_dctx()[0]))
+            contexts.add(native.zstd_dctx().address)
             alive.wait(timeout=60)
 
     threads = [threading.Thread(target=run) for _ in range(4)]
@@ -284,49 +288,112 @@ def test_threads_decode_zstd_each_with_its_context(loop: bool, monkeypatch: pyte
         assert len(contexts) == 4 and 0 not in contexts
 
 
-def test_helpers_match_the_codec_libraries() -> None:
-    """lz4_block and zstd_frames (compiled C calls, or plain Python without numba) against lz4.block and zstandard."""
+@pytest.fixture(params=["c-extension", "pure-python"])
+def helpers(request: pytest.FixtureRequest) -> tuple:
+    """(lz4_block, zstd_frames, crc32c, a zstd context) of one path: the extension's (which must be
+    built unless KAFKALOG_NO_EXTENSIONS turns it off) or the plain Python twins."""
+    if request.param == "pure-python":
+        return native._plain_lz4_block, native._plain_zstd_frames, native._plain_crc32c, native._PlainDCtx()
+    if native._native is None:
+        if fast.DISABLED:
+            pytest.skip("KAFKALOG_NO_EXTENSIONS is set")
+        pytest.fail("kafkalog.fast._native is not built (pip install -e . builds it)")
+    return native._native.lz4_block, native._native.zstd_frames, native._native.crc32c, native._native.DCtx()
+
+
+def test_helpers_match_the_codec_libraries(helpers: tuple) -> None:
+    """lz4_block and zstd_frames against lz4.block and zstandard, on both paths."""
+    lz4_block, zstd_frames, _crc, ctx = helpers
+    if zstd_frames is not native._plain_zstd_frames and not native.NATIVE_ZSTD:
+        pytest.skip("no system libzstd: the zstd loop is off, by design")
     plain = b"".join(b"record %d of many; " % i for i in range(3000))
     block = lz4.block.compress(plain[:60000], store_size=False)
     src = np.frombuffer(b"..." + block, np.uint8)
     dst = np.zeros(70000, np.uint8)
-    assert native.lz4_block(src, 3, len(block), dst, 5, 65536) == 60000
+    assert lz4_block(src, 3, len(block), dst, 5, 65536) == 60000
     assert dst[5:60005].tobytes() == plain[:60000]
-    assert native.lz4_block(src, 3, len(block), dst, 5, 1000) == native.BAD  # too little room is a bad block
-    assert native.lz4_block(src, 3, len(block) - 9, dst, 5, 65536) == native.BAD
+    assert lz4_block(src, 3, len(block), dst, 5, 1000) == native.BAD  # too little room is a bad block
+    assert lz4_block(src, 3, len(block) - 9, dst, 5, 65536) == native.BAD
     frames = compress(Codec.ZSTD, plain[:7]) + zstandard.ZstdCompressor().compress(plain[7:])
     src = np.frombuffer(frames, np.uint8)
     dst = np.zeros(len(plain) + 10, np.uint8)
-    ctx = native.zstd_dctx()
-    assert native.zstd_frames(ctx, src, 0, len(frames), dst, 10, len(plain)) == len(plain)
+    assert zstd_frames(ctx, src, 0, len(frames), dst, 10, len(plain)) == len(plain)
     assert dst[10:].tobytes() == plain
-    assert native.zstd_frames(ctx, src, 0, len(frames), dst, 10, len(plain) - 1) == native.ROOM
+    assert zstd_frames(ctx, src, 0, len(frames), dst, 10, len(plain) - 1) == native.ROOM
     # a payload ending inside a frame: bad for libzstd, and for the plain helper, which checks that
     # the last frame is complete as the codec module does
-    cut = native.zstd_frames(ctx, src, 0, len(frames) - 1, dst, 10, len(plain))
+    cut = zstd_frames(ctx, src, 0, len(frames) - 1, dst, 10, len(plain))
     assert cut == native.BAD
-    assert native.zstd_frames(ctx, src, 0, 0, dst, 10, len(plain)) == 0
+    assert zstd_frames(ctx, src, 0, 0, dst, 10, len(plain)) == 0
+
+
+def test_helpers_check_every_span(helpers: tuple) -> None:
+    """A span outside its buffer is a bad block (decompression) or a ValueError (CRC), never a read
+    or write past the buffer."""
+    lz4_block, zstd_frames, crc, ctx = helpers
+    block = lz4.block.compress(b"x" * 1000, store_size=False)
+    src = np.frombuffer(block, np.uint8)
+    dst = np.zeros(1000, np.uint8)
+    assert lz4_block(src, 0, len(block), dst, 0, 1000) == 1000
+    for args in ((0, len(block) + 1, 0, 1000), (-1, len(block), 0, 1000), (0, len(block), 1, 1000), (0, len(block), 0, 1001), (0, -1, 0, 10)):
+        assert lz4_block(src, args[0], args[1], dst, args[2], args[3]) == native.BAD, args
+    frame = np.frombuffer(zstandard.ZstdCompressor().compress(b"y" * 100), np.uint8)
+    assert zstd_frames(ctx, frame, 0, len(frame) + 1, dst, 0, 100) == native.BAD
+    assert zstd_frames(ctx, frame, 0, len(frame), dst, 950, 100) == native.BAD
+    data = np.frombuffer(b"123456789", np.uint8)
+    assert crc(data, 0, 9) == 0xE3069283  # CRC-32C's check value (RFC 3720, appendix B.4)
+    for pos, size in ((0, 10), (-1, 3), (5, -1)):
+        with pytest.raises(ValueError):
+            crc(data, pos, size)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.integers(min_value=0, max_value=20))
+def test_own_crc32c_matches_the_crc32c_package(data: bytes, cut: int) -> None:
+    """The compiled core's CRC-32C (small batches' CRCs in the format layer) against the crc32c
+    package, at every alignment; and the format layer's crc32c whichever it uses."""
+    import crc32c as package
+
+    from kafkalog.format import primitives
+
+    if native._native is None:
+        pytest.skip("the extension is not built or is off")
+    view = memoryview(data)[min(cut, len(data)) :]
+    assert native._native.crc32c_of(view) == package.crc32c(bytes(view)) == primitives.crc32c(view)
+
+
+def test_format_crc32c_takes_large_buffers_to_the_package() -> None:
+    """Buffers of 64 KiB and more go to the crc32c package (faster there); both give Kafka's CRC."""
+    import crc32c as package
+
+    from kafkalog.format import primitives
+
+    data = bytes(range(256)) * 1024
+    assert primitives.crc32c(data) == package.crc32c(data)
+    if native._native is not None:
+        assert native._native.crc32c_of(data) == package.crc32c(data)
 
 
 def test_bound_when_the_libraries_export_them() -> None:
-    """With numba on, both C functions are found here (python-lz4 exports LZ4_decompress_safe; libzstd is installed)."""
-    if not columnar.ACCELERATED:
+    """With the extension, both C functions are found here (python-lz4 exports LZ4_decompress_safe; libzstd is installed)."""
+    if native._native is None:
         assert not (native.NATIVE_LZ4 or native.NATIVE_ZSTD) and native.LZ4 and native.ZSTD
         return
     import ctypes.util
 
     if ctypes.util.find_library("zstd") is None:
         pytest.skip("no system libzstd: the zstd loop is off, by design")
-    assert native.NATIVE_LZ4 and native.NATIVE_ZSTD and native.LZ4 and native.ZSTD
+    assert native.NATIVE_LZ4 and native.NATIVE_ZSTD and native.LZ4 and native.ZSTD and native.NATIVE_CRC
 
 
 _PLAIN = """
 import json, sys
 sys.path.insert(0, sys.argv[2])
 import pytest
+from kafkalog import fast
 from kafkalog.fast import columnar, native
 import test_native as t
-assert not columnar.ACCELERATED and not native.NATIVE_LZ4 and native.LZ4
+assert native._native is None and not native.NATIVE_LZ4 and native.LZ4
 mp = pytest.MonkeyPatch()
 out = []
 for codec in (t.Codec.LZ4, t.Codec.ZSTD):
@@ -339,8 +406,8 @@ json.dump(out, open(sys.argv[1], "w"), default=repr)
 
 
 def test_plain_python_loop_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loop run as plain Python (KAFKALOG_NO_NUMBA=1: cramjam and zstandard in place of the C calls) agrees too."""
-    env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
+    """The loop run as plain Python (KAFKALOG_NO_EXTENSIONS=1: cramjam and zstandard in place of the C calls) agrees too."""
+    env = dict(os.environ, KAFKALOG_NO_EXTENSIONS="1")
     subprocess.run([sys.executable, "-c", _PLAIN, str(tmp_path / "plain.json"), str(Path(__file__).parent)], check=True, env=env)
     plain = json.loads((tmp_path / "plain.json").read_text())
     ours = []
@@ -366,9 +433,10 @@ class Hidden(real):
 ctypes.CDLL = Hidden
 import pyarrow as pa
 from kafkalog import LogReader
+from kafkalog import fast
 from kafkalog.fast import columnar, native
 from kafkalog.fast.arrow import to_arrow
-assert columnar.ACCELERATED and not (native.NATIVE_LZ4 or native.NATIVE_ZSTD or native.LZ4 or native.ZSTD)
+assert native._native is not None and not (native.NATIVE_LZ4 or native.NATIVE_ZSTD or native.LZ4 or native.ZSTD)
 with LogReader(open(sys.argv[1], "rb").read()) as r:
     rows = pa.Table.from_batches(list(to_arrow(r, include_headers=True))).to_pylist()
 print(len(rows), sum(len(x["value"] or b"") for x in rows))
@@ -376,10 +444,10 @@ print(len(rows), sum(len(x["value"] or b"") for x in rows))
 
 
 def test_missing_libraries_leave_the_per_batch_path(tmp_path: Path) -> None:
-    """Without the C functions (hidden here), the compiled loop still links (stubs) and every
-    batch goes through the codec module: same rows."""
-    if not columnar.ACCELERATED:
-        pytest.skip("numba is off: nothing is bound in the first place")
+    """Without the C functions (hidden here), nothing is bound and every batch goes through the
+    codec module: same rows."""
+    if native._native is None:
+        pytest.skip("the extension is not built or is off: nothing is bound in the first place")
     data = _log(Codec.LZ4)[0] + _log(Codec.ZSTD, seed=1)[0]
     (tmp_path / "x.log").write_bytes(data)
     out = subprocess.run([sys.executable, "-c", _MISSING, str(tmp_path / "x.log")], check=True, capture_output=True, text=True).stdout.split()

@@ -1,27 +1,43 @@
-"""The compiled object path (kafkalog.fast.objects) against the plain decoder ``records_plain``:
-same records, same errors, compiled (numba) and plain, made a group at a time, and no reference
+"""The object path (kafkalog.fast.objects) against the plain decoder ``records_plain``: same records,
+same errors, on both paths (the C walker ``kafkalog.fast._objects``, ids ``c-extension``, and the
+plain decoder alone, ``pure-python``), records made one at a time by iteration, and no reference
 left over or missing."""
 
 from __future__ import annotations
 
 import gc
-import os
 import pickle
 import random
 import struct
-import subprocess
 import sys
 import tracemalloc
-from pathlib import Path
+from collections.abc import Iterator
 
 import crc32c
 import pytest
 
-from kafkalog import Codec, KafkaLogError, LogReader, RecordBatch, RecordBatchBuilder, TimestampType
+from kafkalog import Codec, KafkaLogError, RecordBatch, RecordBatchBuilder, TimestampType, fast
 from kafkalog.fast import objects
-from kafkalog.fast.columnar import ACCELERATED
 
 I64_MAX = 2**63 - 1
+#: Records per batch in the long-batch tests (iteration used to make records 128 at a time: the edges stay covered).
+GROUP = 128
+
+compiled_only = pytest.mark.skipif(not objects.COMPILED, reason="the C walker is not built or is off (KAFKALOG_NO_EXTENSIONS)")
+
+
+@pytest.fixture(params=["c-extension", "pure-python"])
+def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run a test on both paths: the C walker (which must be built unless KAFKALOG_NO_EXTENSIONS
+    turns it off) and the plain decoder alone."""
+    if request.param == "c-extension":
+        if not objects.COMPILED:
+            if fast.DISABLED:
+                pytest.skip("KAFKALOG_NO_EXTENSIONS is set")
+            pytest.fail("kafkalog.fast._objects is not built (pip install -e . builds it)")
+    else:
+        monkeypatch.setattr(objects, "COMPILED", False)
+    yield request.param
 
 
 def _batch(rnd: random.Random, codec: Codec, *, ascii_headers: bool, lat: bool = False) -> RecordBatch:
@@ -77,10 +93,9 @@ def _regular_batches() -> list[RecordBatch]:
     return out
 
 
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed: the object path is records_plain itself")
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("lat", [False, True])
-def test_records_equal_plain_decoder(seed: int, lat: bool) -> None:
+def test_records_equal_plain_decoder(seed: int, lat: bool, impl: str) -> None:
     for batch in _batches(seed, ascii_headers=seed % 2 == 0, lat=lat):
         want = batch.records_plain()
         assert objects.records(batch) == want
@@ -90,12 +105,12 @@ def test_records_equal_plain_decoder(seed: int, lat: bool) -> None:
 
 def _walker_ok(batch: RecordBatch) -> bool:
     """Whether the walker made every record of ``batch`` itself (no hand-over to the plain decoder)."""
-    buf, start = objects._area(batch)
-    _out, pos = objects._make(batch, buf, start, batch.count)
-    return pos == len(buf)
+    area, start = objects._area(batch)
+    _out, pos = objects._walk(batch, area, start, batch.count)
+    return pos == len(area)
 
 
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
+@compiled_only
 def test_walker_taken_for_ascii_headers_and_not_otherwise() -> None:
     """The equality tests above must exercise the walker, not only the fallback."""
     for batch in _batches(1, ascii_headers=True) + _regular_batches():
@@ -103,8 +118,15 @@ def test_walker_taken_for_ascii_headers_and_not_otherwise() -> None:
     b = RecordBatchBuilder(0)
     b.append(1, b"k", b"v", [("\u00fc", b"x")])
     batch = RecordBatch(b.build())
-    assert not _walker_ok(batch)  # non-ASCII header key: the plain decoder
+    assert _walker_ok(batch)  # well-formed UTF-8: decoded in C as Java decodes it
     assert objects.records(batch)[0].headers == (("\u00fc", b"x"),)
+    data = bytearray(batch.data)
+    at = data.index("\u00fc".encode())
+    data[at : at + 2] = b"\xed\xa0"  # a UTF-16 surrogate's encoding: Java's replacement, by the plain decoder (R-REC-09)
+    data[17:21] = crc32c.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    bad_key = RecordBatch(bytes(data))
+    assert not _walker_ok(bad_key)
+    assert objects.records(bad_key) == bad_key.records_plain() and bad_key.records_plain()[0].headers[0][0] == "\ufffd"
 
 
 def _long_batch(n: int, *, lat: bool = False, seq: int = -1, codec: Codec = Codec.NONE) -> RecordBatch:
@@ -118,25 +140,24 @@ def _long_batch(n: int, *, lat: bool = False, seq: int = -1, codec: Codec = Code
     return RecordBatch(b.build())
 
 
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
-def test_groups_join_up_to_the_plain_records() -> None:
-    """Iteration makes GROUP records per compiled call; timestamps shared across a group's edge,
-    sequences wrapping past Int32.MAX_VALUE and LogAppendTime come out as the plain decoder's."""
-    for n in (objects.GROUP - 1, objects.GROUP, objects.GROUP + 1, 3 * objects.GROUP + 7):
+def test_iteration_joins_up_to_the_plain_records(impl: str) -> None:
+    """Iteration makes one record at a time; shared timestamps, sequences wrapping past
+    Int32.MAX_VALUE and LogAppendTime come out as the plain decoder's."""
+    for n in (1, GROUP - 1, GROUP, GROUP + 1, 3 * GROUP + 7):
         for batch in (_long_batch(n), _long_batch(n, lat=True, seq=2**31 - 200, codec=Codec.ZSTD)):
             want = batch.records_plain()
             assert list(objects.iter_records(batch)) == want and list(batch) == want
             assert objects.records(batch) == want
 
 
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
+@compiled_only
 def test_iteration_raises_where_the_bad_record_is() -> None:
     """As Kafka's record iterator does, iteration yields the records before a malformed one, then
     raises the plain decoder's error; ``records()`` raises it before any record. The bad record
     sits inside a group (not at its start) and, in a second case, in a batch of one group."""
-    batch = _long_batch(3 * objects.GROUP)
+    batch = _long_batch(3 * GROUP)
     plain = batch.records_plain()
-    bad_index = 2 * objects.GROUP + 5
+    bad_index = 2 * GROUP + 5
     at = sum(r.size_in_bytes for r in plain[:bad_index])  # the bad record's first byte in the record area
     data = bytearray(batch.data)
     data[61 + at] = 0x7F  # its length varint now claims 63 bytes: the records no longer line up
@@ -152,7 +173,7 @@ def test_iteration_raises_where_the_bad_record_is() -> None:
             got.append(r)
     assert (type(iter_error.value), str(iter_error.value)) == (type(plain_error.value), str(plain_error.value))
     assert got == plain[:bad_index]  # every record before the bad one, as Kafka's iterator returns them
-    small = _long_batch(objects.GROUP - 8)
+    small = _long_batch(GROUP - 8)
     plain = small.records_plain()
     at = sum(r.size_in_bytes for r in plain[:100])
     data = bytearray(small.data)
@@ -164,7 +185,7 @@ def test_iteration_raises_where_the_bad_record_is() -> None:
     assert got == plain[:100]
 
 
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
+@compiled_only
 def test_references_are_counted_right() -> None:
     """The walker takes one reference per slot it fills: no object outlives its records, none is
     freed while a record holds it (the shared timestamp of a LogAppendTime batch included)."""
@@ -198,40 +219,46 @@ def test_references_are_counted_right() -> None:
         assert grown < 64 * 1024, grown  # a leaked key or value per record would be megabytes
 
 
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
-def test_plain_python_walker_makes_the_same_records(tmp_path: Path) -> None:
-    """The walker's source run without numba (KAFKALOG_NO_NUMBA=1, plain stand-ins for the C API)
-    makes the plain decoder's records itself, group by group, and reports a failed allocation as
-    MemoryError; the compiled run makes the same records."""
-    batches = _batches(5, ascii_headers=True) + _batches(6, ascii_headers=True, lat=True) + _regular_batches()[:6]
-    batches += [_long_batch(2 * objects.GROUP + 3, lat=True, seq=2**31 - 100, codec=Codec.GZIP)]
-    log = tmp_path / "x.log"
-    log.write_bytes(b"".join(b.data for b in batches))
-    code = (
-        "import sys, pickle, warnings; warnings.simplefilter('ignore')\n"
-        "from kafkalog import LogReader; from kafkalog.fast import objects; from kafkalog.fast.columnar import ACCELERATED\n"
-        "assert not ACCELERATED\n"
-        "bs = list(LogReader(sys.argv[1]).batches())\n"
-        "made = []\n"
-        "for b in bs:\n"
-        "    buf, start = objects._area(b); out, pos = objects._make(b, buf, start, b.count)\n"
-        "    assert pos == len(buf), b\n"
-        "    groups = list(objects._groups(b)); assert len(groups) == -(-b.count // objects.GROUP)\n"
-        "    assert [r for g in groups for r in g] == out == b.records_plain()\n"
-        "    made.append([tuple(r) for r in out])\n"
-        "objects._failed = lambda obj: True\n"
-        "try:\n"
-        "    objects._make(bs[0], *objects._area(bs[0]), bs[0].count); sys.exit('no MemoryError')\n"
-        "except MemoryError:\n"
-        "    pass\n"
-        "open(sys.argv[2], 'wb').write(pickle.dumps(made))"
-    )
-    env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
-    subprocess.run([sys.executable, "-c", code, str(log), str(tmp_path / "plain.pickle")], check=True, env=env)
-    plain = pickle.loads((tmp_path / "plain.pickle").read_bytes())
-    with LogReader(log) as r:
-        compiled = [[tuple(x) for x in objects.records(b)] for b in r.batches()]
-    assert plain == compiled
+@compiled_only
+def test_bytes_left_after_the_last_record_raise_after_the_records() -> None:
+    """Bytes after the last record: iteration yields every record, then raises the plain decoder's
+    error; ``records()`` raises it at once."""
+    batch = _long_batch(5)
+    data = bytearray(batch.data + b"\x00\x00")
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    bad = RecordBatch(bytes(data))
+    with pytest.raises(KafkaLogError) as plain_error:
+        bad.records_plain()
+    with pytest.raises(KafkaLogError) as list_error:
+        objects.records(bad)
+    got = []
+    with pytest.raises(KafkaLogError) as iter_error:
+        for r in bad:
+            got.append(r)
+    assert got == batch.records_plain()
+    want = (type(plain_error.value), str(plain_error.value))
+    assert (type(list_error.value), str(list_error.value)) == want == (type(iter_error.value), str(iter_error.value))
+
+
+@compiled_only
+def test_walker_reads_any_buffer_and_refuses_what_is_not_a_record_type() -> None:
+    """The walker reads the record area through the buffer protocol (bytes, memoryview, bytearray
+    alike) and builds only tuple subclasses."""
+    from kafkalog.fast import _objects
+    from kafkalog.format.records.record import Record
+
+    batch = _long_batch(40, lat=True, seq=3)
+    want = batch.records_plain()
+    lat = batch.max_timestamp
+    for area in (batch.data, memoryview(batch.data), bytearray(batch.data)):
+        out, pos = _objects.walk(area, 61, batch.count, batch.base_offset, batch.base_timestamp, lat, batch.base_sequence, Record)
+        assert (out, pos) == (want, len(batch.data))
+        assert list(_objects.Records(area, 61, batch.count, batch.base_offset, batch.base_timestamp, lat,
+                                     batch.base_sequence, Record, batch.records_plain)) == want
+    with pytest.raises(TypeError):
+        _objects.walk(batch.data, 61, 1, 0, 0, None, -1, dict)
+    assert _objects.walk(batch.data, len(batch.data) + 1, 1, 0, 0, None, -1, Record) == ([], -1)
+    assert _objects.walk(batch.data, 61, -1, 0, 0, None, -1, Record) == ([], -1)
 
 
 def _one_record_batch(record_body: bytes, base_offset: int = 100, base_timestamp: int = 5, base_sequence: int = -1) -> RecordBatch:
@@ -251,8 +278,7 @@ def _one_record_batch(record_body: bytes, base_offset: int = 100, base_timestamp
     return RecordBatch(bytes(data))
 
 
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
-def test_varints_read_as_kafka_reads_them() -> None:
+def test_varints_read_as_kafka_reads_them(impl: str) -> None:
     """Kafka's ByteUtils (commit 1eb7644): readUnsignedVarlong ORs the 10th byte shifted left by 63
     into a Java long, so only that byte's low bit survives; readUnsignedVarint ORs the 5th byte
     shifted left by 28 into a Java int, so only its low 4 bits survive. Zig-zag decoding follows."""
@@ -295,9 +321,8 @@ def test_every_decoder_reads_over_long_varints_as_kafka() -> None:
         assert (cols.offsets.tolist(), cols.timestamps.tolist()) == ([offset], [timestamp])
 
 
-@pytest.mark.skipif(not ACCELERATED, reason="numba is not installed")
 @pytest.mark.parametrize("seed", range(4))
-def test_malformed_record_areas_same_outcome(seed: int) -> None:
+def test_malformed_record_areas_same_outcome(seed: int, impl: str) -> None:
     """Flip, drop or add bytes in the record area: the object path returns what the plain decoder
     returns, or raises the same error at the same position."""
     rnd = random.Random(seed)
@@ -322,6 +347,14 @@ def test_malformed_record_areas_same_outcome(seed: int) -> None:
         except KafkaLogError as e:
             got = (type(e), str(e), e.position, e.offset)
         assert got == want
+        made: list = []
+        try:
+            for r in batch:
+                made.append(r)
+            iterated: object = made
+        except KafkaLogError as e:
+            iterated = (type(e), str(e), e.position, e.offset)
+        assert iterated == want
 
 
 def test_record_is_an_immutable_tuple_of_its_fields() -> None:
@@ -354,7 +387,7 @@ def test_record_is_an_immutable_tuple_of_its_fields() -> None:
 
 
 @pytest.mark.rule("R-V2-16")
-def test_sequence_wraps_in_java_int_arithmetic() -> None:
+def test_sequence_wraps_in_java_int_arithmetic(impl: str) -> None:
     """DefaultRecordBatch.incrementSequence (commit 1eb7644) compares ``sequence > Integer.MAX_VALUE -
     increment`` in Java ints. For a negative offset delta (a crafted batch) that difference
     overflows: base sequence 5 and delta -1 give -1 - (2147483647 - 5) - 1 = -2147483644, not 4.
@@ -366,7 +399,7 @@ def test_sequence_wraps_in_java_int_arithmetic() -> None:
         assert [r.sequence for r in objects.records(batch)] == [want] and [r.sequence for r in batch] == [want]
 
 
-def test_a_count_past_the_bytes_allocates_nothing_for_it() -> None:
+def test_a_count_past_the_bytes_allocates_nothing_for_it(impl: str) -> None:
     """A record count the bytes cannot hold (each record takes at least 7) goes to the plain
     decoder before any per-record list is made: no allocation in proportion to the count."""
     b = RecordBatchBuilder(0)

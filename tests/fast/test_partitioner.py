@@ -1,16 +1,18 @@
-"""Kafka's default partitioner: murmur2 against Kafka's own test vectors and kafka-python, compiled and plain."""
+"""Kafka's default partitioner: murmur2 against Kafka's own test vectors and kafka-python, on both
+paths (the C extension ``kafkalog.fast._partitioner`` and its plain-Python twin)."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_partitioner_ref import kafka_python_murmur2, kafka_python_partition
+from kafkalog import fast
 from kafkalog.fast import partitioner as part
 from kafkalog.fast.partitioner import (
     StickyPartitioner,
@@ -31,13 +33,25 @@ KAFKA_VECTORS = {
     b"abc": 479470107,
 }
 
-#: The plain-Python body of the hash (the same function numba compiles when it is installed).
-_PLAIN_SPAN = getattr(part._murmur2_span, "py_func", part._murmur2_span)
+_COMPILED = part._ext
+
+
+@pytest.fixture(autouse=True, params=["c-extension", "pure-python"])
+def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every test on both paths: the extension (which must be there unless KAFKALOG_NO_EXTENSIONS
+    says it is off) and the plain twin."""
+    if request.param == "c-extension":
+        if _COMPILED is None:
+            if fast.DISABLED:
+                pytest.skip("KAFKALOG_NO_EXTENSIONS is set")
+            pytest.fail("kafkalog.fast._partitioner is not built (pip install -e . builds it)")
+    else:
+        monkeypatch.setattr(part, "_ext", None)
+    yield request.param
 
 
 def _plain_murmur2(data: bytes) -> int:
-    h = int(_PLAIN_SPAN(np.frombuffer(data, np.uint8), 0, len(data)))
-    return h - (1 << 32) if h & 0x80000000 else h
+    return part.murmur2_plain(data)
 
 
 @pytest.mark.rule("R-WR-08")
@@ -72,6 +86,22 @@ def test_arrow_arrays_hash_like_single_keys(keys: list[bytes | None], num_partit
     assert partitions_for_keys(arr, num_partitions).tolist() == want
     large = pa.array(keys, pa.large_binary()).slice(min(cut, len(keys)))
     assert partitions_for_keys(large, num_partitions).tolist() == want
+
+
+def test_spans_outside_the_data_are_refused() -> None:
+    """The hash over Arrow buffers checks every key's span against the data buffer."""
+    import numpy as np
+
+    hashes = part._ext.positive_hashes if part._ext is not None else part._positive_hashes_plain
+    out = np.empty(2, np.int64)
+    with pytest.raises(ValueError, match="outside"):
+        hashes(b"abcd", np.array([0, 2, 5], np.int64), np.ones(2, np.uint8), out)
+    with pytest.raises(ValueError, match="outside"):
+        hashes(b"abcd", np.array([3, 2, 4], np.int64), np.ones(2, np.uint8), out)
+    with pytest.raises(ValueError, match="same number"):
+        hashes(b"abcd", np.array([0, 2], np.int64), np.ones(2, np.uint8), out)
+    hashes(b"abcd", np.array([3, 2, 9], np.int64), np.zeros(2, np.uint8), out)  # null keys: spans not read
+    assert out.tolist() == [-1, -1]
 
 
 def test_string_keys_hash_their_utf8_bytes() -> None:

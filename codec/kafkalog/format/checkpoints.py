@@ -17,12 +17,15 @@ import base64
 import os
 import re
 import unicodedata
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafkalog.errors import CorruptIndexError, MetaPropertiesError
 from kafkalog.format.files import atomic_write, read_bytes
+
+if TYPE_CHECKING:
+    import uuid  # imported where a UUID is given (uuid loads platform: not for every command)
 
 __all__ = [
     "EpochEntry",
@@ -343,6 +346,8 @@ def write_offset_checkpoint(path: str | os.PathLike[str], offsets: Mapping[tuple
 
 def topic_id_string(topic_id: str | bytes | uuid.UUID) -> str:
     """A topic id as Kafka prints it: URL-safe base64 of its 16 bytes, without padding (Uuid.toString)."""
+    import uuid
+
     if isinstance(topic_id, uuid.UUID):
         raw = topic_id.bytes
     elif isinstance(topic_id, bytes):

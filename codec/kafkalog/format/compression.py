@@ -13,6 +13,9 @@
 
 Every decompressor stops at ``max_size`` output bytes and raises :class:`DecompressionError`
 past it, so a small corrupt or hostile payload cannot allocate without bound.
+
+The codec libraries (and numpy, for :func:`decompress_into`) are imported when a codec first needs
+them, not with this module: a command that meets no compressed batch never loads them.
 """
 
 from __future__ import annotations
@@ -22,14 +25,13 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from enum import IntEnum
-
-import cramjam
-import lz4.block
-import numpy as np
-import xxhash
-import zstandard
+from typing import TYPE_CHECKING
 
 from kafkalog.errors import DecompressionError, UnsupportedCompressionError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import zstandard
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
@@ -116,6 +118,8 @@ _XERIAL_MAX_CHUNK = 512 * 1024 * 1024  # snappy-java's MAX_CHUNK_SIZE
 
 
 def _snappy_raw(block: bytes | memoryview, budget: int) -> bytes:
+    import cramjam
+
     try:
         n = cramjam.snappy.decompress_raw_len(block)
     except Exception as e:  # cramjam raises its own error type
@@ -160,6 +164,8 @@ def _snappy_decompress(data: bytes, max_size: int) -> bytes:
 
 
 def _snappy_compress(data: bytes, level: int | None) -> bytes:
+    import cramjam
+
     parts = [_XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
     for i in range(0, len(data), _XERIAL_BLOCK):
         raw = bytes(cramjam.snappy.compress_raw(data[i : i + _XERIAL_BLOCK]))
@@ -176,6 +182,8 @@ _LZ4_BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1
 
 def lz4_header_checksum(header: bytes, magic: int) -> int:
     """The HC byte Kafka writes: over FLG..BD, or (magic 0, Kafka's old bug) over magic..BD too."""
+    import xxhash
+
     return (xxhash.xxh32_intdigest(header if magic == 0 else header[4:]) >> 8) & 0xFF
 
 
@@ -231,6 +239,8 @@ def _lz4_blocks(data: bytes | memoryview, magic: int) -> Iterator[tuple[int, int
         if pos + size > len(data):
             raise DecompressionError("lz4 block runs past the payload")
         if block_checksum:
+            import xxhash
+
             if pos + size + 4 > len(data):
                 raise DecompressionError("lz4 block checksum runs past the payload")
             (expected,) = struct.unpack_from("<I", data, pos + size)
@@ -240,11 +250,14 @@ def _lz4_blocks(data: bytes | memoryview, magic: int) -> Iterator[tuple[int, int
         pos += size + 4 * block_checksum
 
 
-#: What Kafka's producer writes for magic 1 and 2: FLG 0x60 (version 1, independent blocks), BD 0x40 (64 KiB blocks).
-_KAFKA_LZ4_HEADER = _LZ4_MAGIC + b"\x60\x40" + bytes([lz4_header_checksum(_LZ4_MAGIC + b"\x60\x40", 2)])
+#: What Kafka's producer writes for magic 1 and 2: FLG 0x60 (version 1, independent blocks), BD 0x40 (64 KiB
+#: blocks), HC 0x82 (``lz4_header_checksum`` of those, which the tests recompute).
+_KAFKA_LZ4_HEADER = _LZ4_MAGIC + b"\x60\x40\x82"
 
 
 def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
+    import lz4.block
+
     out: list[bytes] = []
     total = 0
     mv = memoryview(data)
@@ -264,6 +277,9 @@ def _lz4_decompress(data: bytes, max_size: int, magic: int) -> bytes:
 
 
 def _lz4_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: int, magic: int) -> tuple[np.ndarray, int]:
+    import cramjam
+    import numpy as np
+
     start = at
     for pos, size, stored, block_max in _lz4_blocks(data, magic):
         if at + block_max > len(out):
@@ -282,6 +298,8 @@ def _lz4_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: i
 
 
 def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
+    import lz4.block
+
     header = bytearray(_LZ4_MAGIC + b"\x60\x40")
     header.append(lz4_header_checksum(bytes(header), magic))
     parts = [bytes(header)]
@@ -311,6 +329,8 @@ def _zstd_d() -> zstandard.ZstdDecompressor:
     they report corruption in good payloads)."""
     d = getattr(_ZSTD_LOCAL, "d", None)
     if d is None:
+        import zstandard
+
         d = _ZSTD_LOCAL.d = zstandard.ZstdDecompressor()
     return d
 
@@ -325,6 +345,8 @@ def _zstd_check_complete(data: bytes | memoryview | np.ndarray) -> None:
     decoded as if the data ended there; zstd-jni, which Kafka reads with, reports a truncated
     source. Walks frame and block headers only (RFC 8878, sections 3.1.1 and 3.1.2); the
     decoder has checked everything else."""
+    import zstandard
+
     data = memoryview(data).cast("B")  # Python ints when indexed, whatever the buffer
     pos, n = 0, len(data)
     while pos < n:
@@ -359,6 +381,8 @@ def _zstd_check_complete(data: bytes | memoryview | np.ndarray) -> None:
 
 
 def _zstd_decompress(data: bytes, max_size: int) -> bytes:
+    import zstandard
+
     out: list[bytes] = []
     total = 0
     try:
@@ -377,6 +401,8 @@ def _zstd_decompress(data: bytes, max_size: int) -> bytes:
 
 
 def _zstd_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: int) -> tuple[np.ndarray, int]:
+    import zstandard
+
     start = at
     try:
         with _zstd_d().stream_reader(data, read_across_frames=True) as reader:
@@ -399,6 +425,8 @@ def _zstd_compress(data: bytes, level: int | None) -> bytes:
     # Streamed as zstd-jni's ZstdOutputStream does it: no content size in the frame header, the
     # data flushed as non-final block(s) at close, then an empty final block (01 00 00). This is
     # byte-identical to Kafka's zstd batches.
+    import zstandard
+
     c = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False).compressobj()
     return c.compress(data) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + c.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
 
@@ -430,6 +458,8 @@ def decompress(codec: Codec, data: bytes, *, magic: int = 2, max_size: int = DEF
 
 def _grown(out: np.ndarray, used: int, need: int) -> np.ndarray:
     """A larger buffer (at least ``need`` bytes, doubling) holding ``out[:used]``."""
+    import numpy as np
+
     bigger = np.empty(max(need, 2 * len(out)), np.uint8)
     bigger[:used] = out[:used]
     return bigger
@@ -446,6 +476,8 @@ def decompress_into(
         return _lz4_decompress_into(data, out, at, max_size, magic)
     if codec is Codec.ZSTD and magic >= 2:
         return _zstd_decompress_into(data, out, at, max_size)
+    import numpy as np
+
     raw = decompress(codec, bytes(data), magic=magic, max_size=max_size)
     if at + len(raw) > len(out):
         out = _grown(out, at, at + len(raw))

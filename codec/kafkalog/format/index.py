@@ -18,8 +18,7 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from kafkalog.errors import (
     CorruptIndexError,
@@ -30,11 +29,14 @@ from kafkalog.errors import (
 )
 from kafkalog.format.files import is_url, pwrite_all, read_bytes
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = [
     "DEFAULT_MAX_INDEX_SIZE",
     "IndexFile",
-    "OFFSET_INDEX_DTYPE",
-    "TIME_INDEX_DTYPE",
+    "OFFSET_INDEX_DTYPE",  # noqa: F822 - given by __getattr__
+    "TIME_INDEX_DTYPE",  # noqa: F822 - given by __getattr__
     "MutableOffsetIndex",
     "MutableTimeIndex",
     "OffsetIndex",
@@ -46,10 +48,25 @@ __all__ = [
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 _INT32_MAX = 2**31 - 1
 
-#: numpy view of schemas.OFFSET_INDEX_ENTRY
-OFFSET_INDEX_DTYPE = np.dtype([("relativeOffset", ">i4"), ("position", ">i4")])
-#: numpy view of schemas.TIME_INDEX_ENTRY
-TIME_INDEX_DTYPE = np.dtype([("timestamp", ">i8"), ("relativeOffset", ">i4")])
+#: The numpy views of schemas.OFFSET_INDEX_ENTRY and schemas.TIME_INDEX_ENTRY, made on first use (the
+#: module's ``__getattr__`` gives them as ``OFFSET_INDEX_DTYPE`` and ``TIME_INDEX_DTYPE``): numpy loads
+#: when an index is read, not when this module is imported.
+_DTYPES: dict[str, Any] = {}
+
+
+def _dtype(name: str) -> np.dtype:
+    if not _DTYPES:
+        import numpy as np
+
+        _DTYPES["OFFSET_INDEX_DTYPE"] = np.dtype([("relativeOffset", ">i4"), ("position", ">i4")])
+        _DTYPES["TIME_INDEX_DTYPE"] = np.dtype([("timestamp", ">i8"), ("relativeOffset", ">i4")])
+    return _DTYPES[name]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("OFFSET_INDEX_DTYPE", "TIME_INDEX_DTYPE"):
+        return _dtype(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def base_offset_of(path: str | os.PathLike[str]) -> int:
@@ -69,6 +86,8 @@ def _slots(
     buffer (no ``bytes`` copy), so a 10 MiB index opens in a few milliseconds. It is not
     memory-mapped: a broker or writer trimming the file while it is read would make a mapped read
     fault (SIGBUS); a read simply sees the shorter file."""
+    import numpy as np
+
     if data is None and path is not None and is_url(path):
         data = read_bytes(path)
     if data is None:
@@ -107,7 +126,7 @@ class OffsetIndex:
         """Read an index file (or its bytes)."""
         name = None if path is None else os.fspath(path)
         base = base_offset if base_offset is not None else base_offset_of(path)  # type: ignore[arg-type]
-        rel, pos, n, trailing = _slots(path, data, OFFSET_INDEX_DTYPE)
+        rel, pos, n, trailing = _slots(path, data, _dtype("OFFSET_INDEX_DTYPE"))
         used = _used_entries(rel, pos)
         rel = rel[:used]
         rel += base
@@ -118,6 +137,8 @@ class OffsetIndex:
 
     def lookup(self, target: int) -> tuple[int, int]:
         """The largest entry with offset <= ``target``, as (offset, position); (base, 0) if none."""
+        import numpy as np
+
         i = int(np.searchsorted(self.offsets, target, side="right")) - 1
         if i < 0:
             return self.base_offset, 0
@@ -140,7 +161,7 @@ class TimeIndex:
         """Read a time index file (or its bytes)."""
         name = None if path is None else os.fspath(path)
         base = base_offset if base_offset is not None else base_offset_of(path)  # type: ignore[arg-type]
-        ts, rel, n, trailing = _slots(path, data, TIME_INDEX_DTYPE)
+        ts, rel, n, trailing = _slots(path, data, _dtype("TIME_INDEX_DTYPE"))
         used = _used_entries(rel, ts)
         rel = rel[:used]
         rel += base
@@ -151,6 +172,8 @@ class TimeIndex:
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """The last entry with timestamp <= ``timestamp``, as (timestamp, offset); (-1, base) if none."""
+        import numpy as np
+
         i = int(np.searchsorted(self.timestamps, timestamp, side="right")) - 1
         if i < 0:
             return -1, self.base_offset
@@ -158,6 +181,8 @@ class TimeIndex:
 
 
 def _used_entries(rel: np.ndarray, other: np.ndarray) -> int:
+    import numpy as np
+
     n = len(rel)
     if n == 0:
         return 0
@@ -178,6 +203,8 @@ class _Column:
     __slots__ = ("_a", "n")
 
     def __init__(self, values: np.ndarray | None = None) -> None:
+        import numpy as np
+
         self._a = np.zeros(16, dtype=np.int64) if values is None or not len(values) else np.ascontiguousarray(values, dtype=np.int64)
         self.n = 0 if values is None else len(values)
 
@@ -192,6 +219,8 @@ class _Column:
         return int(self._a[i])
 
     def append(self, value: int) -> None:
+        import numpy as np
+
         if self.n == len(self._a):
             grown = np.zeros(max(16, 2 * self.n), dtype=np.int64)
             grown[: self.n] = self._a[: self.n]
@@ -206,9 +235,13 @@ class _Column:
         return self._a[: self.n]
 
     def bisect_left(self, value: int) -> int:
+        import numpy as np
+
         return int(np.searchsorted(self._a[: self.n], value, side="left"))
 
     def bisect_right(self, value: int) -> int:
+        import numpy as np
+
         return int(np.searchsorted(self._a[: self.n], value, side="right"))
 
 
@@ -430,7 +463,9 @@ class MutableOffsetIndex(_MutableIndex):
     _ENTRY = struct.Struct(">ii")
 
     def _load(self, raw: bytes) -> None:
-        arr = np.frombuffer(raw, dtype=OFFSET_INDEX_DTYPE)
+        import numpy as np
+
+        arr = np.frombuffer(raw, dtype=_dtype("OFFSET_INDEX_DTYPE"))
         self._offsets = _Column(arr["relativeOffset"].astype(np.int64) + self.base_offset)
         self._positions = _Column(arr["position"].astype(np.int64))
 
@@ -512,7 +547,9 @@ class MutableTimeIndex(_MutableIndex):
     _ENTRY = struct.Struct(">qi")
 
     def _load(self, raw: bytes) -> None:
-        arr = np.frombuffer(raw, dtype=TIME_INDEX_DTYPE)
+        import numpy as np
+
+        arr = np.frombuffer(raw, dtype=_dtype("TIME_INDEX_DTYPE"))
         self._timestamps = _Column(arr["timestamp"].astype(np.int64))
         self._offsets = _Column(arr["relativeOffset"].astype(np.int64) + self.base_offset)
 

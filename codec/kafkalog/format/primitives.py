@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import codecs
 import zlib
-
-import crc32c as _crc32c
+from collections.abc import Callable
 
 from kafkalog.errors import CorruptRecordError, TruncatedError
 
@@ -20,6 +19,7 @@ __all__ = [
     "java_utf8",
     "read_varint",
     "read_varlong",
+    "set_small_crc32c",
     "write_varint",
     "varint_size",
     "zigzag_decode",
@@ -27,9 +27,33 @@ __all__ = [
 ]
 
 
+#: CRC-32C of small buffers, plugged in from above (``set_small_crc32c``): the compiled core's own
+#: code, so that checking a small file's batches imports no CRC package.
+_small_crc32c: Callable[[bytes | bytearray | memoryview], int] | None = None
+_crc32c: Callable[[bytes | bytearray | memoryview], int] | None = None
+#: Buffers from this size on go to the crc32c package (faster on large buffers than the small-buffer code).
+_SMALL_CRC = 1 << 16
+
+
+def set_small_crc32c(f: Callable[[bytes | bytearray | memoryview], int] | None) -> None:
+    """Plug in a CRC-32C for buffers under 64 KiB (the package plugs in the compiled core's); None
+    leaves every buffer to the crc32c package. The format layer imports nothing from above."""
+    global _small_crc32c
+    _small_crc32c = f
+
+
 def crc32c(data: bytes | bytearray | memoryview) -> int:
-    """CRC-32C of ``data`` (hardware-accelerated C implementation)."""
-    return _crc32c.crc32c(data)
+    """CRC-32C of ``data``: the crc32c package's hardware-accelerated C implementation, imported on
+    first use (reading its package metadata costs more than a small command's work), or for buffers
+    under 64 KiB the plugged-in compiled code (:func:`set_small_crc32c`)."""
+    global _crc32c
+    if _small_crc32c is not None and len(data) < _SMALL_CRC:
+        return _small_crc32c(data)
+    if _crc32c is None:
+        from crc32c import crc32c as f
+
+        _crc32c = f
+    return _crc32c(data)
 
 
 def crc32(data: bytes | bytearray | memoryview) -> int:

@@ -9,24 +9,46 @@ Messages go to stderr, data to stdout; no tracebacks for bad input.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 
 from kafkalog import __version__
 from kafkalog.errors import KafkaLogError
-from kafkalog.tools import build, compact, conformance, dump, explain, groups, maintenance, verify, writer_cases
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, UsageError
 
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+#: Each command's module in :mod:`kafkalog.tools` (its ``register`` adds the command), in the order
+#: ``--help`` lists them.
+COMMANDS = {
+    "dump": "dump",
+    "build": "build",
+    "explain": "explain",
+    "groups": "groups",
+    "verify": "verify",
+    "conformance": "conformance",
+    "write-case": "writer_cases",
+    "retention": "maintenance",
+    "recover": "maintenance",
+    "compact": "compact",
+}
+
+
+def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with only the named command's module loaded when ``argv`` names one (each command
+    imports only what it uses: a small command starts fast); every command's otherwise (``--help``,
+    a mistyped command)."""
     p = argparse.ArgumentParser(prog="kafkalog", description="Read, verify and write Apache Kafka log files without a broker.")
     p.add_argument("--version", action="version", version=f"kafkalog {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (dump, build, explain, groups, verify, conformance, writer_cases, maintenance, compact):  # in the order --help lists them
-        module.register(sub)
+    args = sys.argv[1:] if argv is None else list(argv)
+    named = next((a for a in args if not a.startswith("-")), None)
+    modules = [COMMANDS[named]] if named in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in modules:
+        importlib.import_module(f"kafkalog.tools.{name}").register(sub)
     return p
 
 
@@ -45,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     No input given on the command line ends in a traceback: bad data exits 1, usage errors 2 (with
     the subcommand's usage), unreadable or unwritable paths 3; a closed stdout (``| head``) ends
     the command quietly."""
-    parser = _parser()
+    parser = _parser(argv)
     args, extra = parser.parse_known_args(argv)
     command = getattr(args, "command", None)
     sub = _subparsers(parser).get(command or "", parser)

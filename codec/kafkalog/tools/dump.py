@@ -26,7 +26,6 @@ from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
-from kafkalog.internal import control_text, decoded_fields, decoder_for_path, record_text
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress, UsageError, missing_or_empty
 
@@ -51,7 +50,11 @@ class DumpOptions:
         """The internal-topic decoder to apply to ``path``: forced, by topic, or none."""
         if self.decoder is not None:
             return self.decoder
-        return decoder_for_path(path) if self.decode else None
+        if not self.decode:
+            return None
+        from kafkalog.internal import decoder_for_path  # the internal topics' decoders load when asked for
+
+        return decoder_for_path(path)
 
 
 @dataclass
@@ -145,6 +148,7 @@ def json_lines(
     if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
         extra = None
         if decoder is not None:
+            from kafkalog.internal import decoded_fields
 
             def extra(batch: Any, r: Any) -> dict[str, Any]:
                 control = isinstance(batch, RecordBatch) and batch.is_control
@@ -229,9 +233,13 @@ def _text_batch_and_records(
             if isinstance(r, LegacyRecord):
                 line += f" isValid: {_b(r.is_valid)} crc: {r.checksum}}}"  # sic: kafka-dump-log prints a stray '}'
             if isinstance(batch, RecordBatch) and batch.is_control:
+                from kafkalog.internal import control_text
+
                 line += control_text(r, file=path, position=batch.position)
             parts.append(line)
         if print_data and not (isinstance(batch, RecordBatch) and batch.is_control):
+            from kafkalog.internal import record_text
+
             parts.append(record_text(None, r, decoder=decoder, prefix=prefix, file=path, position=batch.position))
         out.write("".join(parts) + "\n")
 
@@ -382,6 +390,8 @@ def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult
                 for r in cb.records:
                     rec = record_json(cb.batch, r, rel, base_offset=first, lossless=opts.lossless)
                     if decoder is not None:
+                        from kafkalog.internal import decoded_fields
+
                         rec.update(decoded_fields(None, r, decoder=decoder, control=False, file=full, position=cb.position))
                     out.write(dumps(rec) + "\n")
 

@@ -136,7 +136,8 @@ class LogReader:
             if pos > end - LOG_OVERHEAD - size:
                 self.tail = TornTail(name, pos, end - pos)
                 break
-            data = head + self._read(pos + LOG_OVERHEAD, size)
+            # in memory: one slice of the whole batch (not a slice of its prefix joined to one of the rest)
+            data = self._buf[pos : pos + LOG_OVERHEAD + size] if self._buf is not None else head + self._read(pos + LOG_OVERHEAD, size)
             if len(data) != LOG_OVERHEAD + size:
                 self.tail = TornTail(name, pos, len(data))
                 break

@@ -454,13 +454,16 @@ def _varint_bytes(value: int) -> bytes:
     return bytes(out)
 
 
-#: Encodings of the varints -8192..8191 (one or two bytes), the values lengths and deltas take.
+#: Encodings of the varints -8192..8191 (one or two bytes), the values lengths and deltas take:
+#: made when a builder first needs them, not at import (16,384 encodings cost more than the import).
 _SMALL = 8192
-_VARINTS = [_varint_bytes(v) for v in range(-_SMALL, _SMALL)]
+_VARINTS: list[bytes] = []
 
 
 def _varint(value: int) -> bytes:
     if -_SMALL <= value < _SMALL:
+        if not _VARINTS:
+            _VARINTS.extend(_varint_bytes(v) for v in range(-_SMALL, _SMALL))
         return _VARINTS[value + _SMALL]
     return _varint_bytes(value)
 

@@ -1,0 +1,319 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The codec libraries' C functions, called from C: lz4 blocks (SPEC R-LZ4-01..R-LZ4-06), zstd
+frames (R-ZSTD-01..R-ZSTD-03) and the batch CRC-32C (R-PRIM-07).
+
+No codec library ships headers here, and each is already loaded by its Python package, so the
+functions are bound at import by address (:mod:`kafkalog.fast.native` finds them with ctypes, as
+the numba path did): ``LZ4_decompress_safe`` exported by python-lz4's extension, the crc32c
+package's own CRC function (its SSE 4.2 one when it chose hardware, else slicing-by-8), and
+``ZSTD_decompressStream`` with its helpers from the system's libzstd (the zstandard package hides
+its symbols). An unbound function reports failure, and callers check :func:`bound` first.
+
+zstd is streamed, as Kafka's zstd-jni reads it (the one-shot ``ZSTD_decompressDCtx`` of libzstd
+1.5.4 accepts payloads that streaming rejects as corrupt), straight into the caller's buffer
+(``ZSTD_d_stableOutBuffer``). The ``def`` wrappers take buffers and positions and check every span
+against its buffer; the ``cdef`` functions of ``_native.pxd`` take pointers their caller checked.
+"""
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport int64_t, uint32_t, uintptr_t
+
+cdef enum:
+    _BAD = -1
+    _ROOM = -2
+
+#: zstd_frames_c results besides a size: the payload is bad, or the output needs more room.
+BAD = _BAD
+ROOM = _ROOM
+
+cdef int _ZSTD_ERROR_DST_SIZE_TOO_SMALL = 70  # zstd_errors.h, ZSTD_error_dstSize_tooSmall (stable since 1.3)
+cdef int _ZSTD_D_STABLE_OUT_BUFFER = 1001  # ZSTD_d_experimentalParam2: decode into the caller's buffer, no copy
+cdef int _ZSTD_RESET_SESSION_ONLY = 1
+
+ctypedef struct ZSTD_inBuffer:
+    const void* src
+    size_t size
+    size_t pos
+
+ctypedef struct ZSTD_outBuffer:
+    void* dst
+    size_t size
+    size_t pos
+
+ctypedef int (*lz4_fn)(const char*, char*, int, int) noexcept nogil
+ctypedef uint32_t (*crc_fn)(uint32_t, const unsigned char*, size_t) noexcept nogil
+ctypedef size_t (*stream_fn)(void*, ZSTD_outBuffer*, ZSTD_inBuffer*) noexcept nogil
+ctypedef size_t (*reset_fn)(void*, int) noexcept nogil
+ctypedef unsigned (*is_error_fn)(size_t) noexcept nogil
+ctypedef int (*error_code_fn)(size_t) noexcept nogil
+ctypedef void* (*create_fn)() noexcept nogil
+ctypedef size_t (*free_fn)(void*) noexcept nogil
+ctypedef size_t (*set_parameter_fn)(void*, int, int) noexcept nogil
+
+cdef lz4_fn _lz4 = NULL
+cdef crc_fn _crc = NULL
+cdef stream_fn _stream = NULL
+cdef reset_fn _reset = NULL
+cdef is_error_fn _is_error = NULL
+cdef error_code_fn _error_code = NULL
+cdef create_fn _create = NULL
+cdef free_fn _free = NULL
+cdef set_parameter_fn _set_parameter = NULL
+
+
+def bind(lz4, crc, zstd) -> None:
+    """Bind the C functions to their addresses (ints, or None when not found): ``lz4`` is
+    LZ4_decompress_safe, ``crc`` the crc32c package's ``crc(crc, data, length)``, ``zstd`` a dict
+    of libzstd's ZSTD_decompressStream, ZSTD_DCtx_reset, ZSTD_isError, ZSTD_getErrorCode,
+    ZSTD_createDCtx, ZSTD_freeDCtx and ZSTD_DCtx_setParameter (all or none)."""
+    global _lz4, _crc, _stream, _reset, _is_error, _error_code, _create, _free, _set_parameter
+    _lz4 = <lz4_fn><uintptr_t>(lz4 or 0)
+    _crc = <crc_fn><uintptr_t>(crc or 0)
+    z = zstd or {}
+    names = ("ZSTD_decompressStream", "ZSTD_DCtx_reset", "ZSTD_isError", "ZSTD_getErrorCode", "ZSTD_createDCtx",
+             "ZSTD_freeDCtx", "ZSTD_DCtx_setParameter")
+    if not all(z.get(name) for name in names):
+        z = {}
+    _stream = <stream_fn><uintptr_t>z.get("ZSTD_decompressStream", 0)
+    _reset = <reset_fn><uintptr_t>z.get("ZSTD_DCtx_reset", 0)
+    _is_error = <is_error_fn><uintptr_t>z.get("ZSTD_isError", 0)
+    _error_code = <error_code_fn><uintptr_t>z.get("ZSTD_getErrorCode", 0)
+    _create = <create_fn><uintptr_t>z.get("ZSTD_createDCtx", 0)
+    _free = <free_fn><uintptr_t>z.get("ZSTD_freeDCtx", 0)
+    _set_parameter = <set_parameter_fn><uintptr_t>z.get("ZSTD_DCtx_setParameter", 0)
+
+
+def bound() -> tuple:
+    """(lz4, zstd, crc): which functions are bound."""
+    return lz4_bound(), zstd_bound(), crc_bound()
+
+
+cdef bint lz4_bound() noexcept nogil:
+    return _lz4 != NULL
+
+
+cdef bint zstd_bound() noexcept nogil:
+    return _stream != NULL
+
+
+cdef bint crc_bound() noexcept nogil:
+    return _crc != NULL
+
+
+cdef class DCtx:
+    """One zstd decompression context (one per thread: a context decodes one payload at a time)."""
+
+    def __cinit__(self):
+        self.ptr = NULL
+        if _create != NULL:
+            self.ptr = _create()
+            if self.ptr != NULL:
+                _set_parameter(self.ptr, _ZSTD_D_STABLE_OUT_BUFFER, 1)  # if refused: decoded via its window, still right
+
+    def __dealloc__(self):
+        if self.ptr != NULL and _free != NULL:
+            _free(self.ptr)
+
+    @property
+    def address(self) -> int:
+        """The ZSTD_DCtx's address (0 when zstd is not bound)."""
+        return <uintptr_t>self.ptr
+
+
+cdef int64_t lz4_block_c(const unsigned char* src, Py_ssize_t size, unsigned char* dst, Py_ssize_t cap) noexcept nogil:
+    """LZ4_decompress_safe of ``src[:size]`` into ``dst[:cap]``: the size written, or BAD."""
+    cdef int n
+    if _lz4 == NULL or size < 0 or cap < 0 or size > 0x7FFFFFFF or cap > 0x7FFFFFFF:
+        return _BAD
+    n = _lz4(<const char*>src, <char*>dst, <int>size, <int>cap)
+    return n if n >= 0 else _BAD
+
+
+cdef int64_t zstd_frames_c(void* dctx, const unsigned char* src, size_t size, unsigned char* dst, size_t cap) noexcept nogil:
+    """Stream every zstd frame of ``src[:size]`` (with or without content size, skippable ones
+    skipped) into ``dst[:cap]``: the size, ROOM (more than ``cap`` bytes) or BAD (corrupt, or
+    ending inside a frame)."""
+    cdef ZSTD_inBuffer inb
+    cdef ZSTD_outBuffer outb
+    cdef size_t r, was_in, was_out
+    if dctx == NULL or _stream == NULL:
+        return _BAD
+    if _is_error(_reset(dctx, _ZSTD_RESET_SESSION_ONLY)):
+        return _BAD
+    inb.src = src
+    inb.size = size
+    inb.pos = 0
+    outb.dst = dst
+    outb.size = cap
+    outb.pos = 0
+    while inb.pos < inb.size:
+        was_in, was_out = inb.pos, outb.pos
+        r = _stream(dctx, &outb, &inb)
+        if _is_error(r):
+            return _ROOM if _error_code(r) == _ZSTD_ERROR_DST_SIZE_TOO_SMALL else _BAD
+        if r != 0:  # inside a frame: out of room, out of input, or stuck
+            if outb.pos == outb.size:
+                return _ROOM
+            if inb.pos == inb.size or (inb.pos == was_in and outb.pos == was_out):
+                return _BAD
+    return <int64_t>outb.pos
+
+
+cdef uint32_t crc32c_c(const unsigned char* src, size_t size) noexcept nogil:
+    """The CRC-32C (Castagnoli) of ``src[:size]``, as Kafka's batch CRC (0 when unbound)."""
+    if _crc == NULL:
+        return 0
+    return _crc(0xFFFFFFFFU, src, size) ^ 0xFFFFFFFFU
+
+
+cdef extern from *:
+    """
+    /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), for the format layer's per-batch checks:
+       the SSE 4.2 instruction where the CPU has it (x86-64 with GCC or Clang), else slicing-by-8
+       tables. Kept here so that a small command need not import the crc32c package (whose import
+       reads package metadata and costs more than the command's work). */
+    #include <stdint.h>
+    #include <string.h>
+    static uint32_t kafkalog_crc_table[8][256];
+    static int kafkalog_crc_hw = 0;
+
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __attribute__((target("sse4.2")))
+    static uint32_t kafkalog_crc32c_hw(uint32_t crc, const unsigned char *p, size_t n) {
+        uint64_t c = crc;
+        while (n >= 8) { uint64_t v; memcpy(&v, p, 8); c = __builtin_ia32_crc32di(c, v); p += 8; n -= 8; }
+        crc = (uint32_t)c;
+        while (n--) crc = __builtin_ia32_crc32qi(crc, *p++);
+        return crc;
+    }
+    #define KAFKALOG_CRC_HW 1
+    #endif
+
+    static void kafkalog_crc32c_init(void) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+            kafkalog_crc_table[0][i] = c;
+        }
+        for (uint32_t i = 0; i < 256; i++)
+            for (int t = 1; t < 8; t++)
+                kafkalog_crc_table[t][i] = (kafkalog_crc_table[t - 1][i] >> 8) ^ kafkalog_crc_table[0][kafkalog_crc_table[t - 1][i] & 0xFF];
+    #ifdef KAFKALOG_CRC_HW
+        __builtin_cpu_init();
+        kafkalog_crc_hw = __builtin_cpu_supports("sse4.2");
+    #endif
+    }
+
+    static uint32_t kafkalog_crc32c(const unsigned char *p, size_t n) {
+        uint32_t crc = 0xFFFFFFFFu;
+    #ifdef KAFKALOG_CRC_HW
+        if (kafkalog_crc_hw) return kafkalog_crc32c_hw(crc, p, n) ^ 0xFFFFFFFFu;
+    #endif
+        while (n >= 8) {
+            uint32_t lo = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+            lo ^= crc;
+            crc = kafkalog_crc_table[7][lo & 0xFF] ^ kafkalog_crc_table[6][(lo >> 8) & 0xFF]
+                ^ kafkalog_crc_table[5][(lo >> 16) & 0xFF] ^ kafkalog_crc_table[4][lo >> 24]
+                ^ kafkalog_crc_table[3][p[4]] ^ kafkalog_crc_table[2][p[5]]
+                ^ kafkalog_crc_table[1][p[6]] ^ kafkalog_crc_table[0][p[7]];
+            p += 8; n -= 8;
+        }
+        while (n--) crc = (crc >> 8) ^ kafkalog_crc_table[0][(crc ^ *p++) & 0xFF];
+        return crc ^ 0xFFFFFFFFu;
+    }
+    """
+    void kafkalog_crc32c_init() noexcept nogil
+    uint32_t kafkalog_crc32c(const unsigned char* p, size_t n) noexcept nogil
+    int kafkalog_crc_hw
+
+
+kafkalog_crc32c_init()
+
+
+def crc32c_of(data) -> int:
+    """The CRC-32C of the bytes of ``data`` (any buffer) by this module's own code (SSE 4.2 where
+    the CPU has it, else tables): what :func:`kafkalog.format.primitives.crc32c` uses when the
+    extension is built, so that checking a batch needs no import of the crc32c package. The GIL
+    is released for buffers of 64 KiB and more."""
+    cdef Py_buffer s
+    cdef uint32_t c
+    PyObject_GetBuffer(data, &s, PyBUF_SIMPLE)
+    try:
+        if s.len >= 65536:
+            with nogil:
+                c = kafkalog_crc32c(<const unsigned char*>s.buf, s.len)
+        else:
+            c = kafkalog_crc32c(<const unsigned char*>s.buf, s.len)
+    finally:
+        PyBuffer_Release(&s)
+    return c
+
+
+def crc32c_hardware() -> bool:
+    """Whether :func:`crc32c_of` uses the CPU's CRC-32C instruction."""
+    return kafkalog_crc_hw != 0
+
+
+cdef inline bint _span(Py_buffer* view, Py_ssize_t pos, Py_ssize_t size) noexcept nogil:
+    return 0 <= pos and 0 <= size and size <= view.len - pos
+
+
+def lz4_block(src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize_t cap) -> int:
+    """Decompress the lz4 block ``src[pos:pos+size]`` into ``dst[at:at+cap]``: its size, or BAD
+    (a bad block, too little room, or a span outside its buffer)."""
+    cdef Py_buffer s, d
+    cdef int64_t n = _BAD
+    PyObject_GetBuffer(src, &s, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(dst, &d, PyBUF_SIMPLE | PyBUF_WRITABLE)
+        try:
+            if _span(&s, pos, size) and _span(&d, at, cap):  # a block of at most 64 KiB: the GIL is kept (releasing it costs more)
+                n = lz4_block_c(<const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
+        finally:
+            PyBuffer_Release(&d)
+    finally:
+        PyBuffer_Release(&s)
+    return n
+
+
+def zstd_frames(DCtx ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize_t cap) -> int:
+    """Decompress the zstd frames ``src[pos:pos+size]`` into ``dst[at:at+cap]`` with ``ctx``: their
+    size, ROOM when they need more than ``cap`` bytes, BAD when they are bad (or end inside a frame,
+    or a span is outside its buffer)."""
+    cdef Py_buffer s, d
+    cdef int64_t n = _BAD
+    cdef void* p = ctx.ptr
+    PyObject_GetBuffer(src, &s, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(dst, &d, PyBUF_SIMPLE | PyBUF_WRITABLE)
+        try:
+            if _span(&s, pos, size) and _span(&d, at, cap):
+                if size >= 65536:
+                    with nogil:
+                        n = zstd_frames_c(p, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
+                else:  # a small payload: releasing the GIL would cost more than it gives
+                    n = zstd_frames_c(p, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
+        finally:
+            PyBuffer_Release(&d)
+    finally:
+        PyBuffer_Release(&s)
+    return n
+
+
+def crc32c(src, Py_ssize_t pos, Py_ssize_t size) -> int:
+    """The CRC-32C of ``src[pos:pos+size]`` (ValueError for a span outside ``src``); the GIL is
+    released for spans of 64 KiB and more."""
+    cdef Py_buffer s
+    cdef uint32_t c
+    PyObject_GetBuffer(src, &s, PyBUF_SIMPLE)
+    try:
+        if not _span(&s, pos, size):
+            raise ValueError(f"bytes {pos}..{pos + size} are outside the buffer of {s.len} bytes")
+        if size >= 65536:
+            with nogil:
+                c = crc32c_c(<const unsigned char*>s.buf + pos, size)
+        else:
+            c = crc32c_c(<const unsigned char*>s.buf + pos, size)
+    finally:
+        PyBuffer_Release(&s)
+    return c
