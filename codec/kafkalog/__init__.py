@@ -1,7 +1,7 @@
 """kafkalog: read, verify and write Apache Kafka's on-disk log files without a broker.
 
-Start with :class:`LogReader` (one ``.log`` file), the builders :class:`RecordBatchBuilder`
-and :class:`LegacyBatchBuilder`, and the CLI (``kafkalog --help``). SPEC.md defines the formats.
+Start with :class:`LogReader` (one ``.log`` file), :func:`scan` (whole data dirs as Arrow), the
+builders :class:`RecordBatchBuilder` and :class:`LegacyBatchBuilder`, and the CLI (``kafkalog --help``). SPEC.md defines the formats.
 """
 
 from kafkalog.errors import (
@@ -46,6 +46,15 @@ def _compiled_record_decoder() -> RecordDecoder:
 
 set_record_decoder(_compiled_record_decoder)
 
+
+def __getattr__(name: str) -> object:
+    """``kafkalog.scan``, imported when first used: it needs pyarrow, which ``import kafkalog`` does not load."""
+    if name == "scan":
+        from kafkalog.dataset.scan import scan
+
+        return scan
+    raise AttributeError(f"module 'kafkalog' has no attribute {name!r}")
+
 __all__ = [
     "BuildError",
     "Codec",
@@ -71,4 +80,5 @@ __all__ = [
     "UnsupportedCompressionError",
     "UnsupportedMagicError",
     "read_batches",
+    "scan",
 ]
