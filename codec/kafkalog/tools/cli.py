@@ -1,4 +1,4 @@
-"""The ``kafkalog`` command line: the parser that gathers each command's module (``dump``, ``build``,
+"""The ``kafkalog`` command line: the parser that gathers each command's module (``info``, ``cat``, ``export``, ``dump``, ``build``,
 ``explain``, ``groups``, ``verify``, ``conformance``, ``retention``, ``recover``, ``compact``) and ``main``.
 
 Exit codes: 0 success; 1 the input holds bad data (corrupt batches, bad files); 2 usage error
@@ -9,26 +9,36 @@ Messages go to stderr, data to stdout; no tracebacks for bad input.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 
 from kafkalog import __version__
 from kafkalog.errors import KafkaLogError
-from kafkalog.tools import build, compact, conformance, dump, explain, groups, maintenance, verify, writer_cases
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, UsageError
 
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+#: Each command and the module that registers it, in the order ``--help`` lists them.
+COMMANDS = {
+    "info": "info", "cat": "cat", "export": "export", "dump": "dump", "build": "build", "explain": "explain", "groups": "groups",
+    "verify": "verify", "conformance": "conformance", "write-case": "writer_cases", "retention": "maintenance", "recover": "maintenance",
+    "compact": "compact",
+}
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; given the command being run, only that command's module is imported (so a
+    small command answers without loading what the others need), else every command's."""
     p = argparse.ArgumentParser(prog="kafkalog", description="Read, verify and write Apache Kafka log files without a broker.")
     p.add_argument("--version", action="version", version=f"kafkalog {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (dump, build, explain, groups, verify, conformance, writer_cases, maintenance, compact):  # in the order --help lists them
-        module.register(sub)
+    names = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in names:
+        importlib.import_module(f"kafkalog.tools.{name}").register(sub)
     return p
-
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -45,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     No input given on the command line ends in a traceback: bad data exits 1, usage errors 2 (with
     the subcommand's usage), unreadable or unwritable paths 3; a closed stdout (``| head``) ends
     the command quietly."""
-    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(next((a for a in argv if not a.startswith("-")), None))
     args, extra = parser.parse_known_args(argv)
     command = getattr(args, "command", None)
     sub = _subparsers(parser).get(command or "", parser)
