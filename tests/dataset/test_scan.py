@@ -222,3 +222,42 @@ def test_a_partition_after_an_unclean_shutdown(tmp_path: Path) -> None:
         small = kafkalog.scan(scratch / ORDERS, read_committed=read_committed, columns=["offset"], batch_rows=7)
         assert [o for b in small for o in b.column("offset").to_pylist()] == want
     assert fingerprint(scratch) == before
+
+
+def test_no_silent_gaps_on_cp760(caplog: pytest.LogCaptureFixture) -> None:
+    """customers-0 and products-0 have indexes and a snapshot at 17081/17097 but no .log: scan fails
+    naming them, unless gaps are allowed; then it warns and reads the rest."""
+    from kafkalog.errors import DataLossError
+
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    with pytest.raises(DataLossError, match="customers-0") as err:
+        kafkalog.scan(data)
+    assert "products-0" in str(err.value) and "17080" in str(err.value) and "allow_gaps" in str(err.value)
+    with pytest.raises(DataLossError):
+        kafkalog.scan(data, topics="customers")
+    assert kafkalog.scan(data, topics="orders").read_all().num_rows > 0  # a partition without loss reads as before
+    with caplog.at_level("WARNING"):
+        t = kafkalog.scan(data, allow_gaps=True, columns=["topic"]).read_all()
+    assert "customers" not in t.column("topic").to_pylist() and t.num_rows > 0
+    assert "customers-0" in caplog.text and "products-0" in caplog.text
+
+
+def test_a_missing_segment_in_the_middle(tmp_path: Path) -> None:
+    """golden-0 with its second .log removed (indexes kept): the offsets it held are data loss;
+    offsets outside them read without complaint."""
+    import shutil
+
+    from kafkalog.errors import DataLossError
+
+    d = tmp_path / "golden-0"
+    shutil.copytree(GOLDEN / "kafka" / "logdir" / "golden-0", d)
+    logs = sorted(d.glob("*.log"))
+    gone, nxt = logs[1], logs[2]
+    gone.unlink()
+    lo, hi = int(gone.stem), int(nxt.stem)
+    with pytest.raises(DataLossError, match=f"offsets {lo} to {hi - 1}"):
+        kafkalog.scan(d)
+    assert kafkalog.scan(d, end_offset=lo).read_all().num_rows > 0
+    assert kafkalog.scan(d, start_offset=hi).read_all().num_rows > 0
+    offsets = kafkalog.scan(d, allow_gaps=True, columns=["offset"]).read_all().column("offset").to_pylist()
+    assert offsets and not [o for o in offsets if lo <= o < hi]

@@ -103,3 +103,12 @@ def test_missing_path_and_no_match_exit_3(tmp_path: Path, capsys: pytest.Capture
     assert main(["cat", str(tmp_path / "absent")]) == 3
     assert main(["cat", str(LOGDIR), "-t", "no-such-topic"]) == 3
     capsys.readouterr()
+
+
+def test_data_loss_fails_unless_gaps_are_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    assert main(["cat", str(data), "-t", "customers", "-e"]) == 1
+    err = capsys.readouterr().err
+    assert "customers-0" in err and "0 to 17080" in err and "Traceback" not in err
+    assert main(["cat", str(data), "-t", "customers", "--allow-gaps", "-e"]) == 0
+    assert "warning" in capsys.readouterr().err

@@ -61,8 +61,9 @@ def test_cp760_flags_the_partitions_whose_log_is_missing(capsys: pytest.CaptureF
     assert code == 0  # info reports; it does not fail
     flagged = {tp for tp, g in got.items() if g["problems"]}
     assert flagged == {("customers", 0), ("products", 0)}
-    assert any(".log missing" in p for p in got[("customers", 0)]["problems"])
-    assert any("17081" in p for p in got[("customers", 0)]["problems"])  # the snapshot's offset: what was lost
+    assert any("no .log" in p and "17081" in p for p in got[("customers", 0)]["problems"])  # the snapshot's offset: what was lost
+    assert got[("customers", 0)]["dataLoss"][0]["start"] == 0 and got[("customers", 0)]["dataLoss"][0]["end"] == 17081
+    assert got[("products", 0)]["dataLoss"][0]["end"] == 17097
     assert len(got) == 152
 
 

@@ -11,18 +11,23 @@ time (:func:`kafkalog.fast.arrow.read_partition`), so memory holds a few batches
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import pyarrow as pa
 
+from kafkalog.errors import DataLossError
 from kafkalog.fast.arrow import KAFKA_SCHEMA, read_partition
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.txnindex import AbortedTxn
+from kafkalog.log.gaps import Gap, gaps_error
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.source import PartitionFiles, SegmentFiles, discover
+
+log = logging.getLogger(__name__)
 
 __all__ = ["BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "scan", "scan_files", "schema_of"]
 
@@ -212,7 +217,12 @@ def scan(
 
     Memory stays bounded by a few batches of at most ``batch_rows`` rows: the files are read as the
     reader is consumed. A path holding no partition raises :class:`~kafkalog.errors.LogNotFoundError`.
-    ``allow_gaps`` is the data-loss switch (see the docs' "No silent gaps")."""
+
+    No silent gaps: offsets in range that a partition's own files say existed but no ``.log`` holds
+    (a ``.log`` missing beside its indexes or snapshot, a log ending before its snapshot says it
+    did: :mod:`kafkalog.log.gaps`) raise :class:`~kafkalog.errors.DataLossError` naming the
+    partition and the offsets, before anything is read; with ``allow_gaps=True`` each is logged as
+    a warning and the rest is read (Spark's ``failOnDataLoss=false``)."""
     want_topics = _as_set(topics, str)
     want_parts = _as_set(partitions, int)
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
@@ -234,6 +244,10 @@ def schema_of(columns: Sequence[str] | None) -> pa.Schema:
     return pa.schema([KAFKA_SCHEMA.field(c) for c in cols])
 
 
+def _warn(gap: Gap) -> None:
+    log.warning("%s (gaps allowed: reading on)", gap)
+
+
 def plan_all(
     files: Iterable[PartitionFiles],
     *,
@@ -243,14 +257,31 @@ def plan_all(
     end_time: Time = None,
     read_committed: bool = False,
     allow_gaps: bool = False,
+    on_gap: Callable[[Gap], None] = _warn,
 ) -> list[PartitionPlan]:
-    """The plans of several partitions (see :func:`plan`), those with nothing in range left out."""
+    """The plans of several partitions (see :func:`plan`), those with nothing in range left out.
+
+    Offsets in range that a partition's own files say existed but no ``.log`` holds are data loss
+    (:mod:`kafkalog.log.gaps`): one :class:`~kafkalog.errors.DataLossError` names every such range
+    of every partition, unless ``allow_gaps``, when each is passed to ``on_gap`` (default: a logged
+    warning) and the rest is read."""
     t0, t1 = _ms(start_time), _ms(end_time)
-    return [
-        p for pf in files
-        if (p := plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
-                      read_committed=read_committed)) is not None
-    ]
+    plans = []
+    lost: list[Gap] = []
+    for pf in files:
+        p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
+                 read_committed=read_committed)
+        if p is None:
+            continue
+        lost.extend(g for g in pf.gaps() if g.end > p.start and (p.end is None or g.start < p.end))
+        plans.append(p)
+    if lost and not allow_gaps:
+        e = gaps_error(lost)
+        raise DataLossError(f"{e.message} (allow_gaps=True, --allow-gaps in the CLI, reads the rest with a warning)", file=e.file,
+                            offset=e.offset, gaps=e.gaps)
+    for g in lost:
+        on_gap(g)
+    return plans
 
 
 def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None = None, read_committed: bool = False,

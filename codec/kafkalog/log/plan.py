@@ -31,6 +31,7 @@ from kafkalog.format.records.v2 import (
 )
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import AbortedTxn, read_txn_index
+from kafkalog.log.gaps import Gap
 from kafkalog.log.source import PartitionFiles, SegmentFiles
 
 __all__ = [
@@ -172,7 +173,7 @@ class PartitionSummary:
     checkpoint, or the first segment); ``first_offset`` and ``last_offset`` are those of the first
     and last batch on disk (None without any); ``end_offset`` is the next offset (the log end
     offset). ``open_transactions`` maps producer id to the first offset of its undecided
-    transaction; ``problems`` lists missing or damaged files."""
+    transaction; ``problems`` lists missing or damaged files, ``gaps`` the offsets lost (data loss)."""
 
     topic: str
     partition: int
@@ -187,6 +188,7 @@ class PartitionSummary:
     last_timestamp: int | None = None
     open_transactions: dict[int, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
 
     @property
     def last_stable_offset(self) -> int | None:
@@ -214,20 +216,17 @@ def _read_snapshot(pf: PartitionFiles, problems: list[str], floor: int) -> tuple
 def describe(pf: PartitionFiles) -> PartitionSummary:
     """Take a partition's inventory: reads every (small) index file, the newest producer snapshot,
     the first batch header and the batches after the last ``.index`` entry (or after the snapshot's
-    offset, for open transactions). Never raises for bad files: what cannot be read is a problem."""
+    offset, for open transactions), and judges data loss (:meth:`PartitionFiles.gaps`). Never
+    raises for bad files: what cannot be read is a problem."""
     logs = pf.logs
     out = PartitionSummary(pf.topic, pf.partition, pf.display(), len(logs), sum(s.size for s in logs))
     problems = out.problems
-    for s in pf.segments:
-        if s.log is None:
-            have = ", ".join(n for n, p in ((".index", s.index), (".timeindex", s.timeindex), (".txnindex", s.txnindex)) if p)
-            problems.append(f"{s.base_offset:020d}.log missing ({have} present)")
+    try:
+        out.gaps = pf.gaps()
+        problems.extend(f"data loss: {g.message()}" for g in out.gaps)
+    except (KafkaLogError, OSError) as e:
+        problems.append(f"data loss not judged: {e}")
     if not logs:
-        if pf.snapshots:
-            snap = pf.snapshots[-1][0]
-            if snap > 0:
-                problems.append(f"no .log holds offsets {pf.segments[0].base_offset if pf.segments else 0} to {snap - 1}, "
-                                f"which the producer snapshot at {snap} says existed")
         out.log_start_offset = pf.log_start_checkpoint
         return out
     # the first batch
@@ -297,9 +296,6 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
         out.last_offset = last_batch.last_offset
     out.last_timestamp = max_ts if max_ts >= 0 else None
     out.open_transactions = dict(sorted(ongoing.items(), key=lambda kv: kv[1]))
-    if pf.snapshots and pf.snapshots[-1][0] > next_offset:
-        problems.append(f"the producer snapshot at offset {pf.snapshots[-1][0]} is beyond the end offset {next_offset}: "
-                        f"offsets {next_offset} to {pf.snapshots[-1][0] - 1} are in no .log")
     return out
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from kafkalog.errors import KafkaLogError, LogNotFoundError
-from kafkalog.format.checkpoints import read_offset_checkpoint
 from kafkalog.format.files import is_url, url_filesystem
+from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
 
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
@@ -44,7 +44,6 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
 _SKIPPED_DIR = re.compile(r"-(delete|future|stray)$")
 #: files that make a directory a partition dir even when it holds no segment (an empty partition)
 _PARTITION_FILES = frozenset({"partition.metadata", "leader-epoch-checkpoint"})
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 
 @dataclass(frozen=True)
@@ -212,8 +211,9 @@ class SegmentFiles:
 class PartitionFiles:
     """One topic-partition's files: segments by base offset, producer snapshots by offset.
 
-    ``log_start_checkpoint`` is the partition's entry in its data dir's ``log-start-offset-checkpoint``
-    (None when there is no such entry: a partition dir given on its own)."""
+    ``log_dir`` holds what its data dir's checkpoints say (the log start offset, and the log end
+    at a clean shutdown); ``listing`` is every file name of the directory with its size, as
+    listed (what :mod:`kafkalog.log.gaps` judges)."""
 
     storage: Storage = field(repr=False, compare=False)
     topic: str
@@ -221,7 +221,13 @@ class PartitionFiles:
     dir: str
     segments: tuple[SegmentFiles, ...]
     snapshots: tuple[tuple[int, str], ...] = ()
-    log_start_checkpoint: int | None = None
+    log_dir: LogDirOffsets = field(default_factory=LogDirOffsets, repr=False, compare=False)
+    listing: tuple[tuple[str, int], ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def log_start_checkpoint(self) -> int | None:
+        """The partition's entry in its data dir's ``log-start-offset-checkpoint``, if any."""
+        return self.log_dir.log_start.get((self.topic, self.partition))
 
     @property
     def name(self) -> str:
@@ -237,8 +243,15 @@ class PartitionFiles:
         """A file of the partition (default: its directory) as the user named it."""
         return self.storage.display(self.dir if path is None else path)
 
+    def gaps(self) -> list[Gap]:
+        """Offsets the partition's own files say existed but no ``.log`` holds (data loss: :func:`kafkalog.log.gaps.find_gaps`)."""
+        fs = self.storage.fs if isinstance(self.storage, UrlStorage) else None
+        found = find_gaps(self.dir, fs=fs, files=dict(self.listing), checkpoints=self.log_dir)
+        shown = self.display()
+        return [Gap(shown, g.start, g.end, g.evidence) for g in found] if shown != self.dir else found
 
-def _partition(storage: Storage, directory: str, files: list[Entry], checkpoint: dict[tuple[str, int], int]) -> PartitionFiles | None:
+
+def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: LogDirOffsets) -> PartitionFiles | None:
     """The partition a directory's files describe, or None when they hold no Kafka partition file."""
     groups: dict[int, dict[str, tuple[str, int]]] = {}
     snapshots = []
@@ -268,19 +281,21 @@ def _partition(storage: Storage, directory: str, files: list[Entry], checkpoint:
         log, size = found.get("log", (None, 0))
         segments.append(SegmentFiles(base, log, size, found.get("index", (None,))[0], found.get("timeindex", (None,))[0],
                                      found.get("txnindex", (None,))[0]))
-    return PartitionFiles(storage, topic, partition, directory, tuple(segments), tuple(sorted(snapshots)), checkpoint.get((topic, partition)))
+    return PartitionFiles(storage, topic, partition, directory, tuple(segments), tuple(sorted(snapshots)), log_dir,
+                          tuple((e.name, e.size) for e in files))
 
 
-def _checkpoint(storage: Storage, directory: str, files: list[Entry]) -> dict[tuple[str, int], int]:
-    """A data dir's ``log-start-offset-checkpoint`` (nothing when absent or unreadable: the log
-    then starts at its first segment, as Kafka falls back)."""
-    for e in files:
-        if e.name == LOG_START_OFFSET_CHECKPOINT:
-            try:
-                return read_offset_checkpoint(data=storage.read(e.path))
-            except (KafkaLogError, OSError):
-                return {}
-    return {}
+def _log_dir(storage: Storage, directory: str) -> LogDirOffsets:
+    """What a data dir's checkpoints say (nothing when they are absent or unreadable: a log then
+    starts at its first segment, as Kafka falls back)."""
+    return LogDirOffsets.read(directory, storage.fs if isinstance(storage, UrlStorage) else None)
+
+
+def _parent(storage: Storage, directory: str) -> str:
+    d = directory.rstrip("/")
+    if isinstance(storage, UrlStorage):
+        return d.rsplit("/", 1)[0] if "/" in d else d
+    return os.path.dirname(os.path.abspath(d))
 
 
 def _expand(storage: Storage, path: str) -> list[str]:
@@ -309,10 +324,12 @@ def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | 
         for root in roots:
             tree = storage.tree(root)
             own = tree.get(root.rstrip("/") if isinstance(storage, UrlStorage) else root, [])
-            checkpoint = _checkpoint(storage, root, own)
-            me = _partition(storage, root, own, {}) if any(_SEGMENT_FILE.match(e.name) or e.name in _PARTITION_FILES for e in own) else None
+            is_partition = any(_SEGMENT_FILE.match(e.name) or e.name in _PARTITION_FILES for e in own)
+            # a partition dir's checkpoints are its data dir's: the parent's
+            log_dir = _log_dir(storage, _parent(storage, root) if is_partition else root)
+            me = _partition(storage, root, own, log_dir) if is_partition else None
             parts = [me] if me is not None else [
-                _partition(storage, d, files, checkpoint)
+                _partition(storage, d, files, log_dir)
                 for d, files in sorted(tree.items())
                 if d != root and d.rstrip("/") != root.rstrip("/") and not _SKIPPED_DIR.search(d.rstrip("/"))
                 and _PARTITION_DIR.match(d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1])

@@ -249,7 +249,8 @@ def _command(args: argparse.Namespace) -> int:
     plans = plan_all(files, start_offset=args.start_offset, end_offset=args.end_offset,
                      start_time=None if args.start_time is None else _parse_time(args.start_time),
                      end_time=None if args.end_time is None else _parse_time(args.end_time), read_committed=committed,
-                     allow_gaps=args.allow_gaps)
+                     allow_gaps=args.allow_gaps,
+                     on_gap=lambda g: print(f"kafkalog export: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
     os.makedirs(args.output, exist_ok=True)
     progress = _Progress(len(plans))
     t0 = time.monotonic()

@@ -42,6 +42,7 @@ def summary_json(s: PartitionSummary) -> dict[str, Any]:
         "firstTimestamp": s.first_timestamp,
         "lastTimestamp": s.last_timestamp,
         "openTransactions": [{"producerId": pid, "firstOffset": first} for pid, first in s.open_transactions.items()],
+        "dataLoss": [{"start": g.start, "end": g.end, "evidence": g.evidence} for g in s.gaps],
         "problems": s.problems,
     }
 
