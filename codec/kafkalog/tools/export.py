@@ -139,7 +139,11 @@ def _write_parquet(f: BinaryIO, batches: Iterator[pa.RecordBatch], schema: pa.Sc
     import pyarrow.parquet as pq
 
     n = 0
-    with pq.ParquetWriter(f, schema, compression=compression) as w:
+    # dictionaries only where values repeat, statistics only where min/max prune (not on keys and values):
+    # both cost more than they give on Kafka payloads
+    numeric = [c for c in ("offset", "timestamp", "timestampType") if c in schema.names]
+    with pq.ParquetWriter(f, schema, compression=compression, use_dictionary=["timestampType", "headers.list.element.key"],
+                          write_statistics=numeric) as w:
         for b in batches:
             w.write_batch(b)
             n += b.num_rows
@@ -183,11 +187,11 @@ def _write_csv(f: BinaryIO, batches: Iterator[pa.RecordBatch], names: list[str],
 
 def export(
     plans: list[PartitionPlan], out: str, *, fmt: str = "parquet", columns: list[str] | None = None, read_committed: bool = False,
-    compression: str = "snappy", binary: str = "base64", progress: _Progress | None = None,
+    compression: str = "snappy", binary: str = "base64", progress: _Progress | None = None, batch_rows: int | None = None,
 ) -> tuple[int, int]:
     """Write each planned partition to ``out/topic=T/partition=P/part-00000.<fmt>`` (partitions with
     no row in range get no file); returns (files, rows)."""
-    from kafkalog.dataset.scan import read_plans, schema_of
+    from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
 
     cols = [c for c in (columns or FILE_COLUMNS) if c not in ("topic", "partition")]
     schema = schema_of(cols)
@@ -195,7 +199,7 @@ def export(
     progress = progress or _Progress(len(plans))
     files = rows = 0
     for p in plans:
-        batches = read_plans([p], columns=cols, read_committed=read_committed)
+        batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS)
         first = next(batches, None)
         if first is None:
             progress.add(0, partition_done=True)
@@ -232,6 +236,8 @@ def _command(args: argparse.Namespace) -> int:
 
     if args.format != "parquet" and args.compression != "snappy":
         raise UsageError("--compression applies to --format parquet only")
+    if args.batch_rows is not None and args.batch_rows < 1:
+        raise UsageError(f"--batch-rows must be positive, got {args.batch_rows}")
     columns = args.columns.split(",") if args.columns else None
     if columns:
         from kafkalog.fast.arrow import KAFKA_SCHEMA
@@ -256,7 +262,7 @@ def _command(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         n_files, rows = export(plans, args.output, fmt=args.format, columns=columns, read_committed=committed, compression=args.compression,
-                               binary=args.binary, progress=progress)
+                               binary=args.binary, progress=progress, batch_rows=args.batch_rows)
     finally:
         progress.close()
     took = time.monotonic() - t0
@@ -292,5 +298,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     e.add_argument("--compression", choices=["snappy", "zstd", "lz4", "gzip", "none"], default="snappy", help="Parquet compression (default: snappy)")
     e.add_argument("--binary", choices=["base64", "hex", "text"], default="base64", help=(
         "JSON and CSV: keys and values as base64 (default, lossless), hex, or text (UTF-8, other bytes escaped as \\xNN: lossy)"))
+    e.add_argument("--batch-rows", type=int, metavar="N", help="records per batch read, so per Parquet row group at most (default 32768)")
     e.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
     e.set_defaults(func=_command)
