@@ -9,8 +9,9 @@ distinct partitions, in one data dir (the same layout as ``bench/spark.py``'s re
 in this one process, each round reads the whole data dir with ``kafkalog.scan`` (every column,
 batches consumed and dropped), and exports it with the code behind ``kafkalog export`` to each
 format in a fresh directory. Printed: rows, the best time of ``--repeat`` rounds after a warm-up
-round (the decoders compile on first use), rows/s on one core, and the process's peak RSS. The
-export is checked with pyarrow: the rows read back from the Parquet files (per topic-partition
+round (the decoders compile on first use), rows/s on one core, and the peak RSS of a fresh
+process that does only the scan, and of one that does only the Parquet export. The export is
+checked with pyarrow: the rows read back from the Parquet files (per topic-partition
 count and offset sum) must be those ``scan`` returned.
 
 Run it on an idle machine: figures from a loaded one are not the code's.
@@ -92,7 +93,27 @@ def read_back(out: Path) -> dict[tuple[str, int], tuple[int, int]]:
     return {(tp, p): (c, s) for tp, p, c, s in zip(*(g.column(n).to_pylist() for n in ("topic", "partition", "offset_count", "offset_sum")), strict=True)}
 
 
+def peak_rss(phase: str, data: Path, out: Path) -> float:
+    """The peak RSS (MB) of a fresh process that only scans ``data`` or only exports it to Parquet."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, __file__, "--rss-child", phase, str(data), str(out)], capture_output=True, text=True, check=True)
+    return float(proc.stdout.split()[-1])
+
+
+def _rss_child(phase: str, data: Path, out: Path) -> None:
+    if phase == "scan":
+        scan_all(data)
+    else:
+        export_all(data, out, "parquet")
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--rss-child"]:
+        _rss_child(argv[1], Path(argv[2]), Path(argv[3]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", type=Path, default=DEFAULT_SET, help="a golden-real set (default: cp760-flink-on-prem)")
     ap.add_argument("--copies", type=int, default=16, help="copies of the set's partitions (default 16)")
@@ -119,12 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     if "parquet" in args.formats.split(","):
         ok = read_back(args.cache / "out-parquet") == truth
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_scan = peak_rss("scan", data, args.cache / "out-rss")
+    rss_export = peak_rss("export", data, args.cache / "out-rss")
+    shutil.rmtree(args.cache / "out-rss", ignore_errors=True)
     print(f"{rows:,} rows: {args.copies} copies of {args.set.name} ({sum(f.stat().st_size for f in data.rglob('*.log')) / 1e6:.0f} MB of .log), one core")
     print(f"{'what':<16} {'best s':>8} {'rows/s':>12}")
     for what, s in best.items():
         print(f"{what:<16} {s:8.2f} {rows / s:12,.0f}")
-    print(f"peak RSS {rss:.0f} MB; Parquet read back with pyarrow: {'same rows' if ok else 'DIFFERENT ROWS'}")
+    print(f"peak RSS: scan {rss_scan:.0f} MB, Parquet export {rss_export:.0f} MB (fresh processes)")
+    print(f"Parquet read back with pyarrow: {'same rows' if ok else 'DIFFERENT ROWS'}")
     return 0 if ok else 1
 
 

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, unlink
@@ -94,14 +95,20 @@ class _AtomicFile:
         self.f: BinaryIO = open(self.tmp, "wb")  # noqa: SIM115 - closed in commit/abort
 
     def commit(self) -> None:
-        self.f.flush()
-        os.fsync(self.f.fileno())
-        self.f.close()
-        os.replace(self.tmp, self.final)
+        """fsync, close, rename into place, fsync the directory; on failure the temporary file is removed."""
+        try:
+            self.f.flush()
+            os.fsync(self.f.fileno())
+            self.f.close()
+            os.replace(self.tmp, self.final)
+        except BaseException:
+            self.abort()
+            raise
         _fsync_dir(os.path.dirname(self.final))
 
     def abort(self) -> None:
-        self.f.close()
+        if not self.f.closed:
+            self.f.close()
         unlink(self.tmp)
 
 
@@ -198,34 +205,45 @@ def export(
     encode = _binary_encoder(binary)
     progress = progress or _Progress(len(plans))
     files = rows = 0
-    for p in plans:
-        batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS)
-        first = next(batches, None)
-        if first is None:
-            progress.add(0, partition_done=True)
-            continue
-        directory = os.path.join(out, f"topic={p.topic}", f"partition={p.partition}")
-        os.makedirs(directory, exist_ok=True)
-
-        def chained(first: pa.RecordBatch = first, rest: Iterator[pa.RecordBatch] = batches) -> Iterator[pa.RecordBatch]:
-            yield first
-            yield from rest
-
-        target = _AtomicFile(os.path.join(directory, "part-00000" + _SUFFIX[fmt]))
+    # a finished file is fsynced and renamed by a second thread while the next partition is decoded and
+    # written (fsync waits on the disk, not the CPU); its rename still follows its fsync, and every
+    # commit is waited for before the run ends or its error is raised
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkalog-export-commit") as committer:
+        pending: list[Future[None]] = []
         try:
-            if fmt == "parquet":
-                n = _write_parquet(target.f, chained(), schema, compression, progress)
-            elif fmt == "jsonl":
-                n = _write_jsonl(target.f, chained(), encode, progress)
-            else:
-                n = _write_csv(target.f, chained(), schema.names, encode, progress)
-            target.commit()
-        except BaseException:
-            target.abort()
-            raise
-        files += 1
-        rows += n
-        progress.add(0, partition_done=True)
+            for p in plans:
+                batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS)
+                first = next(batches, None)
+                if first is None:
+                    progress.add(0, partition_done=True)
+                    continue
+                directory = os.path.join(out, f"topic={p.topic}", f"partition={p.partition}")
+                os.makedirs(directory, exist_ok=True)
+
+                def chained(first: pa.RecordBatch = first, rest: Iterator[pa.RecordBatch] = batches) -> Iterator[pa.RecordBatch]:
+                    yield first
+                    yield from rest
+
+                target = _AtomicFile(os.path.join(directory, "part-00000" + _SUFFIX[fmt]))
+                try:
+                    if fmt == "parquet":
+                        n = _write_parquet(target.f, chained(), schema, compression, progress)
+                    elif fmt == "jsonl":
+                        n = _write_jsonl(target.f, chained(), encode, progress)
+                    else:
+                        n = _write_csv(target.f, chained(), schema.names, encode, progress)
+                except BaseException:
+                    target.abort()
+                    raise
+                pending.append(committer.submit(target.commit))
+                files += 1
+                rows += n
+                progress.add(0, partition_done=True)
+        finally:
+            for f in pending:
+                f.exception()  # wait: no temporary file is left behind by a commit in flight
+        for f in pending:
+            f.result()  # a failed commit (its temporary file removed) fails the run
     return files, rows
 
 
