@@ -112,3 +112,15 @@ def test_data_loss_fails_unless_gaps_are_allowed(capsys: pytest.CaptureFixture[s
     assert "customers-0" in err and "0 to 17080" in err and "Traceback" not in err
     assert main(["cat", str(data), "-t", "customers", "--allow-gaps", "-e"]) == 0
     assert "warning" in capsys.readouterr().err
+
+
+def test_minus_n_stops_at_the_log_start_offset(capsys: pytest.CaptureFixture[str]) -> None:
+    """A repartition topic whose records below 1734 were deleted (DeleteRecords): the data dir's
+    log-start-offset-checkpoint says so, and -o -100 starts there, as a consumer's seek would."""
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    topic = "_confluent-controlcenter-7-6-0-1-aggregatedTopicPartitionTableWindows-ONE_MINUTE-repartition"
+    lines = (data / "log-start-offset-checkpoint").read_text().splitlines()[2:]
+    start = next(int(o) for t, _p, o in (line.rsplit(" ", 2) for line in lines) if t == topic)
+    assert start > 0
+    code, out = _cat(capsys, str(data), "-t", topic, "-o", "-100", "-f", "%o\\n")
+    assert code == 0 and int(out[0]) == start

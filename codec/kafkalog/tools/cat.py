@@ -146,7 +146,8 @@ def _command(args: argparse.Namespace) -> int:
         for pf in files:
             s = describe(pf)
             end = (s.last_stable_offset if committed else s.end_offset) or 0
-            starts[(pf.topic, pf.partition)] = end if start.end else max(0, end - (start.relative or 0))
+            # -N never reaches below the log start offset, as a consumer's seek is reset there
+            starts[(pf.topic, pf.partition)] = end if start.end else max(s.log_start_offset or 0, end - (start.relative or 0))
     plans = plan_all(files, start_offset=starts if starts is not None else start.offset, start_time=start.time, end_time=start.stop_time,
                      read_committed=committed, allow_gaps=args.allow_gaps,
                      on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
