@@ -45,7 +45,14 @@ def _examples(spark: bool) -> list[object]:
 
 def test_every_example_is_found() -> None:
     found = {p.values[0].split(":")[0] for p in _examples(False) + _examples(True)}  # type: ignore[attr-defined]
-    assert {"README.md", "docs/spark.md", "docs/tutorials/read-a-data-dir.md", "docs/tutorials/write-a-log.md"} <= found
+    assert {"README.md", "docs/arrow.md", "docs/spark.md", "docs/tutorials/read-a-data-dir.md", "docs/tutorials/write-a-log.md"} <= found
+
+
+def test_the_arrow_page_runs_each_engine() -> None:
+    """docs/arrow.md's recipes use the real DuckDB, Polars and pandas (the dev extra installs them)."""
+    codes = [p.values[1] for p in _examples(False) if p.values[0].startswith("docs/arrow.md")]  # type: ignore[attr-defined]
+    for engine in ("duckdb.sql(", "pl.from_arrow(", ".read_pandas()"):
+        assert any(engine in c for c in codes), engine
 
 
 def _run(where: str, code: str, cwd: Path, monkeypatch: pytest.MonkeyPatch, **names: object) -> dict[str, object]:

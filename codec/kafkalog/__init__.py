@@ -1,7 +1,7 @@
 """kafkalog: read, verify and write Apache Kafka's on-disk log files without a broker.
 
-Start with :class:`LogReader` (one ``.log`` file), the builders :class:`RecordBatchBuilder`
-and :class:`LegacyBatchBuilder`, and the CLI (``kafkalog --help``). SPEC.md defines the formats.
+Start with :class:`LogReader` (one ``.log`` file), :func:`scan` (whole data dirs as Arrow), the
+builders :class:`RecordBatchBuilder` and :class:`LegacyBatchBuilder`, and the CLI (``kafkalog --help``). SPEC.md defines the formats.
 """
 
 from kafkalog.errors import (
@@ -60,6 +60,15 @@ def _small_crc32c(data: bytes | bytearray | memoryview) -> int:
 set_record_decoder(_compiled_record_decoder)
 set_small_crc32c(_small_crc32c)
 
+
+def __getattr__(name: str) -> object:
+    """``kafkalog.scan``, imported when first used: it needs pyarrow, which ``import kafkalog`` does not load."""
+    if name == "scan":
+        from kafkalog.dataset.scan import scan
+
+        return scan
+    raise AttributeError(f"module 'kafkalog' has no attribute {name!r}")
+
 __all__ = [
     "BuildError",
     "Codec",
@@ -85,4 +94,5 @@ __all__ = [
     "UnsupportedCompressionError",
     "UnsupportedMagicError",
     "read_batches",
+    "scan",
 ]
