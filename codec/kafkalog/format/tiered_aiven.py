@@ -594,16 +594,47 @@ class RemoteSegment:
     def batches(self, start_offset: int | None = None, end_offset: int | None = None) -> Iterator[Any]:
         """The segment's batches, from the one holding ``start_offset`` (all when None) up to the
         last holding an offset below ``end_offset``; only the chunks these batches lie in are fetched."""
+        start = 0 if start_offset is None else self.position_of(start_offset)
+        with self.open_log() as f:
+            if start_offset is not None:
+                start = _first_batch_at(f, start, start_offset)
+            yield from self._batches_from(f, start, start_offset, end_offset)
+
+    def _batches_from(self, f: SegmentFile, start: int, start_offset: int | None, end_offset: int | None) -> Iterator[Any]:
         from kafkalog.format.records.stream import LogReader
 
-        start = 0 if start_offset is None else self.position_of(start_offset)
-        with self.open_log() as f, LogReader(f, name=self.name("log"), start=start) as reader:
+        with LogReader(f, name=self.name("log"), start=start) as reader:
             for b in reader.batches():
                 if start_offset is not None and b.last_offset < start_offset:
                     continue
                 if end_offset is not None and b.base_offset >= end_offset:
                     break
                 yield b
+                if end_offset is not None and b.last_offset >= end_offset - 1:
+                    break  # the next batch is past the range: its header (and chunk) is not read
+
+
+_HEAD = struct.Struct(">qi")  # an entry's offset (v2: base offset; v0/v1: last offset) and size
+_V2_LAST_DELTA = struct.Struct(">i")  # lastOffsetDelta, at byte 23 of a v2 batch
+
+
+def _first_batch_at(f: SegmentFile, pos: int, offset: int) -> int:
+    """The position of the first batch at or after ``pos`` whose last offset is ``offset`` or more,
+    found by reading only batch headers (27 bytes each), so that the chunks of the batches skipped
+    are not fetched. Stops, leaving the rest to the batch reader, at anything that is not a whole
+    header (a torn or corrupt entry is the reader's to report)."""
+    size = f.segment.size
+    while pos + 27 <= size:
+        f.seek(pos)
+        head = f.read(27)
+        base, length = _HEAD.unpack_from(head)
+        if length < 14 or pos + 12 + length > size:
+            break
+        last = base + _V2_LAST_DELTA.unpack_from(head, 23)[0] if head[16] == 2 else base
+        if last >= offset:
+            break
+        pos += 12 + length
+    return pos
 
 
 class SegmentFile(io.RawIOBase):

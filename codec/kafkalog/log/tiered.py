@@ -157,6 +157,8 @@ class TieredPartition:
                 if stop is not None and b.base_offset >= stop:
                     break
                 yield seg, b, first, stop
+                if stop is not None and b.last_offset >= stop - 1:
+                    break  # the rest is past ``stop``: not even the next header is read (its chunk is not fetched)
 
     def records(self, start_offset: int | None = None, end_offset: int | None = None) -> Iterator[tuple[TieredSegment, Batch, Any]]:
         """(segment, batch, record) for every record with an offset in ``[start_offset, end_offset)``, each offset once."""
