@@ -197,3 +197,18 @@ class LogNotFoundError(KafkaLogError, FileNotFoundError):
 
     def __str__(self) -> str:
         return self._render()
+
+
+class DataLossError(KafkaLogError):
+    """Offsets that a partition directory's own files say existed but that no ``.log`` holds (SPEC
+    §6.8): a ``.log`` missing beside its index files or snapshot, or a log that ends before its
+    snapshots, indexes or checkpoints say it did. ``file`` is the partition directory, ``offset``
+    the first missing offset; ``gaps`` lists every missing range (:class:`kafkalog.log.gaps.Gap`).
+    Readers raise it unless gaps are allowed (``--allow-gaps``, Spark's ``failOnDataLoss=false``)."""
+
+    def __init__(
+        self, message: str, *, file: str | None = None, position: int | None = None, offset: int | None = None,
+        gaps: list[object] | None = None,
+    ) -> None:
+        super().__init__(message, file=file, position=position, offset=offset)
+        self.gaps = list(gaps or [])
