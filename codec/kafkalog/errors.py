@@ -154,11 +154,6 @@ class ReadOnlyLogError(KafkaLogError):
     open it with ``Log.open(path, writable=True)`` to load and change it as a broker does."""
 
 
-class DataLossError(KafkaLogError):
-    """Offsets the files say existed are in no segment (a hole between segments): reads fail on them
-    unless gaps are allowed (Spark's ``failOnDataLoss=false``, the CLI's ``--allow-gaps``)."""
-
-
 class TieredStorageError(KafkaLogError):
     """An object a tiered-storage plug-in wrote is missing, malformed or cannot be decrypted (SPEC §10);
     ``file`` names the object (path or URL) and ``position`` the byte in it."""

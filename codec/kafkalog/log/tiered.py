@@ -8,7 +8,7 @@ Aiven's plug-in wrote under a prefix (local directory or ``s3://...``; a segment
 gives one :class:`TieredPartition` per topic-partition: remote segments by start offset, then local
 ones by base offset. Each offset is given once (segments or batches already covered are skipped),
 and a hole between one segment's last offset and the next segment is data loss: it raises
-:class:`~kafkalog.errors.DataLossError` unless gaps are allowed, in which case it is recorded and
+:class:`~kafkalog.errors.DataLossError` (with :class:`kafkalog.log.gaps.Gap` entries) unless gaps are allowed, in which case it is recorded and
 logged. Offsets missing *inside* a segment are compaction's doing and are not holes. A read of an
 offset range opens only the segments that can hold it: a narrow read of a remote segment fetches
 its manifest, its ``.indexes`` and the chunks holding the offsets asked for.
@@ -23,13 +23,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalog.errors import DataLossError
 from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.format.index import OffsetIndex
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, open_store, parse_object_key
+from kafkalog.log.gaps import Gap, gaps_error
 
-__all__ = ["Gap", "TieredPartition", "TieredSegment", "open_tiered"]
+__all__ = ["TieredPartition", "TieredSegment", "open_tiered"]
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +79,6 @@ class TieredSegment:
                     yield b
 
 
-@dataclass(frozen=True)
-class Gap:
-    """Offsets ``[first, last]`` that no segment holds, between two segments."""
-
-    first: int
-    last: int
-    before: str  # the segment after the hole
-
-
 @dataclass
 class TieredPartition:
     """One topic-partition across tiers; ``segments`` in reading order (remote by start offset, then local)."""
@@ -124,18 +115,18 @@ class TieredPartition:
             if nxt is not None and last is not None and last < nxt:
                 continue  # every offset it holds came from an earlier segment (the same data in both tiers)
             if nxt is not None and seg.base_offset > nxt:
-                self._hole(Gap(nxt, seg.base_offset - 1, seg.name), seg)
+                self._hole(Gap(_folder(seg.name), nxt, seg.base_offset, f"the segment before ends at offset {nxt - 1} and the "
+                               f"next one, {seg.tier} segment {_basename(seg.name)}, starts at {seg.base_offset}"))
             pieces.append((seg, seg.base_offset if nxt is None else max(nxt, seg.base_offset)))
             if last is None:
                 break  # the broker's newest segment: nothing after it
             nxt = last + 1
         return pieces
 
-    def _hole(self, gap: Gap, seg: TieredSegment) -> None:
-        message = f"offsets {gap.first} to {gap.last} of {self.name} are in no segment (data loss before {seg.tier} segment {seg.name})"
+    def _hole(self, gap: Gap) -> None:
         if not self.allow_gaps:
-            raise DataLossError(message + "; allow gaps to read past it", file=seg.name, offset=gap.first)
-        log.warning("%s; continuing (gaps allowed)", message)
+            raise gaps_error([gap])
+        log.warning("data loss in %s: %s; continuing (gaps allowed)", self.name, gap)
         if gap not in self.gaps:
             self.gaps.append(gap)
 
@@ -166,6 +157,14 @@ class TieredPartition:
             for r in b.records():
                 if first <= r.offset and (stop is None or r.offset < stop):
                     yield seg, b, r
+
+
+def _folder(name: str) -> str:
+    return name.rsplit("/", 1)[0] if "/" in name else "."
+
+
+def _basename(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
 
 
 def _remote_segments(prefix: str, keys: Keyring | None, warnings: list[str]) -> dict[tuple[str, int], list[TieredSegment]]:
