@@ -199,6 +199,9 @@ class Keyring:
     def __bool__(self) -> bool:
         return bool(self._pems)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_pems": self._pems, "_keys": {}}  # parsed keys are made again where the keyring is unpickled
+
     @property
     def ids(self) -> list[str]:
         """The key ids held."""
