@@ -7,6 +7,7 @@ The JSON form is SPEC.md's canonical JSON; the text form follows kafka-dump-log
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import posixpath
@@ -159,10 +160,11 @@ _JSON: dict[FileKind, Callable[[str, str, _Part | None], Iterator[dict[str, Any]
 
 def json_lines(
     path: str, rel: str, kind: FileKind, result: DumpResult | None = None, lossless: bool = False, decoder: str | None = None,
-    *, end: int | None = None, src: _Part | None = None,
+    *, end: int | None = None, source: BinaryIO | None = None, src: _Part | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch, and
-    read only up to the offset ``end`` when one is given: :func:`_targets`).
+    """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch, from
+    ``source`` when the caller opened it already, and read only up to the offset ``end`` when one
+    is given: :func:`_targets`).
 
     With ``decoder`` (an internal-topic decoder name), record objects gain ``decodedKey`` and
     ``decodedValue`` (or ``decodeError``). ``src`` reads the file from a tiered segment's objects."""
@@ -174,7 +176,7 @@ def json_lines(
                 control = isinstance(batch, RecordBatch) and batch.is_control
                 return decoded_fields(None, r, decoder=decoder, control=control, file=path, position=batch.position)
 
-        with LogReader(path if src is None else src.open(), name=path) as reader:
+        with LogReader(path if source is None else source, name=path) as reader:
             yield from log_lines(_planned(reader.batches(), end), rel, lossless=lossless, extra=extra)
             if reader.tail is not None and result is not None:
                 result.torn_tails.append(reader.tail.message())
@@ -213,7 +215,7 @@ def _text_batch(batch: Any, position: int) -> str:
     )
 
 
-def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult, end: int | None = None, src: _Part | None = None) -> None:
+def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult, end: int | None = None, source: BinaryIO | None = None) -> None:
     name = os.path.basename(path)
     stem = name.split(".", 1)[0]
     decoder = opts.decoder_for(path)
@@ -224,7 +226,7 @@ def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult, end
         out.write(f"Snapshot end offset: {int(off)}, epoch: {int(epoch)}\n")
     else:
         out.write(f"Log starting offset: {int(stem.split('-')[0])}\n")
-    with LogReader(path if src is None else src.open(), name=path) as reader:
+    with LogReader(path if source is None else source, name=path) as reader:
         valid = 0
         for batch in _planned(reader.batches(), end):
             _text_batch_and_records(path, batch, valid, batch.records(), out, opts, decoder)
@@ -332,9 +334,9 @@ def _tiered_parts(full: str, rel: str, keys: Keyring | None) -> list[_Target]:
 def _targets(paths: list[str], err: TextIO, keys: Keyring | None = None) -> list[_Target]:
     """Every file to dump, listed before any is read, each with the end of its planned offset range:
     for a ``.log`` found by walking a directory, the base offset of the next ``.log`` listed beside
-    it (None: no bound). The range applies only to a file replaced since the listing (see
-    :func:`_replaced`): a cleaned segment renamed over an old one may hold the next segments'
-    offsets, which the dump reads from their own files (R-LIVE-04).
+    it (None: no bound) and the inode the listing saw. The range applies only to a file replaced
+    since the listing (see :func:`_replaced`): a cleaned segment renamed over an old one may hold the
+    next segments' offsets, which the dump reads from their own files (R-LIVE-04).
 
     A ``.log`` with an ``.rsm-manifest`` beside it is a segment Aiven's tiered-storage plug-in
     wrote (SPEC Appendix D): it is read through the manifest (chunks decompressed and decrypted with
@@ -344,10 +346,10 @@ def _targets(paths: list[str], err: TextIO, keys: Keyring | None = None) -> list
     found: list[_Target] = []
     for p in paths:
         if is_dir(p):
-            listing = list(walk(p))
-            rels = {rel for _full, rel in listing}
-            walked = [(full, rel, k) for full, rel in listing if (k := kind_of(full)) in DUMPED_KINDS]
-            for i, (full, rel, k) in enumerate(walked):
+            listing = _listed(p)
+            rels = {rel for _full, rel, _ino in listing}
+            walked = [(full, rel, k, ino) for full, rel, ino in listing if (k := kind_of(full)) in DUMPED_KINDS]
+            for i, (full, rel, k, ino) in enumerate(walked):
                 if k is FileKind.LOG and rel[: -len(".log")] + _MANIFEST_SUFFIX in rels:
                     found.extend(_tiered_parts(full, rel, keys))
                     continue
@@ -355,7 +357,7 @@ def _targets(paths: list[str], err: TextIO, keys: Keyring | None = None) -> list
                     err.write(f"warning: {full}: a tiered segment without its {_MANIFEST_SUFFIX} (an unfinished upload): skipped\n")
                     continue
                 end = _next_base(walked, i) if k is FileKind.LOG else None
-                found.append((full, rel, k, None if end is None else (end, _inode(full)), None))  # type: ignore[arg-type]
+                found.append((full, rel, k, None if end is None else (end, ino), None))  # type: ignore[arg-type]
         elif p.endswith(_MANIFEST_SUFFIX) or (p.endswith(".log") and exists(p[: -len(".log")] + _MANIFEST_SUFFIX)):
             log_path = p[: -len(_MANIFEST_SUFFIX)] + ".log" if p.endswith(_MANIFEST_SUFFIX) else p
             found.extend(_tiered_parts(log_path, os.path.basename(log_path), keys))
@@ -372,12 +374,31 @@ def _targets(paths: list[str], err: TextIO, keys: Keyring | None = None) -> list
     return found
 
 
-def _next_base(walked: list[tuple[str, str, FileKind | None]], i: int) -> int | None:
+def _listed(root: str) -> list[tuple[str, str, int | None]]:
+    """(path, path relative to ``root``, inode) for every file under ``root``, sorted by relative path.
+    A local file's inode is the one its directory entry held when the listing read the name (no
+    later ``stat``): a stat taken after the listing may already see a cleaned segment renamed over
+    the listed one, and the dump would then read the new file whole (R-LIVE-04). URLs: no inode."""
+    if is_url(root):
+        return [(full, rel, None) for full, rel in walk(root)]
+    found: list[tuple[str, str, int | None]] = []
+    for dirpath, _dirs, _names in os.walk(root):
+        with os.scandir(dirpath) as it:
+            for e in it:
+                with contextlib.suppress(OSError):
+                    if e.is_file():
+                        ino = e.stat().st_ino if e.is_symlink() else e.inode()
+                        found.append((e.path, os.path.relpath(e.path, root).replace(os.sep, "/"), ino))
+    found.sort(key=lambda f: f[1])
+    return found
+
+
+def _next_base(walked: list[tuple[str, str, FileKind | None, int | None]], i: int) -> int | None:
     """The base offset of the first ``.log`` after ``walked[i]`` in the same directory (None: none)."""
     folder = posixpath.dirname(walked[i][1])
     if not _PLAIN_SEGMENT.fullmatch(posixpath.basename(walked[i][1])):
         return None  # a tiered-storage copy (<offset>-<id>.log): copies of one partition may overlap
-    for _full, rel, k in walked[i + 1 :]:
+    for _full, rel, k, _ino in walked[i + 1 :]:
         if posixpath.dirname(rel) != folder:
             return None
         if k is FileKind.LOG:
@@ -389,22 +410,24 @@ def _next_base(walked: list[tuple[str, str, FileKind | None]], i: int) -> int | 
 _PLAIN_SEGMENT = re.compile(r"\d{20}\.log")
 
 
-def _inode(path: str) -> int | None:
+def _open_segment(path: str) -> BinaryIO:
+    """Open a listed ``.log``, or the name retention or the cleaner renamed it to since the listing
+    (``.deleted``: Kafka keeps it for file.delete.delay.ms, R-LIVE-03)."""
     try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
+        return open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
+    except FileNotFoundError:
+        return open(path + DELETED_SUFFIX, "rb", buffering=1 << 20)  # noqa: SIM115
 
 
-def _replaced(path: str, planned: tuple[int, int | None] | None) -> int | None:
-    """The planned end of ``path``'s offsets if the file was replaced since the listing (another
-    inode: the cleaner renamed a new segment over it), else None: a file at rest is dumped whole,
-    as kafka-dump-log dumps it."""
+def _replaced(opened: BinaryIO, planned: tuple[int, int | None] | None) -> int | None:
+    """The planned end of the offsets of the open file if it is not the file the listing saw
+    (another inode: the cleaner renamed a new segment over it), else None: a file at rest is dumped
+    whole, as kafka-dump-log dumps it. The inode is the open file's own (``fstat``), so no rename
+    can come between this check and the read."""
     if planned is None:
         return None
     end, listed = planned
-    now = _inode(path)
-    return end if listed is not None and now is not None and now != listed else None
+    return end if listed is not None and os.fstat(opened.fileno()).st_ino != listed else None
 
 
 def partition_dirs(root: str) -> list[str]:
@@ -487,18 +510,24 @@ def dump(
         result.files += 1
         if progress is not None:
             progress(full)
-        if src is None and not is_url(full) and not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
-            full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
-        end = _replaced(full, planned)
+        opened: BinaryIO | None = None
         try:
+            if kind is FileKind.LOG and src is not None:
+                opened = src.open()  # a tiered segment: its chunks, through the manifest
+            elif kind is FileKind.LOG and not is_url(full):
+                opened = _open_segment(full)
+                full = opened.name  # type: ignore[assignment]
+            elif not is_url(full) and not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
+                full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
+            end = None if opened is None or src is not None else _replaced(opened, planned)
             if opts.fmt == "json":
-                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full), end=end, src=src):
+                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full), end=end, source=opened, src=src):
                     out.write(dumps(obj))
                     out.write("\n")
             else:
                 out.write(f"Dumping {full}\n" if src is None or src.part is None else f"Dumping {full} ({_PART_LABELS[src.part]})\n")
                 if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
-                    _text_log(full, out, opts, result, end, src)
+                    _text_log(full, out, opts, result, end, opened)
                 else:
                     _text_other(full, kind, out, src)
         except BrokenPipeError:
@@ -518,6 +547,9 @@ def dump(
         except OSError as e:
             result.errors.append(f"{full}: {e.strerror or e}")
             err.write(f"error: {full}: {e.strerror or e}\n")
+        finally:
+            if opened is not None:
+                opened.close()
     if opts.fmt == "json":
         for t in result.torn_tails:
             err.write(f"warning: {t}\n")
