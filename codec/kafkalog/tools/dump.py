@@ -52,6 +52,10 @@ class DumpOptions:
     isolation: str | None = None
     #: private keys by key-pair id, for tiered segments the Aiven plug-in encrypted (SPEC Appendix D)
     keys: Keyring | None = None
+    #: the prefix holding the Aiven plug-in's objects: the paths are then read with it, one log per partition (D.6)
+    tiered: str | None = None
+    #: read past offsets no segment holds, with a warning, instead of failing (data loss)
+    allow_gaps: bool = False
 
     def decoder_for(self, path: str) -> str | None:
         """The internal-topic decoder to apply to ``path``: forced, by topic, or none."""
@@ -440,6 +444,39 @@ def partition_dirs(root: str) -> list[str]:
     return sorted(found)
 
 
+def _dump_tiered(paths: list[str], opts: DumpOptions, out: TextIO, err: TextIO, result: DumpResult) -> None:
+    """Each partition read across tiers (SPEC D.6, :func:`kafkalog.log.tiered.open_tiered`): the
+    plug-in's segments under ``opts.tiered``, then the broker's under ``paths``, each offset once.
+    A batch prints with the object or file it was read from and its position there, and only the
+    records that segment gives; a hole between segments is data loss (DataLossError) unless
+    ``opts.allow_gaps``."""
+    from kafkalog.log.tiered import open_tiered
+
+    assert opts.tiered is not None
+    warnings: list[str] = []
+    parts = open_tiered(opts.tiered, paths, keys=opts.keys, allow_gaps=opts.allow_gaps, warnings=warnings)
+    for w in warnings:
+        err.write(f"warning: {w}\n")
+    for part in parts:
+        current = None
+        for seg, batch, first, stop in part.batches():
+            if seg is not current:
+                current = seg
+                result.files += 1
+                if opts.fmt != "json":
+                    out.write(f"Dumping {seg.name}\nLog starting offset: {seg.base_offset}\n")
+            records = [r for r in batch.records() if r.offset >= first and (stop is None or r.offset < stop)]
+            if opts.fmt != "json":
+                _text_batch_and_records(seg.name, batch, batch.position, records, out, opts, opts.decoder_for(seg.name))
+                continue
+            out.write(dumps(batch_json(batch, seg.rel)) + "\n")
+            base = batch.records()[0].offset if isinstance(batch, LegacyBatch) else None
+            for r in records:
+                out.write(dumps(record_json(batch, r, seg.rel, base_offset=base, lossless=opts.lossless)) + "\n")
+        for g in part.gaps:
+            err.write(f"warning: data loss: {g} (read past it: --allow-gaps)\n")
+
+
 def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult, progress: Callable[[str], None] | None) -> None:
     """What a consumer with ``opts.isolation`` receives from each partition directory under ``root``:
     the batches it reads records from (position as in the segment) and those records, in the
@@ -494,6 +531,9 @@ def dump(
         if not exists(p):
             raise FileNotFoundError(p)
     result = DumpResult()
+    if opts.tiered is not None:
+        _dump_tiered(paths, opts, out, err, result)
+        return result
     if opts.isolation is not None:
         for p in paths:
             try:
@@ -575,6 +615,17 @@ def _command(args: argparse.Namespace) -> int:
         decoder=args.decoder,
         isolation=args.isolation,
     )
+    if args.tiered is not None:
+        if args.isolation is not None:
+            raise UsageError("--tiered and --isolation cannot be combined")
+        opts.tiered, opts.allow_gaps = args.tiered, args.allow_gaps
+        for p in args.paths:
+            if is_url(p) or os.path.isfile(p):
+                raise UsageError(f"with --tiered, the PATHs are the broker's local data or partition directories, not {p}")
+    elif args.allow_gaps:
+        raise UsageError("--allow-gaps applies to --tiered")
+    elif not args.paths:
+        raise UsageError("no PATH given")
     if args.private_key:
         from kafkalog.format.tiered_aiven import read_private_keys
 
@@ -596,7 +647,8 @@ def _command(args: argparse.Namespace) -> int:
             if os.path.exists(p) and not partition_dirs(p):
                 print(f"kafkalog dump: --isolation reads partition directories, and {p} holds none", file=sys.stderr)
                 return EXIT_IO
-    if (code := missing_or_empty("dump", args.paths, lambda n: kind_of(n) in DUMPED_KINDS)) is not None:
+    if (code := missing_or_empty("dump", args.paths + ([args.tiered] if args.tiered else []),
+                                 lambda n: kind_of(n) in DUMPED_KINDS or n.endswith(".rsm-manifest"))) is not None:
         return code
     progress = Progress(sys.stderr, "dumping")
     try:
@@ -628,7 +680,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "credentials and endpoint from the standard AWS environment variables), read with ranged requests. Segments "
         "Aiven's tiered-storage plug-in wrote (a .log with an .rsm-manifest beside it) are read through their manifest "
         "(SPEC.md Appendix D)."))
-    d.add_argument("paths", nargs="+", metavar="PATH")
+    d.add_argument("paths", nargs="*", metavar="PATH")
     d.add_argument("--json", action="store_true", help="canonical JSON, one object per line")
     d.add_argument("--lossless", action="store_true", help="with --json: add timestampDelta to v2 records so that build gives back identical bytes")
     d.add_argument("--deep-iteration", "-d", action="store_true", help="text: print every record, not only batches")
@@ -641,6 +693,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "print only what a consumer with this isolation.level receives from each partition directory: the batches it "
         "takes records from and those records (no control records; read_committed: no aborted data, nothing past the "
         "last stable offset); the directory is read as a whole, read-only"))
+    d.add_argument("--tiered", metavar="PREFIX", help=(
+        "read each partition across tiers: the segments Aiven's tiered-storage plug-in stored under PREFIX (a "
+        "directory or s3://...), then the broker's under the PATHs (its data dir or partition dirs, optional), as one "
+        "log: each offset once, the batches with the object or file they came from; a hole between segments is data "
+        "loss (exit 1)"))
+    d.add_argument("--allow-gaps", action="store_true", help="with --tiered: read past data loss with a warning instead of failing")
     d.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
         "for tiered segments Aiven's plug-in encrypted: the private key (PEM) of key pair ID, as the plug-in's "
         "encryption.key.pairs.ID.private.key.file; repeatable"))
