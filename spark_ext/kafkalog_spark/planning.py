@@ -60,6 +60,7 @@ class SegmentSlice:
     hi: int | None
     aborted: tuple[AbortedRange, ...] = ()
     size: int = 0
+    tiered: bool = False  # ``log`` is an Aiven plug-in object, read through its manifest (keys in ReadSettings)
 
 
 @dataclass(frozen=True)
@@ -168,11 +169,13 @@ class PartitionLog:
             bases = [s.base_offset for s in segs]
             for i, s in enumerate(segs):
                 j = bisect.bisect_right(bases, s.base_offset, lo=i)
-                if j < len(segs):
-                    end: int | None = segs[j].base_offset
+                if s.next_offset is not None:
+                    end: int | None = s.next_offset  # a tiered segment: its manifest says where it ends
+                elif j < len(segs):
+                    end = segs[j].base_offset
                 else:
                     end = self.tail(r).next_offset if several else None
-                items.append((s.base_offset, end, s, j < len(segs)))
+                items.append((s.base_offset, end, s, j < len(segs) or s.next_offset is not None))
         items.sort(key=lambda it: (it[0], -math.inf if it[1] is None else -it[1]))
         pieces: list[Piece] = []
         covered: int | None = None
@@ -332,6 +335,6 @@ class PartitionLog:
                     chunk_start = pos
         bounds = [start_pos, *cuts, end_pos]
         return [
-            SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a))
+            SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a), seg.tiered)
             for a, b in zip(bounds[:-1], bounds[1:], strict=True)
         ]

@@ -40,6 +40,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kafkalog.format.tiered_aiven import Keyring, read_private_keys
 from kafkalog_spark.errors import SourceOptionError
 from kafkalog_spark.filters import RowFilter, push_filters
 from kafkalog_spark.layout import discover, filesystem_for
@@ -163,6 +164,17 @@ def session_defaults(spark: SparkSession) -> SessionDefaults:
     )
 
 
+def _keyring(pairs: tuple[tuple[str, str], ...]) -> Keyring | None:
+    """The ``privateKeys`` files read on the driver (their text then travels with the read settings
+    to the workers, which need not see the files); None without any."""
+    if not pairs:
+        return None
+    try:
+        return read_private_keys(dict(pairs))
+    except OSError as e:
+        raise SourceOptionError(f"option privateKeys: cannot read {e.filename}: {e.strerror or e}") from None
+
+
 class _Planner:
     """Planning shared by the batch and the streaming reader (driver side)."""
 
@@ -176,6 +188,7 @@ class _Planner:
         self.max_bytes = o.max_bytes_per_partition if o.max_bytes_per_partition is not None else d.max_partition_bytes
         self.open_cost = o.open_cost_in_bytes if o.open_cost_in_bytes is not None else d.open_cost_in_bytes
         self.min_partitions = o.min_partitions if o.min_partitions is not None else d.min_partitions
+        self.keys = _keyring(o.private_keys)
 
     def plan(self, requests: list[tuple[PartitionLog, int, int | None, int | None]]) -> list[InputPartition]:
         """Input partitions for (log, start, end, lowest timestamp) requests: the split size from
@@ -198,12 +211,13 @@ class _Planner:
         o = self.opts
         return ReadSettings(
             arrow_schema(self.columns), self.row_filter, o.read_committed, o.verify_crc, o.ignore_corrupt_files, o.fail_on_data_loss,
+            self.keys,
         )
 
     def partition_logs(self, tails: dict[str, TailState] | None = None, *, live: bool = False) -> dict[tuple[str, int], PartitionLog]:
         """The wanted partitions' logs; ``live`` (streaming) lists afresh and accepts an empty data dir."""
         fs = self.fsref.get()
-        replicas = discover(fs, self.paths, refresh=live, allow_empty=live, wants=self._wants)
+        replicas = discover(fs, self.paths, refresh=live, allow_empty=live, wants=self._wants, keys=self.keys)
         groups = group_replicas(replicas, self.opts, self.row_filter)
         self._check_named_partitions(set(groups), [r.key for r in replicas])
         return {tp: PartitionLog(fs, reps, self.opts, tails) for tp, reps in sorted(groups.items())}
