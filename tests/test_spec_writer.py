@@ -1,0 +1,190 @@
+"""Writer-side points SPEC.md 1.1 pins (issue #26), each checked on the files a segment manager leaves.
+
+Expected values follow from the rules' text and the Kafka classes they cite (LogSegment.append,
+ProducerStateManager.takeSnapshot, LeaderEpochFileCache, DefaultRecordBatch.setMaxTimestamp, UnifiedLog.append
+@1eb7644), or are Kafka-written files of golden/corpus/writer; never kafkalog's own output pasted back.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from helpers import GOLDEN
+from kafkalog import Codec, LegacyBatchBuilder, LogReader, RecordBatchBuilder
+from kafkalog.format.epoch import LeaderEpochCache
+from kafkalog.format.primitives import crc32c
+from kafkalog.format.records.control import ControlType
+from kafkalog.format.snapshot import read_producer_snapshot
+from kafkalog.format.txnindex import read_txn_index
+from kafkalog.log.producer_state import AppendOrigin
+from kafkalog.log.unified import Log, LogConfig
+
+WRITER = GOLDEN / "corpus" / "writer"
+T0 = 1_700_000_000_000
+
+
+def _name(offset: int, ext: str) -> str:
+    return f"{offset:020d}.{ext}"
+
+
+def _open(d: Path, **cfg: object) -> Log:
+    return Log.open(d, LogConfig(**cfg), writable=True, sync=False, clock=lambda: T0 + 10_000)  # type: ignore[arg-type]
+
+
+def _batch(n: int = 1, *, ts: int = T0, **kw: object) -> bytes:
+    b = RecordBatchBuilder(0, **kw)  # type: ignore[arg-type]
+    for i in range(n):
+        b.append(ts + i, b"k%d" % i, b"v" * 20)
+    return b.build()
+
+
+# ---------------------------------------------------------------------------- R-IDX-09, R-RCV-10
+@pytest.mark.rule("R-IDX-09", "R-RCV-10")
+def test_every_append_opens_both_indexes_and_a_bare_roll_opens_none(tmp_path: Path) -> None:
+    # Kafka's own files: a segment reached by a roll and given one append has both indexes at close,
+    # an empty .index and a .timeindex holding only the final entry of R-TIDX-04
+    kafka = WRITER / "roll-by-size" / "expected"
+    assert (kafka / _name(147, "log")).stat().st_size > 0
+    assert (kafka / _name(147, "index")).stat().st_size == 0 and (kafka / _name(147, "timeindex")).stat().st_size == 12
+    d = tmp_path / "t-0"
+    log = _open(d)
+    log.append(_batch())
+    log.roll()
+    log.append(_batch())  # the only append to segment 1: no index entry, but both files opened
+    log.roll()  # segment 2: rolled to, never appended to
+    log.close(flush=False)  # UnifiedLog.close: no flush first
+    assert (d / _name(1, "index")).read_bytes() == b"" and (d / _name(1, "timeindex")).read_bytes() == struct.pack(">qi", T0, 0)
+    assert (d / _name(2, "log")).exists()
+    assert not (d / _name(2, "index")).exists() and not (d / _name(2, "timeindex")).exists()
+    # the next load recovers the .log without .index at once (R-RCV-05), creating both files
+    log = _open(d)
+    log.close(flush=False)
+    assert (d / _name(2, "index")).read_bytes() == b"" == (d / _name(2, "timeindex")).read_bytes()
+    # a broker's shutdown flushes first, which opens the active segment's indexes: 0-byte files
+    d2 = tmp_path / "u-0"
+    log = _open(d2)
+    log.append(_batch())
+    log.roll()
+    log.close(flush=True)
+    assert (d2 / _name(1, "index")).read_bytes() == b"" == (d2 / _name(1, "timeindex")).read_bytes()
+    assert (d2 / _name(0, "index")).read_bytes() == b"" and len((d2 / _name(0, "timeindex")).read_bytes()) == 12
+
+
+# ------------------------------------------------------------------------------------ R-SNAP-08
+@pytest.mark.rule("R-SNAP-08")
+def test_a_snapshot_is_taken_when_the_end_offset_passes_the_last_snapshot(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = _open(d)
+    log.append(_batch(3))
+    log.roll()  # end offset 3 > last snapshot 0: 3.snapshot
+    assert (d / _name(3, "snapshot")).exists()
+    (d / _name(3, "snapshot")).unlink()
+    log.roll()  # an explicit roll at the same offset (R-ROLL-04): 3 is not above 3, nothing written
+    log.close(flush=False)  # nor at close, although no file of that name exists
+    assert not (d / _name(3, "snapshot")).exists()
+    # the other way round: a file of that name does not stop a snapshot that is due
+    d2 = tmp_path / "u-0"
+    log = _open(d2)
+    log.append(_batch(2))
+    (d2 / _name(2, "snapshot")).write_bytes(b"junk")
+    log.close(flush=False)
+    assert read_producer_snapshot(d2 / _name(2, "snapshot")) == []  # replaced by the (empty) state at 2
+
+
+# ------------------------------------------------------------------------------------ R-CKPT-11
+def _checkpoint(d: Path) -> bytes:
+    return (d / "leader-epoch-checkpoint").read_bytes()
+
+
+@pytest.mark.rule("R-CKPT-11")
+def test_leader_epoch_cache_creation_assignment_and_clearing(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = _open(d)
+    assert _checkpoint(d) == b""  # created empty with the log
+    log.append(_batch(2), leader_epoch=3)
+    assert _checkpoint(d) == b"0\n1\n3 0\n"
+    ino = (d / "leader-epoch-checkpoint").stat().st_ino
+    log.append(_batch(2), leader_epoch=3)  # the same epoch from a later offset: no change, no rewrite
+    assert (d / "leader-epoch-checkpoint").stat().st_ino == ino and _checkpoint(d) == b"0\n1\n3 0\n"
+    legacy = LegacyBatchBuilder(1, 4)
+    legacy.append(T0, b"k", b"v")
+    log.append(legacy.build(), assign_offsets=False)  # a magic 1 message after magic 2 data clears the cache
+    assert _checkpoint(d) == b"0\n0\n"
+    log.append(_follower_batch(5, epoch=7), assign_offsets=False)
+    assert _checkpoint(d) == b"0\n1\n7 5\n"
+    log.append(_follower_batch(6, epoch=6), assign_offsets=False)  # a lower epoch removes 7
+    assert _checkpoint(d) == b"0\n1\n6 6\n"
+    log.close(flush=False)
+    cache = LeaderEpochCache(None)
+    for e, s in ((1, 0), (4, 10)):
+        cache.assign(e, s)
+    assert cache.assign(4, 7)  # the latest epoch from a smaller start offset replaces its entry
+    assert [(x.epoch, x.start_offset) for x in cache.entries] == [(1, 0), (4, 7)]
+    assert not cache.assign(4, 9)
+
+
+def _follower_batch(offset: int, *, epoch: int) -> bytes:
+    """A one-record magic 2 batch as a follower receives it: offset and leader epoch already set."""
+    b = RecordBatchBuilder(offset, partition_leader_epoch=epoch)
+    b.append(T0, b"k", b"v")
+    return b.build()
+
+
+# -------------------------------------------------------------------------------------- R-WR-09
+def _stamped(batch: bytes, attributes: int, max_timestamp: int) -> bytes:
+    d = bytearray(batch)
+    struct.pack_into(">h", d, 21, attributes)
+    struct.pack_into(">q", d, 35, max_timestamp)
+    struct.pack_into(">I", d, 17, crc32c(memoryview(d)[21:]))
+    return bytes(d)
+
+
+@pytest.mark.rule("R-WR-09")
+def test_stamping_in_place_recomputes_max_timestamp_and_rewrites_attributes(tmp_path: Path) -> None:
+    b = RecordBatchBuilder(0, compression=Codec.GZIP)
+    for ts in (T0, T0 + 5, T0 + 2):
+        b.append(ts, b"k", b"v" * 30)
+    good = b.build()
+    assert struct.unpack_from(">q", good, 35)[0] == T0 + 5
+    d = tmp_path / "t-0"
+    log = _open(d)
+    log.append(_stamped(good, 0x0200 | 0x01, T0), leader_epoch=0)  # a wrong max timestamp and an unknown bit 9
+    log.append(_stamped(good, 0x0200 | 0x01, T0 + 5), leader_epoch=0)  # header already right: kept as it is
+    # bit 3 (LogAppendTime) set by the producer: every record reads as the header's max timestamp (R-V2-12)
+    log.append(_stamped(good, 0x0008 | 0x01, T0 + 1), leader_epoch=0)
+    log.close(flush=False)
+    first, second, third = list(LogReader(d / _name(0, "log")).batches())
+    assert struct.unpack_from(">h", first.data, 21)[0] == 0x01  # codec only: bit 9 cleared
+    assert struct.unpack_from(">q", first.data, 35)[0] == T0 + 5  # from the records, not the header
+    assert first.is_valid and first.data[61:] == good[61:]  # the compressed records are kept byte for byte
+    assert struct.unpack_from(">h", second.data, 21)[0] == 0x0201 and second.data[61:] == good[61:]
+    assert struct.unpack_from(">h", third.data, 21)[0] == 0x01 and third.max_timestamp == T0 + 1 and third.is_valid
+
+
+# ------------------------------------------------------------------------------------ R-ROLL-08
+@pytest.mark.rule("R-ROLL-08")
+def test_the_roll_comes_before_the_producer_state_and_txnindex_updates(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = _open(d)
+    log.append(_batch(2, producer_id=7, producer_epoch=0, base_sequence=0), leader_epoch=0)
+    log.append(_batch(2, producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True), leader_epoch=0)
+    size = log.active_segment.size
+    log.close(flush=False)
+    log = _open(d, segment_bytes=size + 20)  # the next append does not fit: it rolls
+    marker = RecordBatchBuilder(0, producer_id=9, producer_epoch=0, is_transactional=True, is_control=True)
+    marker.append_end_txn_marker(ControlType.ABORT, 0, T0)
+    log.append(marker.build(), leader_epoch=0, origin=AppendOrigin.COORDINATOR)
+    assert [s.base_offset for s in log.segments] == [0, 4]
+    log.close(flush=False)
+    # the roll's snapshot holds the state before the marker: producer 9's transaction still open
+    entries = {e.producer_id: e for e in read_producer_snapshot(d / _name(4, "snapshot"))}
+    assert entries[9].current_txn_first_offset == 2
+    # the marker's .txnindex entry went to the segment the append was written to, the new one
+    assert not (d / _name(0, "txnindex")).exists()
+    [txn] = read_txn_index(d / _name(4, "txnindex"))
+    assert (txn.producer_id, txn.first_offset, txn.last_offset) == (9, 2, 4)
+    entries = {e.producer_id: e for e in read_producer_snapshot(d / _name(5, "snapshot"))}
+    assert entries[9].current_txn_first_offset == -1
