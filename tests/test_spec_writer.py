@@ -19,6 +19,7 @@ from kafkalog.format.primitives import crc32c
 from kafkalog.format.records.control import ControlType
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
+from kafkalog.log.cleaner import CleanerConfig, clean
 from kafkalog.log.producer_state import AppendOrigin
 from kafkalog.log.unified import Log, LogConfig
 
@@ -89,7 +90,7 @@ def test_a_snapshot_is_taken_when_the_end_offset_passes_the_last_snapshot(tmp_pa
     d2 = tmp_path / "u-0"
     log = _open(d2)
     log.append(_batch(2))
-    (d2 / _name(2, "snapshot")).write_bytes(b"junk")
+    (d2 / _name(2, "snapshot")).write_bytes(b"junk" * 25)  # longer than the snapshot
     log.close(flush=False)
     assert read_producer_snapshot(d2 / _name(2, "snapshot")) == []  # replaced by the (empty) state at 2
 
@@ -188,3 +189,51 @@ def test_the_roll_comes_before_the_producer_state_and_txnindex_updates(tmp_path:
     assert (txn.producer_id, txn.first_offset, txn.last_offset) == (9, 2, 4)
     entries = {e.producer_id: e for e in read_producer_snapshot(d / _name(5, "snapshot"))}
     assert entries[9].current_txn_first_offset == -1
+
+
+# ------------------------------------------------------------------------------ R-CMP-01, R-CMP-12
+def _keyed(*records: tuple[bytes, int]) -> bytes:
+    b = RecordBatchBuilder(0)
+    for key, ts in records:
+        b.append(ts, key, b"v")
+    return b.build()
+
+
+@pytest.mark.rule("R-CMP-12")
+def test_a_rebuilt_batch_gives_the_time_index_its_last_offset(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = _open(d, cleanup_policy=("compact",))
+    log.append(_keyed((b"a", T0 + 5), (b"b", T0 + 1)), leader_epoch=0)  # offsets 0, 1: b is superseded
+    log.append(_keyed((b"b", T0 + 2)), leader_epoch=0)  # offset 2
+    log.roll()
+    result = clean(log, 0, 3, T0 + 10_000, cleaner_config=CleanerConfig(dedupe_buffer_size=1 << 16))
+    assert result.end_offset == 3
+    log.close(flush=False)
+    first, second = list(LogReader(d / _name(0, "log")).batches())
+    assert [r.offset for r in first.records()] == [0] and first.last_offset == 1  # rebuilt, last offset kept
+    # one chunk, one append: max timestamp T0+5 at the rebuilt batch's last offset 1, not its kept record's 0
+    assert (d / _name(0, "timeindex")).read_bytes() == struct.pack(">qi", T0 + 5, 1)
+    assert second.last_offset == 2
+
+
+@pytest.mark.rule("R-CMP-01", "R-CMP-06")
+def test_a_pass_ends_where_the_offset_map_filled(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    log = _open(d, cleanup_policy=("compact",))
+    for key in (b"a", b"a", b"b", b"c", b"d"):  # offsets 0-4, one batch each
+        log.append(_keyed((key, T0)), leader_epoch=0)
+    log.roll()
+    for key in (b"a", b"e"):  # offsets 5, 6
+        log.append(_keyed((key, T0)), leader_epoch=0)
+    log.roll()
+    seg1 = (d / _name(5, "log")).read_bytes()
+    # 3 slots of 24 bytes (MD5 + offset), full at int(3 * 0.9) = 2 keys: a, b; the map stops at c@3
+    cfg = CleanerConfig(dedupe_buffer_size=72, dedupe_buffer_load_factor=0.9)
+    result = clean(log, 0, 7, T0 + 10_000, cleaner_config=cfg)
+    # the latest offset was last set to b@2 (the batch of c never finished): the pass ends at 3, not at 7
+    assert result.end_offset == 3
+    assert [g.replaced for g in result.groups] == [[0]]  # segment 5 is at or above the end offset
+    log.close(flush=False)
+    kept = [(r.offset, r.key) for b in LogReader(d / _name(0, "log")).batches() for r in b.records()]
+    assert kept == [(1, b"a"), (2, b"b"), (3, b"c"), (4, b"d")]  # a@0 removed; c, d above the map's latest offset
+    assert (d / _name(5, "log")).read_bytes() == seg1  # a@5 never entered the map: a@1 stays
