@@ -237,3 +237,89 @@ def test_a_pass_ends_where_the_offset_map_filled(tmp_path: Path) -> None:
     kept = [(r.offset, r.key) for b in LogReader(d / _name(0, "log")).batches() for r in b.records()]
     assert kept == [(1, b"a"), (2, b"b"), (3, b"c"), (4, b"d")]  # a@0 removed; c, d above the map's latest offset
     assert (d / _name(5, "log")).read_bytes() == seg1  # a@5 never entered the map: a@1 stays
+
+
+# ------------------------------------------------------------------------------------ R-SNAP-05
+_JAVA_HASH_ORDER = """
+import java.io.*;
+import java.util.*;
+public class HashOrder {
+  public static void main(String[] args) throws IOException {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+    for (String line; (line = in.readLine()) != null; ) {
+      HashMap<Long, Integer> m = new HashMap<>();
+      for (String op : line.trim().split(" ")) {
+        if (op.equals("c")) m.clear();
+        else if (op.startsWith("d")) m.remove(Long.parseLong(op.substring(1)));
+        else m.put(Long.parseLong(op.substring(1)), 0);
+      }
+      StringJoiner out = new StringJoiner(" ");
+      for (Long k : m.keySet()) out.add(k.toString());
+      System.out.println(out);
+    }
+  }
+}
+"""
+
+
+def _hash_map_scenarios() -> list[list[tuple[str, int]]]:
+    import random
+
+    rnd = random.Random(26)
+    pools = [
+        lambda: rnd.randrange(0, 10_000),  # small producer ids
+        lambda: rnd.randrange(0, 2**63),  # any id
+        lambda: rnd.randrange(-(2**63), 2**63),  # negative ones too
+        lambda: rnd.randrange(0, 64) * 2**32 + rnd.randrange(0, 4) * 1024,  # high words fold onto low bits
+        lambda: rnd.randrange(0, 40) * 16 + 3,  # one bucket of 16: collisions, treeify-resizes, splits
+    ]
+    out = []
+    for _ in range(60):
+        pool = rnd.choice(pools)
+        ops: list[tuple[str, int]] = []
+        keys: list[int] = []
+        for _ in range(rnd.randrange(1, 120)):
+            r = rnd.random()
+            if keys and r < 0.15:
+                ops.append(("d", rnd.choice(keys)))
+            elif r < 0.17:
+                ops.append(("c", 0))
+            else:
+                k = pool() if not keys or r < 0.9 else rnd.choice(keys)  # re-put an existing key now and then
+                keys.append(k)
+                ops.append(("p", k))
+        out.append(ops)
+    return out
+
+
+@pytest.mark.rule("R-SNAP-05")
+def test_snapshot_entry_order_is_java_hash_map_order(tmp_path: Path) -> None:
+    """The model of R-SNAP-05 against java.util.HashMap<Long, _> itself, run by the JDK."""
+    import shutil
+    import subprocess
+
+    from kafkalog.log.producer_state import JavaLongHashMap
+
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("no JDK on PATH")
+    scenarios = []
+    for ops in _hash_map_scenarios():
+        m: JavaLongHashMap[int] = JavaLongHashMap()
+        for op, k in ops:
+            if op == "c":
+                m.clear()
+            elif op == "d":
+                m.pop(k, None)
+            else:
+                m[k] = 0
+        if len(m._table) >= 64 and max(map(len, m._table)) > 8:  # a tree bin in Java: item 4 leaves its order open
+            continue
+        scenarios.append((ops, list(m)))
+    assert len(scenarios) > 40
+    src = tmp_path / "HashOrder.java"
+    src.write_text(_JAVA_HASH_ORDER, encoding="utf-8")
+    stdin = "".join(" ".join(("c" if op == "c" else f"{op}{k}") for op, k in ops) + "\n" for ops, _ in scenarios)
+    proc = subprocess.run([java, str(src)], input=stdin, capture_output=True, text=True, check=True, timeout=300)
+    got = [[int(x) for x in line.split()] for line in proc.stdout.splitlines()]
+    assert got == [order for _, order in scenarios]
