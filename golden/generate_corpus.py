@@ -636,12 +636,12 @@ def readme(good: list[Good], findings: dict[str, dict]) -> str:
 # ------------------------------------------------------------------------------------- writer
 #: The writer cases written by Kafka's broker log layer (../shared/golden-kafka/writer): what each shows, SPEC rules
 WRITER_KAFKA = {
-    "roll-by-size": ("segment.bytes=2048, every codec, one batch per append: size rolls, index entries every > 256 bytes", "R-ROLL-01, R-IDX-05, R-IDX-06, R-TIDX-03, R-TIDX-04, R-IDX-11, R-ROLL-05"),
+    "roll-by-size": ("segment.bytes=2048, every codec, one batch per append: size rolls, index entries every > 256 bytes", "R-ROLL-01, R-IDX-05, R-IDX-06, R-TIDX-03, R-TIDX-04, R-IDX-11, R-ROLL-05, R-IDX-09"),
     "roll-by-time": ("segment.ms=60000: batches without timestamps roll by the clock, CreateTime batches by their timestamps", "R-ROLL-01, R-ROLL-02"),
     "roll-by-offset-index-full": ("segment.index.bytes=96, index.interval.bytes=1: roll when the offset index has 12 entries", "R-ROLL-01, R-IDX-10"),
     "roll-by-time-index-full": ("the same with increasing timestamps: roll when the time index has 7 entries", "R-ROLL-01, R-IDX-10, R-TIDX-04"),
     "roll-compacted-max-lag": ("cleanup.policy=compact, max.compaction.lag.ms=25000 < segment.ms: time roll at the smaller", "R-ROLL-01, R-ROLL-02"),
-    "transactions-aborts": ("3 transactional producers, an idempotent and a plain one; 14 aborted transactions in 8 .txnindex files", "R-TXN-01, R-TXN-02, R-SNAP-03, R-SNAP-05"),
+    "transactions-aborts": ("3 transactional producers, an idempotent and a plain one; 14 aborted transactions in 8 .txnindex files", "R-TXN-01, R-TXN-02, R-SNAP-03, R-SNAP-05, R-ROLL-08"),
     "transactions-open-at-end": ("an abort two segments after its transaction began; two transactions open at close", "R-TXN-01, R-SNAP-04, R-ROLL-05"),
     "logappendtime": ("message.timestamp.type=LogAppendTime: batches stamped with the broker clock", "R-WR-06, R-V2-12"),
     "recompress-zstd": ("compression.type=zstd: producer batches rebuilt by the leader", "R-WR-06, A.4"),
@@ -649,10 +649,10 @@ WRITER_KAFKA = {
     "retention-bytes": ("retention.bytes=2500: the 3 oldest segments deleted, epoch checkpoint trimmed", "R-RET-01, R-RET-03, R-RET-07"),
     "retention-time": ("retention.ms=600000: the 3 oldest segments deleted", "R-RET-01, R-RET-02, R-RET-04"),
     "retention-time-all-expired": ("every segment expired: an empty segment rolled at the log end, the rest deleted", "R-RET-04, R-RET-06"),
-    "recovery-torn-tail": ("crash, a partial batch appended, indexes deleted, unclean open: the tail dropped", "R-RCV-06, R-RCV-07, R-RCV-09"),
-    "recovery-bad-crc": ("crash, a byte flipped: recovery truncates at the bad batch", "R-RCV-06, R-RCV-07, R-RCV-08"),
-    "follower-legacy": ("follower appends of magic 0/1 message sets (several batches per call), then magic 2", "R-IDX-05, R-IDX-06, R-CKPT-05"),
-    "leader-epochs": ("leader appends at epochs 0, 1, 3, follower appends of 5 and 8", "R-CKPT-05, R-WR-06"),
+    "recovery-torn-tail": ("crash, a partial batch appended, indexes deleted, unclean open: the tail dropped", "R-RCV-05, R-RCV-06, R-RCV-07, R-RCV-09"),
+    "recovery-bad-crc": ("crash, a byte flipped: recovery truncates at the bad batch", "R-RCV-06, R-RCV-07, R-RCV-08, R-SNAP-08"),
+    "follower-legacy": ("follower appends of magic 0/1 message sets (several batches per call), then magic 2", "R-IDX-05, R-IDX-06, R-CKPT-05, R-CKPT-11"),
+    "leader-epochs": ("leader appends at epochs 0, 1, 3, follower appends of 5 and 8", "R-CKPT-05, R-CKPT-11, R-WR-06, R-ROLL-08"),
 }
 _WRITER_FILES = ("case.json", "input.log")
 _WRITER_DIRS = ("expected", "before-open")
