@@ -194,6 +194,16 @@ LOGDIRS = {
     "legacy-0": ("magic 0/1 message sets then a v2 batch appended as a follower: one index entry per append", "§4.3; R-IDX-05, R-IDX-06, R-LOG-02"),
 }
 
+#: golden/kafka/internal: Kafka 4.0's newer internal topics, keys and values from Kafka's serializers
+INTERNALS = {
+    "remotelogmetadata-0": ("a __remote_log_metadata-style partition (tiered storage, KIP-405): RemoteLogMetadataSerde values, "
+                            "2 segments; `golden/kafka/internal/dump/remotelogmetadata-0-decoded.txt` is Kafka's "
+                            "--remote-log-metadata-decoder text", "§3.6, §7.8"),
+    "sharegroupstate-0": ("a __share_group_state-style partition (share groups, KIP-932): ShareSnapshot and ShareUpdate records, "
+                          "a tombstone; `golden/kafka/internal/dump/sharegroupstate-0-decoded.txt` is Kafka's "
+                          "--share-group-state-decoder text", "§3.6, §7.8"),
+}
+
 # (case, set, partition path inside the set, what, spec)
 REALS = [
     ("real-kraft-cluster-metadata", "kraft-metadata-christseng89", "kafka-logs/__cluster_metadata-0",
@@ -226,6 +236,9 @@ def good_cases() -> list[Good]:
         cases.append(Good(f"kafka-records-{name}", KAFKA / "records" / name, KAFKA / "dump" / "records.jsonl", name, what, spec))
     for name, (what, spec) in LOGDIRS.items():
         cases.append(Good(f"kafka-logdir-{name}", KAFKA / "logdir" / name, KAFKA / "dump" / "logdir.jsonl", name, what, spec))
+    for name, (what, spec) in INTERNALS.items():
+        src = KAFKA / "internal"
+        cases.append(Good(f"kafka-internal-{name}", src / name, src / "dump" / f"{name}.jsonl", name, what, spec))
     for case, set_name, part, what, spec in REALS:
         src = REAL / set_name / part
         limit = 16384 if case == "real-cp760-monitoring" else None

@@ -72,6 +72,7 @@ def test_good_cases_expected_lines_are_kafkas() -> None:
 
     kafka: set[str] = set()
     for src in (GOLDEN / "kafka" / "dump" / "records.jsonl", GOLDEN / "kafka" / "dump" / "logdir.jsonl",
+                *sorted((GOLDEN / "kafka" / "internal" / "dump").glob("*.jsonl")),
                 *sorted((GOLDEN / "real" / "expected").glob("*.jsonl.gz"))):
         for o in read_jsonl(src):
             kafka.add(key({**o, "file": o["file"].split("/", 1)[1]}))
@@ -192,7 +193,7 @@ def test_wrong_dumper_other_bugs_fail_exactly_their_cases() -> None:
 def test_our_validator_reports_every_bad_case() -> None:
     """`kafkalog verify --json` exits 1 and reports each expected code and position; Kafka's partition
     dirs pass: with the compiled kernels and with the pure-Python ones."""
-    assert _failing(None, f"{PY} -m kafkalog verify --json {{dir}}", ("bad/*", "kafka-logdir-*", "real-*")) == {}
+    assert _failing(None, f"{PY} -m kafkalog verify --json {{dir}}", ("bad/*", "kafka-logdir-*", "kafka-internal-*", "real-*")) == {}
 
 
 def test_validator_that_reports_nothing_fails_the_error_cases() -> None:

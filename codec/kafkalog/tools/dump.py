@@ -697,8 +697,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d.add_argument("--print-data-log", action="store_true", help="text: print keys and values (implies --deep-iteration)")
     d.add_argument("--skip-record-metadata", action="store_true", help="text: with --print-data-log, print only keys and values")
     d.add_argument("--decode", action="store_true", help=(
-        "decode keys and values of internal topics (__consumer_offsets, __transaction_state, __cluster_metadata), "
-        "chosen by the partition directory's topic; JSON adds decodedKey/decodedValue"))
+        "decode keys and values of internal topics (__consumer_offsets, __transaction_state, __cluster_metadata, "
+        "__share_group_state, __remote_log_metadata), chosen by the partition directory's topic; JSON adds "
+        "decodedKey/decodedValue"))
     d.add_argument("--isolation", choices=["read_committed", "read_uncommitted"], help=(
         "print only what a consumer with this isolation.level receives from each partition directory: the batches it "
         "takes records from and those records (no control records; read_committed: no aborted data, nothing past the "
@@ -712,9 +713,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
         "for tiered segments Aiven's plug-in encrypted: the private key (PEM) of key pair ID, as the plug-in's "
         "encryption.key.pairs.ID.private.key.file; repeatable"))
-    d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state"],
+    d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state", "remote-log-metadata"],
                    help="force one internal-topic decoder for every file")
     d.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets", help="as kafka-dump-log: --decoder offsets")
     d.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log", help="as kafka-dump-log: --decoder transaction-log")
     d.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const", const="cluster-metadata", help="as kafka-dump-log: --decoder cluster-metadata")
+    d.add_argument("--share-group-state-decoder", dest="decoder", action="store_const", const="share-group-state", help="as kafka-dump-log: --decoder share-group-state")
+    d.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const", const="remote-log-metadata", help="as kafka-dump-log: --decoder remote-log-metadata")
     d.set_defaults(func=_command)
