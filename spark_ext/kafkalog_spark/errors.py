@@ -5,7 +5,7 @@ from __future__ import annotations
 from kafkalog.errors import DataLossError as _KafkaLogDataLossError
 from kafkalog.errors import KafkaLogError
 
-__all__ = ["DataLossError", "LayoutError", "SourceOptionError"]
+__all__ = ["DataLossError", "LayoutError", "SourceOptionError", "WorkerPythonError"]
 
 
 class SourceOptionError(KafkaLogError):
@@ -24,3 +24,9 @@ class DataLossError(_KafkaLogDataLossError):
     logged as a warning, as Spark's Kafka source does.
     """
 
+
+class WorkerPythonError(RuntimeError):
+    """Spark's Python workers run an interpreter that cannot import ``kafkalog_spark`` (or what it
+    needs): the message names the interpreter, the setting that chose it (``PYSPARK_PYTHON``, ...)
+    and the one to use instead (see :mod:`kafkalog_spark.workers`). Not a
+    :class:`~kafkalog.errors.KafkaLogError`: no data is at fault."""
