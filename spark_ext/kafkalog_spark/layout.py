@@ -107,6 +107,9 @@ class Replica:
     segments: tuple[SegmentFiles, ...]  # by base offset
     snapshots: tuple[tuple[int, str], ...] = ()  # producer-state snapshots (offset, path), by offset
     topic_id: str | None = None  # from a tiered-storage directory name
+    #: every file name of the directory's listing (the data-loss check reads orphaned index files
+    #: and ``.deleted``/``.swap`` names, which ``segments`` leaves out)
+    names: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, int]:
@@ -133,9 +136,11 @@ def _replica(dir_path: str, entries: list[dict]) -> Replica | None:
     """The replica a listing describes, or None when the directory holds no segment files."""
     groups: dict[tuple[int, str | None], dict[str, tuple[str, int]]] = {}
     snapshots = []
+    names = []
     for e in entries:
         if e.get("type") != "file":
             continue
+        names.append(_basename(e["name"]))
         m = _SEGMENT_FILE.match(_basename(e["name"]))
         if not m:
             continue
@@ -169,7 +174,7 @@ def _replica(dir_path: str, entries: list[dict]) -> Replica | None:
                 segment_id=seg_id,
             )
         )
-    return Replica(topic, partition, dir_path, tuple(segments), tuple(sorted(snapshots)), topic_id)
+    return Replica(topic, partition, dir_path, tuple(segments), tuple(sorted(snapshots)), topic_id, tuple(sorted(names)))
 
 
 def _expand(fs: AbstractFileSystem, path: str) -> list[str]:

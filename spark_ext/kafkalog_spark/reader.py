@@ -98,6 +98,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
             return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([]) if n else None
         return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed)
 
+    reached = sl.lo  # the offset after the last batch read
     with f, LogReader(f, name=name, start=sl.start, end=sl.end) as reader:
         chunks = iter_chunks(reader, max_rows=MAX_ROWS, headers="headers" in settings.schema.names, verify_crc=settings.verify_crc,
                              records=not count_only)
@@ -106,6 +107,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
                 out = convert([piece])
                 if out is not None:
                     yield out
+                reached = max(reached, _last_offset(piece) + 1)
                 if sl.hi is not None and _last_offset(piece) >= sl.hi - 1:
                     break
         except KafkaLogError as e:
@@ -117,6 +119,9 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
             chunks.close()
         if reader.tail is not None and sl.end is None:
             log.info("kafkalog source: %s", reader.tail.message())
+    if sl.claimed_end is not None and reached < sl.claimed_end:  # R-LOSS-03: the files say the log went further
+        report_data_loss(f"offsets {reached} to {sl.claimed_end - 1} are in no .log: the last segment ends at offset {reached}, "
+                         f"and {sl.claim}", name, settings.fail_on_data_loss)
 
 
 def _last_offset(piece: ChunkColumns | ChunkBatches | BatchColumns) -> int:

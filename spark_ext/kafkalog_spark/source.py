@@ -41,6 +41,7 @@ from pyspark.sql.types import (
 )
 
 from kafkalog.format.tiered_aiven import Keyring, read_private_keys
+from kafkalog.log.gaps import LogDirOffsets
 from kafkalog_spark.errors import SourceOptionError
 from kafkalog_spark.filters import RowFilter, push_filters
 from kafkalog_spark.layout import discover, filesystem_for
@@ -220,7 +221,8 @@ class _Planner:
         replicas = discover(fs, self.paths, refresh=live, allow_empty=live, wants=self._wants, keys=self.keys)
         groups = group_replicas(replicas, self.opts, self.row_filter)
         self._check_named_partitions(set(groups), [r.key for r in replicas])
-        return {tp: PartitionLog(fs, reps, self.opts, tails) for tp, reps in sorted(groups.items())}
+        log_dirs: dict[str, LogDirOffsets] = {}  # each log dir's checkpoints, read once for all its partitions
+        return {tp: PartitionLog(fs, reps, self.opts, tails, log_dirs) for tp, reps in sorted(groups.items())}
 
     def _wants(self, topic: str, partition: int) -> bool:
         """Whether the subscription and the pushed filters take ``topic``-``partition``."""

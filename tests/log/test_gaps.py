@@ -205,3 +205,19 @@ def test_over_an_fsspec_filesystem() -> None:
         assert _spans(find_gaps(f"{root}/customers-0", fs=fs, files=listing, checkpoints=offsets)) == [(0, 17081)]
     finally:
         fs.rm("/gaps-test", recursive=True)
+
+
+@pytest.mark.rule("R-LOSS-02")
+def test_a_segment_rolled_and_cleaned_since_the_listing_is_not_loss(tmp_path: Path) -> None:
+    """A live directory: listed while 234 was the last segment, then the writer rolled (265.log) and
+    the cleaner shortened 234 (its last records superseded). The old index claims are then inside a
+    segment that has a successor, which compaction explains; the same shortening with no successor
+    is a lost tail."""
+    pdir = _copy(tmp_path)
+    listed = [p.name for p in pdir.iterdir()]
+    log = pdir / "00000000000000000234.log"
+    log.write_bytes(log.read_bytes()[:100])  # what the listing's index claims is gone
+    (pdir / "00000000000000000265.snapshot").unlink()
+    assert _spans(find_gaps(pdir, files=[n for n in listed if not n.endswith("265.snapshot")])) != []
+    (pdir / "00000000000000000265.log").write_bytes(b"")  # the roll
+    assert find_gaps(pdir, files=[n for n in listed if not n.endswith("265.snapshot")]) == []

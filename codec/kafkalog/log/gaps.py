@@ -45,7 +45,7 @@ from kafkalog.format.txnindex import read_txn_index
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
 
-__all__ = ["Gap", "LogDirOffsets", "find_gaps", "gaps_error", "raise_on_gaps"]
+__all__ = ["Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "raise_on_gaps", "segment_bases"]
 
 #: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged)
 _SEGMENT = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
@@ -80,6 +80,13 @@ class Gap:
 
     def __str__(self) -> str:
         return f"{self.directory}: {self.message()}"
+
+
+def segment_bases(names: Iterable[str]) -> list[int]:
+    """The base offsets that a directory listing's segment files (``.log``, ``.index``,
+    ``.timeindex``, ``.txnindex``) name, sorted: each segment answers for the offsets up to the
+    next one's base offset (R-ROLL-03), whether or not its ``.log`` is there."""
+    return sorted({int(m[1]) for n in names if (m := _SEGMENT.match(n)) and m[2] != "snapshot"})
 
 
 def gaps_error(gaps: list[Gap]) -> DataLossError:
@@ -127,6 +134,12 @@ class _Files:
                     if e.is_file():
                         out[e.name] = e.stat().st_size
         return out
+
+    def has_segment_above(self, base: int) -> bool:
+        """Whether the directory, listed afresh, holds a segment file with a base offset above ``base``."""
+        if self.fs is not None:
+            self.fs.invalidate_cache(self.dir)
+        return any(b > base for b in segment_bases(self.names()))
 
     def read(self, path: str) -> bytes:
         if self.fs is not None:
@@ -193,13 +206,16 @@ def find_gaps(
     fs: AbstractFileSystem | None = None,
     files: Mapping[str, int | None] | Iterable[str] | None = None,
     checkpoints: LogDirOffsets | None = None,
+    tail: bool = True,
 ) -> list[Gap]:
     """The offset ranges of one partition directory that its files say existed but no ``.log``
     holds, in offset order (empty: nothing is missing).
 
     ``files`` is the directory's listing (file names, or names with sizes) when the caller has it;
     otherwise the directory is listed. ``checkpoints`` are the log dir's offset checkpoints; when
-    None they are read from the directory's parent (absent files: none)."""
+    None they are read from the directory's parent (absent files: none). ``tail=False`` leaves out
+    the tail of a last segment whose ``.log`` is there (no ``.log`` is opened): a reader that reads
+    that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself."""
     shown = os.fspath(directory)
     access = _Files(shown, fs)
     names = list(files) if files is not None else list(access.names())
@@ -250,7 +266,7 @@ def find_gaps(
         lo = max(base, start)
         if hi > lo:
             gaps.append(Gap(shown, lo, hi, f"segment {base} has {shown_files} but no .log, and {why}"))
-    if last is not None and "log" not in by_base[last]:
+    if (last is not None and "log" not in by_base[last]) or (last is not None and not tail):
         return gaps
     reach = [c for c in claims if c.end > max(start, last if last is not None else start)]
     if not reach:
@@ -261,10 +277,26 @@ def find_gaps(
         return gaps
     log_end = _log_end(access, last, by_base[last])
     lo = max(log_end, start)
-    if claim.end > lo:
+    # a writer may have rolled and then cleaned the segment since the listing (only a segment that
+    # is no longer the last is cleaned): its records past log_end were then compacted away, and the
+    # offsets up to the new segment's base are explained (R-LOSS-02); the claims stand otherwise
+    if claim.end > lo and not access.has_segment_above(last):
         log_name = f"{last:020d}.log"
         gaps.append(Gap(shown, lo, claim.end, f"the last segment {log_name} ends at offset {log_end}, and {claim.what}"))
     return gaps
+
+
+def claimed_end(directory: str, files: Iterable[str], checkpoints: LogDirOffsets) -> tuple[int, str] | None:
+    """The furthest log end that the names in a listing and the log dir's checkpoints claim (a
+    producer snapshot's name, a clean shutdown's recovery point: R-LOSS-03), with what claims it,
+    read from no file; None when nothing does."""
+    tp = _topic_partition(directory)
+    if tp is None:
+        return None
+    snapshots = [int(m[1]) for n in files if (m := _SEGMENT.match(n)) and m[2] == "snapshot"]
+    claims = _claims(_Files(directory, None), tp, checkpoints, snapshots, None, set())
+    best = max(claims, key=lambda c: c.end, default=None)
+    return None if best is None else (best.end, best.what)
 
 
 def _claims(

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from kafkalog.errors import KafkaLogError
+from kafkalog.errors import DataLossError, KafkaLogError
 from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from kafkalog.format.files import DUMPED_KINDS, FileKind, exists, is_dir, is_url, kind_of, segment_file_name, walk
 from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
@@ -27,6 +27,7 @@ from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
+from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress, UsageError, missing_or_empty
 
@@ -53,7 +54,7 @@ class DumpOptions:
     keys: Keyring | None = None
     #: the prefix holding the Aiven plug-in's objects: the paths are then read with it, one log per partition (D.6)
     tiered: str | None = None
-    #: read past offsets no segment holds, with a warning, instead of failing (data loss)
+    #: read past offsets no segment holds (R-LOSS-04, D.6), with a warning, instead of failing (data loss)
     allow_gaps: bool = False
 
     def decoder_for(self, path: str) -> str | None:
@@ -74,6 +75,8 @@ class DumpResult:
     files: int = 0
     errors: list[str] = field(default_factory=list)
     torn_tails: list[str] = field(default_factory=list)
+    #: offsets lost in the partition directories dumped (with ``allow_gaps``; else dump raises)
+    gaps: list[Gap] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- JSON per kind
@@ -442,6 +445,30 @@ def _replaced(opened: BinaryIO, planned: tuple[int, int | None] | None) -> int |
     return end if listed is not None and os.fstat(opened.fileno()).st_ino != listed else None
 
 
+def _data_loss(paths: list[str]) -> list[Gap]:
+    """The offsets lost in every partition directory under the directories among ``paths``: each
+    directory holding segment files, judged with its log dir's checkpoints (read once a log dir)."""
+    dirs: dict[str, None] = {}
+    for p in paths:
+        if not is_dir(p):
+            continue
+        files = walk(p) if is_url(p) else ((full, "") for full, _rel, _ino in _listed(p))
+        for full, _rel in files:
+            if kind_of(full) in _SEGMENT_KINDS:
+                dirs[posixpath.dirname(full) if is_url(full) else os.path.dirname(full)] = None
+    offsets: dict[str, LogDirOffsets] = {}
+    gaps: list[Gap] = []
+    for d in dirs:
+        parent = posixpath.dirname(d.rstrip("/")) if is_url(d) else os.path.dirname(os.path.abspath(d))
+        if parent not in offsets:
+            offsets[parent] = LogDirOffsets.read(parent)
+        gaps.extend(find_gaps(d, checkpoints=offsets[parent]))
+    return gaps
+
+
+_SEGMENT_KINDS = frozenset({FileKind.LOG, FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT})
+
+
 def partition_dirs(root: str) -> list[str]:
     """``root`` if it holds segments, else every directory under it that does (sorted)."""
     found = []
@@ -536,6 +563,10 @@ def dump(
     ``err`` and collected in the result; a bad file does not stop the others. A missing path
     raises FileNotFoundError. With ``opts.isolation`` every path is read as partition directories,
     as a consumer reads them (:func:`_dump_consumed`).
+
+    Before anything is printed, the partition directories under the paths are checked for lost
+    offsets (:func:`kafkalog.log.gaps.find_gaps`, R-LOSS-04): any raises
+    :class:`~kafkalog.errors.DataLossError`, unless ``opts.allow_gaps``, which warns on ``err``.
     """
     for p in paths:
         if not exists(p):
@@ -544,6 +575,12 @@ def dump(
     if opts.tiered is not None:
         _dump_tiered(paths, opts, out, err, result)
         return result
+    result.gaps = _data_loss(paths)
+    if result.gaps:
+        if not opts.allow_gaps:
+            raise gaps_error(result.gaps)
+        for g in result.gaps:
+            err.write(f"warning: {g} (dumping the rest: --allow-gaps)\n")
     if opts.isolation is not None:
         for p in paths:
             try:
@@ -616,6 +653,7 @@ def _command(args: argparse.Namespace) -> int:
     if args.json and text_only:
         raise UsageError(f"{', '.join(text_only)} apply to the text output only; --json always prints every record")
     opts = DumpOptions(
+        allow_gaps=args.allow_gaps,
         fmt="json" if args.json else "text",
         deep_iteration=args.deep_iteration,
         print_data_log=args.print_data_log,
@@ -663,6 +701,10 @@ def _command(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr, "dumping")
     try:
         result = dump(args.paths, opts, sys.stdout, sys.stderr, progress)
+    except DataLossError as e:
+        progress.done()
+        print(f"kafkalog dump: error: {e} (--allow-gaps dumps the rest with a warning)", file=sys.stderr)
+        return EXIT_BAD_DATA
     except FileNotFoundError as e:
         progress.done()
         print(f"kafkalog dump: no such file or directory: {e.args[0]}", file=sys.stderr)
@@ -709,10 +751,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "directory or s3://...), then the broker's under the PATHs (its data dir or partition dirs, optional), as one "
         "log: each offset once, the batches with the object or file they came from; a hole between segments is data "
         "loss (exit 1)"))
-    d.add_argument("--allow-gaps", action="store_true", help="with --tiered: read past data loss with a warning instead of failing")
     d.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
         "for tiered segments Aiven's plug-in encrypted: the private key (PEM) of key pair ID, as the plug-in's "
         "encryption.key.pairs.ID.private.key.file; repeatable"))
+    d.add_argument("--allow-gaps", action="store_true", help=(
+        "dump partition directories whose files say offsets existed that no .log holds (a .log missing beside its "
+        "index or snapshot, a log ending before its snapshot), warning on stderr; without it the dump fails naming "
+        "the partition and the offsets, before printing anything; with --tiered, a hole between tiers' segments too"))
     d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state", "remote-log-metadata"],
                    help="force one internal-topic decoder for every file")
     d.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets", help="as kafka-dump-log: --decoder offsets")
