@@ -20,17 +20,8 @@ One run prints four tables:
    library alone, the fastest way measured (each way decompresses every payload, in the same
    interleaved rounds; the table names the winner): lz4 frame blocks with ``cramjam.lz4.decompress_block_into`` or
    ``lz4.block.decompress``; zstd with ``zstandard`` streaming into a reused buffer or to bytes;
-   and, for both, "C library from compiled loop": one numba call that decompresses every payload
-   with the same C function, called the same way (``LZ4_decompress_safe`` over the lz4 frame
-   walk, ``ZSTD_decompressStream`` of the system's libzstd), as kafkalog's columnar decoder
-   (:mod:`kafkalog.fast.native`), but walks no record. Each writes into one reused buffer or fresh
-   bytes, whichever it does best; vs kafkalog's full columnar decode of the same batches: the
-   ratio is what decoding adds on top of decompression. Beside it, the **floor**: one compiled
-   call that does only what a columnar decoder must, with kafkalog's own pieces (its framing pass
-   over the batch headers, then for each batch: decompress into a buffer kept hot in cache, read
-   each record's length, deltas and key and value lengths with its varint reader, write its
-   offset, timestamp and key and value views), timed in the same rounds: the least a decoder
-   built this way can add.
+   vs kafkalog's full columnar decode of the same batches (which decompresses lz4 and zstd through
+   :mod:`kafkalog.fast.native`): the ratio is what decoding adds on top of decompression.
 3. **index open**: ``OffsetIndex.read`` and ``TimeIndex.read`` of a 10 MiB file (Kafka's
    default ``segment.index.bytes``), best of 20, file in the page cache.
 4. **memory**: peak RSS (VmHWM, or ``ru_maxrss`` without /proc) of a fresh process reading a 2 GiB log (1 KiB values,
@@ -70,23 +61,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kafkalog  # noqa: E402
 import records as recbench  # noqa: E402  (bench/records.py: data generator, peers, timing harness)
 from kafkalog import LogReader, RecordBatch, RecordBatchBuilder  # noqa: E402
-from kafkalog.fast import native  # noqa: E402
 from kafkalog.fast.arrow import to_arrow  # noqa: E402
-from kafkalog.fast.columnar import (  # noqa: E402 - the compiled loops' framing, lz4 frame walk and varints
-    _M_BASE_OFFSET,
-    _M_BASE_TS,
-    _M_COUNT,
-    _M_POS,
-    _M_SIZE,
-    _META_COLUMNS,
-    ACCELERATED,
-    _frame_chunk,
-    _lz4_frame,
-    _short_varint,
-)
 from kafkalog.format.compression import _lz4_blocks  # noqa: E402 - the frame walk Kafka-checked, shared with the decoder
 from kafkalog.format.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex  # noqa: E402
-from kafkalog.format.records.v2 import HEADER_SIZE  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 VALUE_SIZES = (100, 1024)
@@ -187,123 +164,6 @@ def zstd_stream_into(frame: bytes) -> int:
     return d
 
 
-def _native_all(payloads: np.ndarray, ends: np.ndarray, lz4: bool, zstd_ctx: np.ndarray, out: np.ndarray) -> int:
-    """Decompress every payload (``payloads`` up to ``ends[i]``) into ``out`` from byte 0, in one
-    compiled call with the C functions kafkalog's loop calls; the bytes written in all (-1: bad)."""
-    total = 0
-    start = 0
-    for i in range(ends.shape[0]):
-        end = ends[i]
-        if lz4:
-            got = _lz4_frame(payloads, start, end, out, 0, out.shape[0])
-        else:
-            got = native.zstd_frames(zstd_ctx, payloads, start, end - start, out, 0, out.shape[0])
-        if got < 0:
-            return -1
-        total += got
-        start = end
-    return total
-
-
-def native_prepare(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """Untimed: the payloads as one array and their ends, as the compiled loop reads them."""
-    return np.frombuffer(b"".join(payloads), np.uint8), np.cumsum([len(p) for p in payloads], dtype=np.int64)
-
-
-def native_all(codec: str) -> Callable[[np.ndarray, np.ndarray], int]:
-    def run(payloads: np.ndarray, ends: np.ndarray) -> int:
-        total = _native_all(payloads, ends, codec == "lz4", native.zstd_dctx(), _OUT)
-        if total < 0:
-            raise ValueError("a payload did not decompress")
-        return total
-
-    return run
-
-
-def _floor_all(log: np.ndarray, meta: np.ndarray, lz4: bool, zstd_ctx: np.ndarray, out: np.ndarray, offsets: np.ndarray,
-               timestamps: np.ndarray, key_views: np.ndarray, value_views: np.ndarray) -> int:
-    """The least a columnar decoder does, in one compiled loop: frame the batches of ``log`` with
-    kafkalog's framing pass (into ``meta``, a row per batch), decompress each one's records as
-    :func:`_native_all` does into ``out`` from byte 0 (hot in cache: no decoder that keeps the
-    bytes has that), then read each record (length, timestamp and offset deltas, key and value
-    lengths: varints of one or two bytes) and write only its offset, timestamp and key and value
-    Arrow binary views (the layout for over 12 bytes, which every key and value here is; nothing
-    checked beyond the record's size). Returns the records read, or -1 for a payload or record
-    this minimal walk does not read. Written out in the loop (numba compiles helpers that take
-    arrays slower)."""
-    _status, _stop, n, rows = _frame_chunk(log, 0, log.shape[0], True, log.shape[0], offsets.shape[0], meta, False)
-    if rows > offsets.shape[0]:
-        return -1
-    row = 0
-    for i in range(n):
-        start = meta[i, _M_POS] + HEADER_SIZE
-        end = meta[i, _M_POS] + meta[i, _M_SIZE]
-        if lz4:
-            got = _lz4_frame(log, start, end, out, 0, out.shape[0])
-        else:
-            got = native.zstd_frames(zstd_ctx, log, start, end - start, out, 0, out.shape[0])
-        if got < 0:
-            return -1
-        p = 0
-        for _ in range(meta[i, _M_COUNT]):
-            length, p = _short_varint(out, p)
-            rec_end = p + length
-            if p < 0 or rec_end > got:
-                return -1
-            ts, p = _short_varint(out, p + 1)  # after the attributes
-            off, p = _short_varint(out, p)
-            k, p = _short_varint(out, p)
-            if p < 0 or k <= 12 or p + k + 2 > rec_end:
-                return -1
-            key_views[2 * row] = np.uint64(k) | (np.uint64(out[p]) << np.uint64(32)) | (np.uint64(out[p + 1]) << np.uint64(40)) | (
-                np.uint64(out[p + 2]) << np.uint64(48)) | (np.uint64(out[p + 3]) << np.uint64(56))
-            key_views[2 * row + 1] = np.uint64(p) << np.uint64(32)
-            p += k
-            v, p = _short_varint(out, p)
-            if p < 0 or v <= 12 or p + v + 1 > rec_end:
-                return -1
-            value_views[2 * row] = np.uint64(v) | (np.uint64(out[p]) << np.uint64(32)) | (np.uint64(out[p + 1]) << np.uint64(40)) | (
-                np.uint64(out[p + 2]) << np.uint64(48)) | (np.uint64(out[p + 3]) << np.uint64(56))
-            value_views[2 * row + 1] = np.uint64(p) << np.uint64(32)
-            p += v
-            if p + 1 != rec_end:
-                return -1
-            offsets[row] = meta[i, _M_BASE_OFFSET] + off
-            timestamps[row] = meta[i, _M_BASE_TS] + ts
-            row += 1
-            p = rec_end
-    return row
-
-
-if ACCELERATED:  # not cached: the tests load this script under another module name, which numba's cache would keep
-    import numba
-
-    _native_all = numba.njit(nogil=True, boundscheck=False)(_native_all)
-    _floor_all = numba.njit(nogil=True, boundscheck=False)(_floor_all)
-#: The compiled-loop way runs where kafkalog's decoder would take it: numba on, the C function bound.
-NATIVE_WAY = {"lz4": ACCELERATED and native.NATIVE_LZ4, "zstd": ACCELERATED and native.NATIVE_ZSTD}
-NATIVE_WAY_NAME = "C library from compiled loop"
-FLOOR_NAME = "decode floor"
-
-
-def floor_all(codec: str, records: int) -> Callable[[np.ndarray], tuple[int, int, int]]:
-    """:func:`_floor_all` over a log prefix, with output arrays for ``records`` records made once
-    (as kafkalog's are reused); returns (records, the last one's offset and timestamp)."""
-    meta = np.empty((records, _META_COLUMNS), np.int64)  # a batch holds at least one record here
-    offsets = np.empty(records, np.int64)
-    timestamps = np.empty(records, np.int64)
-    key_views = np.empty(2 * records, np.uint64)
-    value_views = np.empty(2 * records, np.uint64)
-
-    def run(log: np.ndarray) -> tuple[int, int, int]:
-        n = _floor_all(log, meta, codec == "lz4", native.zstd_dctx(), _OUT, offsets, timestamps, key_views, value_views)
-        if n <= 0:
-            raise ValueError("the minimal walk did not read a batch")
-        return n, int(offsets[n - 1]), int(timestamps[n - 1])
-
-    return run
-
-
 #: Ways to decompress a batch payload with the codec library alone: the fastest counts.
 DECOMPRESS_ONLY: dict[str, dict[str, Callable[[bytes], int]]] = {
     "lz4": {"cramjam lz4 block_into": lz4_frame_blocks_into, "lz4.block": lz4_frame_blocks},
@@ -343,7 +203,6 @@ class DecompRow:
     columnar_s: float
     views_s: float
     objects_s: float
-    floor_s: float | None  # the compiled minimal decoder (:func:`_floor_all`) per batch; None where it does not run
     way: str  # the fastest way to decompress, which decompress_s measures
     ways: tuple[tuple[str, float], ...] = ()  # every way and its seconds per batch
 
@@ -397,10 +256,6 @@ def run_workload(
             return sum(map(only, chunk))
 
         tasks.append(recbench.Task(f"decompress only: {way}", lambda nb: (payloads[:nb],), decompress_all))
-    if NATIVE_WAY.get(codec):
-        tasks.append(recbench.Task(f"decompress only: {NATIVE_WAY_NAME}", lambda nb: native_prepare(payloads[:nb]), native_all(codec)))
-        log_array = np.frombuffer(data, np.uint8)
-        tasks.append(recbench.Task(FLOOR_NAME, lambda nb: (log_array[: ends[nb - 1]],), floor_all(codec, records)))
     recbench.measure_group(tasks, len(ends), args.budget, args.repeat)
 
     by_name = {t.name: t for t in tasks}
@@ -430,17 +285,10 @@ def run_workload(
     c = by_name.get("kafkalog columnar")
     v = by_name.get("kafkalog columnar views")
     o = by_name.get("kafkalog objects")
-    f = by_name.get(FLOOR_NAME)
-    floor_s = None
-    if f is not None and not f.error:
-        want = min(records, f.nb * batch_records)
-        if f.result != (want, *w.expected(want - 1)[:2]):
-            raise AssertionError(f"{FLOOR_NAME} misread {codec} v{value_size} x{batch_records}: {f.result}")
-        floor_s = f.best / f.nb
     if d is not None and c is not None and v is not None and o is not None and not (c.error or v.error or o.error):
         way = d.name.split(": ", 1)[1]
         every = tuple((t.name.split(": ", 1)[1], t.best / t.nb) for t in ways)
-        decomp = DecompRow(codec, value_size, batch_records, d.best / d.nb, c.best / c.nb, v.best / v.nb, o.best / o.nb, floor_s, way, every)
+        decomp = DecompRow(codec, value_size, batch_records, d.best / d.nb, c.best / c.nb, v.best / v.nb, o.best / o.nb, way, every)
     order = ["kafkalog columnar", "kafkalog columnar views", "kafkalog objects", "aiokafka", "kafka-python"]
     return [rows[k] for k in order if k in rows], decomp
 
@@ -593,8 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     peers: dict[str, Any] = {}
-    labels = [f"kafkalog {kafkalog.__version__} (numba {'on' if kafkalog.fast.columnar.ACCELERATED else 'off'}; "
-              f"C from compiled loop: lz4 {'on' if NATIVE_WAY['lz4'] else 'off'}, zstd {'on' if NATIVE_WAY['zstd'] else 'off'})"]
+    labels = [f"kafkalog {kafkalog.__version__} (kernels: {kafkalog.fast.columnar.kernels.name})"]
     for name, make in (("aiokafka", recbench.make_aiokafka), ("kafka-python", recbench.make_kafka_python)):
         got = make()
         if isinstance(got, str):
@@ -648,21 +495,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         body = [
             [d.codec, f"{d.value_size} B", str(d.batch_records), f"{d.decompress_s * 1e6:.1f} ({d.way})", f"{d.columnar_s * 1e6:.1f}",
              f"{d.ratio:.2f}x", f"{d.views_s * 1e6:.1f}", f"{d.views_s / d.decompress_s:.2f}x", f"{d.objects_s * 1e6:.1f}",
-             f"{d.objects_s / d.decompress_s:.2f}x",
-             "-" if d.floor_s is None else f"{d.floor_s * 1e6:.1f}", "-" if d.floor_s is None else f"{d.floor_s / d.decompress_s:.2f}x"]
+             f"{d.objects_s / d.decompress_s:.2f}x"]
             for d in decomp
         ]
         print(table(["codec", "value", "rec/batch", "decompress only µs/batch (fastest way)", "columnar µs/batch",
-                     "columnar / decompress", "views µs/batch", "views / decompress", "objects µs/batch", "objects / decompress",
-                     "floor µs/batch", "floor / decompress"],
-                    body, {3, 4, 5, 6, 7, 8, 9, 10, 11}))
+                     "columnar / decompress", "views µs/batch", "views / decompress", "objects µs/batch", "objects / decompress"],
+                    body, {3, 4, 5, 6, 7, 8, 9}))
         print(
             "decompress only: the codec library alone on each batch payload, the fastest of the ways tried (named; see the "
-            f"module docstring); kafkalog decodes lz4 and zstd the '{NATIVE_WAY_NAME}' way where it is on (see the header "
-            "line), else with cramjam's block_into and zstandard's readinto, batch by batch. floor: the least a columnar "
-            "decoder built from kafkalog's pieces does, in one compiled call (its framing pass, then per batch: decompress "
-            "the compiled way into a buffer kept hot in cache, read each record's length, deltas and key and value lengths, "
-            "write its offset, timestamp and key and value views, nothing else): the ratio such a decoder would reach."
+            "module docstring); kafkalog decodes lz4 and zstd through kafkalog.fast.native, batch by batch."
         )
         print()
         body = [[d.codec, f"{d.value_size} B", str(d.batch_records), way, f"{s * 1e6:.1f}"] for d in decomp for way, s in d.ways]
@@ -677,7 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(["path", "log", "RSS before read MB", "peak RSS MB", "growth MB", "records", "seconds", "note"], body, {1, 2, 3, 4, 5, 6}))
         print(
             "Peak RSS of a fresh process (VmHWM) reading the log with LogReader(path): objects = for r in batch; columnar = "
-            f"to_arrow(reader, max_rows={RSS_ARROW_ROWS}); views = the same with views=True. 'before' = after imports (numpy, numba, pyarrow), before reading."
+            f"to_arrow(reader, max_rows={RSS_ARROW_ROWS}); views = the same with views=True. 'before' = after imports (numpy, pyarrow), before reading."
         )
     load_end = os.getloadavg()[0]
     print()

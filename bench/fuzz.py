@@ -4,7 +4,7 @@ Every input must decode or raise a KafkaLogError subclass that carries a positio
 exception, an input taking over a second, or an allocation past a bound is a finding. Run:
 
     python bench/fuzz.py --inputs 1000000           # seeded mutation run, prints a table
-    KAFKALOG_NO_NUMBA=1 python bench/fuzz.py --atheris --seconds 600   # coverage-guided (`pip install atheris`)
+    KAFKALOG_NO_EXTENSIONS=1 python bench/fuzz.py --atheris --seconds 600   # coverage-guided (`pip install atheris`)
 
 Crashing inputs are written to bench/out/fuzz-crashes/ for the golden bad-data corpus.
 """
@@ -183,7 +183,7 @@ def _report(out: Outcome, seconds: float) -> None:
 def _atheris(seconds: int, names: list[str]) -> int:
     """Coverage-guided run (libFuzzer via atheris) over kafkalog's Python code: the first byte of
     an input picks the reader, the rest is its input; Kafka-written files seed the corpus. Set
-    KAFKALOG_NO_NUMBA=1 so that the compiled walkers run as (instrumented) Python too."""
+    KAFKALOG_NO_EXTENSIONS=1 so that the compiled walkers run as (instrumented) Python too."""
     import tempfile
 
     import atheris

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         log, batches = generate(part, args.size_mb)
         gen = time.perf_counter() - t
         size = os.path.getsize(log)
-        report = verify(part)  # also warms the page cache and numba's compiled functions
+        report = verify(part)  # also warms the page cache
         if not report.ok or report.findings:
             print(f"verify found problems in the generated log: {report.findings[:3]}", file=sys.stderr)
             return 1

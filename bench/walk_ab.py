@@ -1,15 +1,18 @@
 #!/usr/bin/env python
-"""The chunked columnar decoder of the working tree against the same module at another git revision, in one process.
+"""The chunked columnar decoder of the working tree against the same decoder at another git revision, in one process.
 
     .venv/bin/python bench/walk_ab.py [--rev REV] [--rounds 25] [--mb 48] [--real DIR]
 
 On a shared virtual machine separate runs of one program differ by 10-20%, which hides changes
-of a few percent. Here ``codec/kafkalog/fast/columnar.py`` as committed at ``--rev`` (default
-``HEAD``) is loaded beside the working tree's as a second module (both compiled by numba, both
-using the rest of the working tree), and both decode the same bytes, held in memory, in
-``--rounds`` interleaved rounds. For each data set the table gives the best and the median time
-of :func:`kafkalog.fast.columnar.iter_chunks` (CRC checked, keys and values copied out) and the
-ratio of medians. The data sets:
+of a few percent. Here the decoder as committed at ``--rev`` (default ``HEAD``) is loaded beside
+the working tree's, and both decode the same bytes, held in memory, in ``--rounds`` interleaved
+rounds: ``codec/kafkalog/fast/columnar.py`` at the revision, imported as a second module, with
+its compiled kernels ``_columnar.pyx`` at the revision built into a temporary directory (Cython
+and a C compiler are needed, as for ``pip install -e .``; the rest is the working tree's). The
+working tree's kernels are the ones built in place (``./run test`` rebuilds them when a ``.pyx``
+changes). For each data set the table gives the best and the median time of
+:func:`kafkalog.fast.columnar.iter_chunks` (CRC checked, keys and values copied out) and the ratio
+of medians. The data sets:
 
 * ``1,000-record batches``: ``--mb`` MB of uncompressed v2 batches of 1,000 records, 16-byte keys,
   100-byte values, no headers (the workload of ``../shared/notes/measurements.md``);
@@ -37,20 +40,65 @@ from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[1]
 MODULE = "codec/kafkalog/fast/columnar.py"
+PYX = "codec/kafkalog/fast/_columnar.pyx"
 #: the real data set, whole (../shared) or as bundled
 REAL_SETS = (REPO.parent / "shared" / "golden-real" / "cp760-flink-on-prem", REPO / "golden" / "real" / "cp760-flink-on-prem")
 
 
+#: builds ``_columnar.pyx`` in the directory given, with setup.py's Cython directives
+_BUILD = """
+import os, sys
+os.chdir(sys.argv[1])
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+directives = {"boundscheck": False, "wraparound": False, "cdivision": True, "initializedcheck": False}
+setup(script_args=["build_ext", "--inplace", "-q"], ext_modules=cythonize(
+    [Extension("_columnar", ["_columnar.pyx"], extra_compile_args=["-O3"])], language_level=3, compiler_directives=directives, quiet=True))
+"""
+
+
+def _git_show(rev: str, path: str) -> bytes:
+    return subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{path}"], check=True, capture_output=True).stdout
+
+
+def build_kernels(rev: str, where: Path) -> ModuleType | None:
+    """``_columnar.pyx`` as committed at ``rev``, compiled in ``where`` and imported (None when the
+    revision has no such file)."""
+    try:
+        source = _git_show(rev, PYX)
+    except subprocess.CalledProcessError:
+        return None
+    where.mkdir()
+    (where / "_columnar.pyx").write_bytes(source)
+    subprocess.run([sys.executable, "-c", _BUILD, str(where)], check=True, capture_output=True)
+    built = next(p for p in where.iterdir() if p.name.startswith("_columnar.") and p.suffix in (".so", ".pyd"))
+    spec = importlib.util.spec_from_file_location("_columnar", built)  # the init function is named after the last part
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_revision(rev: str, where: Path) -> ModuleType:
-    """``columnar.py`` as committed at ``rev``, imported as a module of its own."""
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{MODULE}"], check=True, capture_output=True).stdout
-    path = where / f"columnar_at_{rev.replace('/', '_').replace('~', '_').replace('^', '_')}.py"
+    """``columnar.py`` as committed at ``rev``, imported as a module of its own, with the kernels
+    compiled from the same revision."""
+    from kafkalog import fast
+
+    source = _git_show(rev, MODULE)
+    tag = rev.replace("/", "_").replace("~", "_").replace("^", "_")
+    kernels = build_kernels(rev, where / f"kernels_at_{tag}")
+    path = where / f"columnar_at_{tag}.py"
     path.write_bytes(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module  # numba and dataclasses look the module up by name
-    spec.loader.exec_module(module)
+    sys.modules[path.stem] = module  # dataclasses look the module up by name
+    working_tree = fast.compiled
+    fast.compiled = lambda name: kernels if name == "_columnar" else working_tree(name)  # type: ignore[assignment]
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        fast.compiled = working_tree  # type: ignore[assignment]
     return module
 
 
@@ -123,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         cases = [(name, data, headers) for name, data in sets.items() for headers in (False, True)]
         ok = True
-        for name, data, headers in cases:  # warm-up: compile, and check both versions agree
+        for name, data, headers in cases:  # warm-up, and a check that both versions agree
             results = {v: decode(m, data, headers) for v, m in versions.items()}
             if len(set(results.values())) != 1:
                 print(f"MISMATCH on {name} (headers={headers}): {results}", file=sys.stderr)

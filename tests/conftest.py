@@ -1,8 +1,10 @@
-"""Session-wide test configuration: ../shared detection, one SparkSession at a time (local[2], or
-on a Spark standalone cluster for the tests marked ``cluster``) and an S3 server."""
+"""Session-wide test configuration: ../shared detection, the compiled core's check and the
+``kernels`` fixture (both implementations in one run), one SparkSession at a time (local[2], or on a
+Spark standalone cluster for the tests marked ``cluster``) and an S3 server."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -11,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 import spark_cluster
-from helpers import SHARED
+from helpers import REPO, SHARED
 
 
 def pytest_configure(config):  # noqa: ANN001, ANN201 - pytest hook
@@ -21,7 +23,50 @@ def pytest_configure(config):  # noqa: ANN001, ANN201 - pytest hook
 
 def pytest_report_header(config):  # noqa: ANN001, ANN201 - pytest hook
     state = "present" if SHARED.exists() else "ABSENT: tests over it are skipped"
-    return f"kafkalog shared data: {SHARED} ({state})"
+    from kafkalog import fast
+
+    core = "disabled by KAFKALOG_NO_EXTENSIONS: pure Python only" if fast.DISABLED else "compiled (c-extension) and pure-python"
+    return [f"kafkalog shared data: {SHARED} ({state})", f"kafkalog kernels: {core}"]
+
+
+def pytest_sessionstart(session):  # noqa: ANN001, ANN201 - pytest hook
+    """Fail loudly when a compiled module of the source tree did not load (a build that fell back
+    to pure Python, a stale or missing ``.so``): the suite would otherwise test the plain path
+    twice and pass. ``KAFKALOG_NO_EXTENSIONS=1`` tests the pure-Python path on purpose."""
+    from kafkalog import fast
+
+    if fast.DISABLED:
+        return
+    problems = []
+    for pyx in sorted((REPO / "codec" / "kafkalog" / "fast").glob("*.pyx")):
+        try:
+            importlib.import_module(f"kafkalog.fast.{pyx.stem}")
+        except ImportError as e:
+            problems.append(f"kafkalog.fast.{pyx.stem}: {e}")
+    if problems:
+        raise pytest.UsageError(
+            "the compiled core did not load (" + "; ".join(problems) + "). Rebuild it in place with "
+            "`pip install -e .` (./run test does when a .pyx changes), or set KAFKALOG_NO_EXTENSIONS=1 "
+            "to test the pure-Python path alone."
+        )
+
+
+@pytest.fixture(params=["c-extension", "pure-python"])
+def kernels(request, monkeypatch):  # noqa: ANN001, ANN201 - fixture
+    """Run the test once with each implementation of the columnar and verify kernels
+    (``kafkalog.fast.columnar.kernels``): the compiled one, then the plain Python it must match.
+    Commands the test starts follow suit (``KAFKALOG_NO_EXTENSIONS`` set for the pure-Python run)."""
+    from kafkalog.fast import columnar
+
+    impl = columnar.COMPILED if request.param == "c-extension" else columnar.PURE
+    if impl is None:
+        pytest.skip("the compiled core is disabled (KAFKALOG_NO_EXTENSIONS)")
+    monkeypatch.setattr(columnar, "kernels", impl)
+    if impl is columnar.PURE:
+        monkeypatch.setenv("KAFKALOG_NO_EXTENSIONS", "1")
+    else:
+        monkeypatch.delenv("KAFKALOG_NO_EXTENSIONS", raising=False)
+    return impl
 
 
 class SparkSessions:

@@ -1,6 +1,6 @@
 """The columns the source produces and their Arrow types: what planning needs, importable without
-the compiled decoder (Spark plans in fresh Python processes, where importing numba costs more than
-planning)."""
+the decoder (Spark plans in fresh Python processes, where importing numpy and the columnar decoder
+costs more than planning)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """The columnar decoder and the Arrow conversion agree with Kafka's dumps and the object decoder,
-compiled (numba) and plain."""
+with the compiled kernels and with the pure-Python ones (the ``kernels`` fixture runs each test on both)."""
 
 from __future__ import annotations
 
 import io
-import os
 import random
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,8 +17,11 @@ from hypothesis import strategies as st
 
 from helpers import GOLDEN, read_jsonl
 from kafkalog import Codec, InvalidRecordError, KafkaLogError, LogReader, RecordBatchBuilder
+from kafkalog.fast import columnar
 from kafkalog.fast.arrow import KAFKA_SCHEMA, KAFKA_VIEW_SCHEMA, to_arrow
 from kafkalog.fast.columnar import decode_columns, iter_columns
+
+pytestmark = pytest.mark.usefixtures("kernels")
 
 KAFKA = GOLDEN / "kafka"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -95,23 +95,22 @@ def test_columns_equal_object_decoder(seed: int) -> None:
             first += n
 
 
-def test_plain_python_path_matches(tmp_path: Path) -> None:
-    """The same source run without numba (KAFKALOG_NO_NUMBA=1) gives the same columns."""
+def test_plain_python_path_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pure-Python kernels give the compiled ones' columns, array for array."""
     data = b"".join(_random_batches(7))
-    (tmp_path / "x.log").write_bytes(data)
-    code = (
-        "import sys, numpy as np; from kafkalog import LogReader; from kafkalog.fast.columnar import iter_columns, ACCELERATED;"
-        "assert not ACCELERATED;"
-        f"r = LogReader({str(tmp_path / 'x.log')!r});"
-        "cols = list(iter_columns(r.batches()));"
-        "np.save(sys.argv[1], np.concatenate([np.concatenate([c.offsets, c.timestamps, c.key_len, c.val_len, c.hdr_count]) for c in cols]))"
-    )
-    env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "plain.npy")], check=True, env=env)
-    with LogReader(data) as r:
-        cols = list(iter_columns(r.batches()))
-    ours = np.concatenate([np.concatenate([c.offsets, c.timestamps, c.key_len, c.val_len, c.hdr_count]) for c in cols])
-    assert np.array_equal(np.load(tmp_path / "plain.npy"), ours)
+
+    def columns(impl: columnar.Kernels) -> list[np.ndarray]:
+        monkeypatch.setattr(columnar, "kernels", impl)
+        with LogReader(data) as r:
+            return [np.concatenate([c.offsets, c.timestamps, c.key_start, c.key_len, c.val_start, c.val_len, c.hdr_count, c.headers.ravel()])
+                    for c in iter_columns(r.batches())]
+
+    if columnar.COMPILED is None:
+        pytest.skip("the compiled core is disabled (KAFKALOG_NO_EXTENSIONS)")
+    compiled, plain = columns(columnar.COMPILED), columns(columnar.PURE)
+    assert len(compiled) == len(plain) > 0
+    for c, p in zip(compiled, plain, strict=True):
+        assert np.array_equal(c, p)
 
 
 def test_malformed_record_area_raises_with_position() -> None:
@@ -249,32 +248,22 @@ def _rebatch(batch: bytes, payload: bytes) -> bytes:
     return bytes(out)
 
 
-def test_plain_python_chunked_path_matches(tmp_path: Path) -> None:
-    """The chunk framing and walk run as plain Python (KAFKALOG_NO_NUMBA=1) give the compiled rows."""
+def test_plain_python_chunked_path_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunk framing and walk run as plain Python give the compiled rows, with and without views."""
+    if columnar.COMPILED is None:
+        pytest.skip("the compiled core is disabled (KAFKALOG_NO_EXTENSIONS)")
     data = b"".join(_random_batches(3)) + _log_append_batch()
-    (tmp_path / "x.log").write_bytes(data)
-    code = (
-        "import sys, pyarrow as pa; from kafkalog import LogReader; from kafkalog.fast.arrow import to_arrow;"
-        "from kafkalog.fast.columnar import ACCELERATED; assert not ACCELERATED;"
-        f"r = LogReader({str(tmp_path / 'x.log')!r});"
-        "t = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000)));"
-        "w = pa.ipc.new_file(sys.argv[1], t.schema); w.write_table(t); w.close();"
-        "r = LogReader(sys.argv[2]);"
-        "t = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000, views=True)));"
-        "w = pa.ipc.new_file(sys.argv[3], t.schema); w.write_table(t); w.close()"
-    )
-    env = dict(os.environ, KAFKALOG_NO_NUMBA="1")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "plain.arrow"), str(tmp_path / "x.log"), str(tmp_path / "views.arrow")], check=True, env=env)
-    plain = pa.ipc.open_file(str(tmp_path / "plain.arrow")).read_all()
-    with LogReader(data) as r:
-        ours = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000)))
+
+    def table(impl: columnar.Kernels, views: bool) -> pa.Table:
+        monkeypatch.setattr(columnar, "kernels", impl)
+        with LogReader(data) as r:
+            return pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000, views=views)))
+
+    plain, ours = table(columnar.PURE, False), table(columnar.COMPILED, False)
     assert plain.num_rows == ours.num_rows > 0
     assert plain.equals(ours)
-    # views: the same bytes for each key and value (the view words differ only where a plain and
-    # a compiled walk pick different buffers, which they do not)
-    plain_views = pa.ipc.open_file(str(tmp_path / "views.arrow")).read_all()
-    with LogReader(data) as r:
-        our_views = pa.Table.from_batches(list(to_arrow(r, include_headers=True, max_rows=13, max_bytes=2000, views=True)))
+    # views: the same view words (both walks point into the same buffers)
+    plain_views, our_views = table(columnar.PURE, True), table(columnar.COMPILED, True)
     assert plain_views.schema.field("value").type == pa.binary_view()
     assert plain_views.equals(our_views)
     assert plain_views.to_pylist() == ours.to_pylist()
@@ -474,17 +463,14 @@ def test_chunks_carry_each_batchs_header_fields(records: bool, max_rows: int) ->
     assert got == want
 
 
-@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("codec", [Codec.NONE, Codec.LZ4])
-def test_verify_crc_yields_the_batches_before_a_corrupt_one_then_raises(codec: Codec, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verify_crc_yields_the_batches_before_a_corrupt_one_then_raises(codec: Codec) -> None:
     """``verify_crc``: the records before the first batch whose CRC fails, then the CrcMismatchError
     Kafka's check (RecordBatch.ensure_valid) raises at that batch; without it the bytes decode on."""
     from kafkalog.errors import CrcMismatchError
-    from kafkalog.fast import native
     from kafkalog.fast.columnar import iter_chunks
     from kafkalog.format.records.v2 import RecordBatch
 
-    monkeypatch.setattr(native, "CRC", compiled and native.CRC)
     batches = []
     for i in range(6):
         b = RecordBatchBuilder(10 * i, compression=codec)

@@ -168,21 +168,12 @@ def test_header_cases_are_those_with_headers_in_kafkas_dump() -> None:
     assert derived == HEADER_CASES
 
 
-@pytest.fixture
-def uncompiled(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The wrong dumper runs without numba: these tests check the runner, not the compiled decoders,
-    and a process that skips numba's import and cache loading costs a third of the CPU."""
-    monkeypatch.setenv("KAFKALOG_NO_NUMBA", "1")
-
-
-@pytest.mark.usefixtures("uncompiled")
 def test_wrong_dumper_dropping_headers_fails_exactly_the_header_cases() -> None:
     failing = _failing(f"{WRONG} drop-headers {{dir}}")
     assert set(failing) == HEADER_CASES
     assert all("headers: got []" in d[0] for d in failing.values()), failing
 
 
-@pytest.mark.usefixtures("uncompiled")
 def test_wrong_dumper_other_bugs_fail_exactly_their_cases() -> None:
     """Magic 1 timestamp type swapped, bad CRCs accepted, exit 0 on unreadable input."""
     failing = _failing(f"{WRONG} swap-ts-magic1,accept-bad-crc,exit-zero {{dir}}")
@@ -197,8 +188,10 @@ def test_wrong_dumper_other_bugs_fail_exactly_their_cases() -> None:
 
 
 @pytest.mark.rule("R-CONF-05")
+@pytest.mark.usefixtures("kernels")
 def test_our_validator_reports_every_bad_case() -> None:
-    """`kafkalog verify --json` exits 1 and reports each expected code and position; Kafka's partition dirs pass."""
+    """`kafkalog verify --json` exits 1 and reports each expected code and position; Kafka's partition
+    dirs pass: with the compiled kernels and with the pure-Python ones."""
     assert _failing(None, f"{PY} -m kafkalog verify --json {{dir}}", ("bad/*", "kafka-logdir-*", "real-*")) == {}
 
 

@@ -1,7 +1,8 @@
 """`kafkalog verify`: clean on every Kafka-written dir, and precise findings for each kind of corruption.
 
 Expected positions are computed from the files' raw bytes with ``struct`` (SPEC's layouts), never
-taken from verify's own output.
+taken from verify's own output. The tests marked with the ``kernels`` fixture run twice: with the
+compiled record walk and with its pure-Python twin.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def _errors(report: VerifyReport) -> list[str]:
 
 # ------------------------------------------------------------------------------- clean inputs
 @pytest.mark.parametrize("logdir", GOLDEN_LOGDIRS, ids=lambda p: p.name)
+@pytest.mark.usefixtures("kernels")
 def test_golden_kafka_logdirs_verify_clean(logdir: Path) -> None:
     report = verify(logdir)
     assert report.ok, _errors(report)
@@ -41,12 +43,14 @@ def test_golden_kafka_logdirs_verify_clean(logdir: Path) -> None:
 
 
 @pytest.mark.parametrize("name,set_dir,expected_file", BUNDLED_REAL)
+@pytest.mark.usefixtures("kernels")
 def test_bundled_real_sets_verify_clean(name: str, set_dir: Path, expected_file: Path) -> None:
     report = verify(set_dir)
     assert report.ok, _errors(report)
 
 
 @pytest.mark.parametrize("name", SHARED_KAFKA_NAMES or _NONE)
+@pytest.mark.usefixtures("kernels")
 def test_shared_golden_kafka_verify_clean(name: str) -> None:
     report = verify(need_shared("golden-kafka/logdir") / name)
     assert report.ok, _errors(report)
@@ -177,6 +181,7 @@ CORRUPTIONS = [
 
 
 @pytest.mark.parametrize("corrupt", CORRUPTIONS, ids=lambda f: f.__name__[len("corrupt_"):])
+@pytest.mark.usefixtures("kernels")
 def test_each_corruption_gives_a_precise_finding(g0: Path, corrupt) -> None:  # noqa: ANN001 - a test case function
     code, file, position, offset = corrupt(g0)
     report = verify(g0)
@@ -186,6 +191,7 @@ def test_each_corruption_gives_a_precise_finding(g0: Path, corrupt) -> None:  # 
 
 
 @pytest.mark.rule("R-VFY-01")
+@pytest.mark.usefixtures("kernels")
 def test_all_corruptions_in_one_dir_are_all_reported(g0: Path) -> None:
     expected = [corrupt(g0) for corrupt in CORRUPTIONS]
     report = verify(g0)
@@ -222,6 +228,7 @@ def test_flipped_byte_in_a_legacy_message(tmp_path: Path) -> None:
 
 
 @pytest.mark.rule("R-IDX-02", "R-TXN-04", "R-VFY-01")
+@pytest.mark.usefixtures("kernels")
 def test_bad_input_never_raises(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     d.mkdir()
@@ -334,6 +341,7 @@ def test_cli_usage_and_missing_path() -> None:
     assert "no such file" in proc.stderr
 
 
+@pytest.mark.usefixtures("kernels")
 def test_golden_records_verify_clean() -> None:
     """Kafka's record classes wrote these lone .log files (no indexes): nothing to report."""
     report = verify(GOLDEN / "kafka" / "records")
@@ -347,6 +355,7 @@ def test_deleted_txnindex_is_reported_at_the_marker(g0: Path) -> None:
     assert [(f.code, Path(f.file), f.position, f.offset) for f in report.errors] == [(code, log, position, offset)]
 
 
+@pytest.mark.usefixtures("kernels")
 def test_invalid_record_with_a_valid_crc(g0: Path) -> None:
     """A record length varint that runs past the batch, under a recomputed CRC-32C: reported at the record."""
     import crc32c
@@ -409,6 +418,7 @@ def test_findings_do_not_depend_on_the_read_chunk(g0: Path, chunk: int, monkeypa
 
 
 @pytest.mark.parametrize("case", sorted(p.name for p in (GOLDEN / "corpus" / "bad").iterdir() if p.is_dir()))
+@pytest.mark.usefixtures("kernels")
 def test_bad_corpus_findings_do_not_depend_on_the_read_chunk(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import kafkalog.tools.validate as v
 
@@ -440,6 +450,7 @@ def test_a_segment_truncated_while_verify_reads_it(g0: Path, monkeypatch: pytest
 
 
 # ------------------------------------------------------- torn tail or garbage (R-LOG-05, R-VFY-02)
+@pytest.mark.usefixtures("kernels")
 def test_random_files_named_as_segments_never_pass(tmp_path: Path) -> None:
     """1,000 seeded random files, each alone as the active segment of a partition dir: none
     verifies without an error. Half start with a plausible offset (0) so that the size, magic and
@@ -509,6 +520,7 @@ def test_mid_file_batch_length_past_the_file_is_an_error(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("chunk", [100, 700])
+@pytest.mark.usefixtures("kernels")
 def test_torn_tail_findings_do_not_depend_on_the_read_chunk(tmp_path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The torn-tail checks read the offset before the tail and quote file positions: the same
     findings whatever the read chunk (a tail found in a later chunk than the batches before it)."""

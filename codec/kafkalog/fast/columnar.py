@@ -3,73 +3,42 @@
 One function walks a batch's (decompressed) record area and writes each record's offset delta,
 timestamp delta and the byte spans of its key, value and headers into numpy arrays; another
 gathers spans into contiguous Arrow-style (offsets, data) buffers. :func:`iter_chunks` runs them
-over many batches at once: one compiled pass frames a chunk of batches (a few MB), another walks
+over many batches at once: one kernel call frames a chunk of batches (a few MB), another walks
 all their records and copies keys and values out, so that Python runs once per chunk. Compressed
-batches are first decompressed into one reused buffer: lz4 and zstd ones by one more compiled call
-that calls the codec libraries' C functions (:mod:`kafkalog.fast.native`), any other batch, or one not
-framed as Kafka frames it, by :func:`kafkalog.format.compression.decompress_into`, which also reports what
-is wrong. All of it is plain Python that numba compiles (cached) when it is installed;
-``KAFKALOG_NO_NUMBA=1`` forces the plain path (cramjam and zstandard then stand in for the C
-calls). The record layout is ``schemas.RECORD_V2``; tests hold both paths to the object decoder,
-the plain reference decoder and Kafka's dumps.
+batches are first decompressed into one reused buffer: lz4 and zstd ones by one loop that calls
+the codec libraries (:mod:`kafkalog.fast.native`), any other batch, or one not framed as Kafka
+frames it, by :func:`kafkalog.format.compression.decompress_into`, which also reports what is wrong.
+
+The kernels (the walks, the framing, the span copy, and ``kafkalog verify``'s record walk) are
+written here in plain Python, and again in Cython in :mod:`kafkalog.fast._columnar`, compiled when
+the package is installed; :data:`kernels` is the compiled set unless it was not built or
+``KAFKALOG_NO_EXTENSIONS`` is set (:mod:`kafkalog.fast`). Both return the same statuses at the same
+positions, which this module turns into the same exceptions; tests run both over the same corpus.
+The record layout is ``schemas.RECORD_V2``; tests hold both paths to the object decoder, the plain
+reference decoder and Kafka's dumps.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kafkalog import fast
 from kafkalog.errors import InvalidRecordError, KafkaLogError
 from kafkalog.fast import native
 from kafkalog.format.compression import _KAFKA_LZ4_HEADER, Codec, decompress_into
+from kafkalog.format.primitives import crc32c
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
-__all__ = ["ACCELERATED", "CHUNK_BYTES", "BatchColumns", "ChunkBatches", "ChunkColumns", "decode_columns", "gather", "iter_chunks", "iter_columns"]
+__all__ = ["CHUNK_BYTES", "PURE", "COMPILED", "Kernels", "BatchColumns", "ChunkBatches", "ChunkColumns", "decode_columns", "gather", "iter_chunks", "iter_columns", "kernels"]
 
-
-def _identity(f: Callable[..., Any]) -> Callable[..., Any]:
-    return f
-
-
-def _source_digest(*modules: str) -> str:
-    """A digest of sibling modules' source (and of the interpreter's version). A compiled function
-    that inlines another module's functions closes over it: numba checks its cache against the
-    defining file and the closure's values only, so an edit to the other module would otherwise
-    leave stale machine code in use."""
-    h = hashlib.sha256(sys.version.encode())
-    for name in modules:
-        try:
-            h.update((Path(__file__).parent / f"{name}.py").read_bytes())
-        except OSError:  # pragma: no cover - no source next to the package: key on the version alone
-            h.update(name.encode())
-    return h.hexdigest()
-
-
-try:  # pragma: no cover - depends on the environment
-    if os.environ.get("KAFKALOG_NO_NUMBA"):
-        raise ImportError("disabled by KAFKALOG_NO_NUMBA")
-    import numba
-
-    from kafkalog.fast import jitcache
-
-    jitcache.install()  # a read-only package dir caches per user
-    _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
-    #: For small helpers such as varint readers: numba-level inlining speeds the walks up by a quarter.
-    _jit_inline = numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-    ACCELERATED = True
-except ImportError:  # pragma: no cover
-    _jit = _jit_inline = _identity
-    ACCELERATED = False
 
 # Error codes returned by the walker (negative): mapped to messages in _raise.
 _E_TRUNCATED = -1
@@ -81,7 +50,6 @@ _E_LEFTOVER = -6
 _E_SIZE_MISMATCH = -7
 
 
-@_jit_inline
 def _varint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
     """Zig-zag varint at ``pos``; returns (value, next position), next position < 0 on error.
 
@@ -113,7 +81,6 @@ def _varint(buf: np.ndarray, pos: int, end: int, max_bytes: int) -> tuple[int, i
     return np.int64(0), _E_VARINT
 
 
-@_jit_inline
 def _span(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int]:
     """A length-prefixed field at ``pos`` (key, value, header value): (its length, -1 for null;
     its first byte; the position after it, or an error code: the varint's, or ``_E_FIELD`` when
@@ -127,7 +94,6 @@ def _span(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int]:
     return n, start, pos
 
 
-@_jit_inline
 def _short_varint(buf: np.ndarray, pos: int) -> tuple[int, int]:
     """A zig-zag varint of one or two bytes at ``pos`` (the caller keeps both in the buffer):
     (value, next position), or next position -1 when it is longer."""
@@ -147,7 +113,6 @@ def _short_varint(buf: np.ndarray, pos: int) -> tuple[int, int]:
 # returns the position after what it read, or a negative error code in its place (see _MESSAGES).
 
 
-@_jit_inline
 def _record_prefix(buf: np.ndarray, pos: int, limit: int) -> tuple[int, int, int, int, int]:
     """The record at ``pos`` (its record area ends at ``limit``) up to its offset delta: (the
     position after it or an error code, the record's end, attributes, timestamp delta, offset delta)."""
@@ -167,7 +132,6 @@ def _record_prefix(buf: np.ndarray, pos: int, limit: int) -> tuple[int, int, int
     return pos, end, attrs, ts_delta, off_delta
 
 
-@_jit_inline
 def _key_value(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int, int, int]:
     """The key and value at ``pos`` of a record ending at ``end``: (key length, key start, value
     length, value start, the position after them or an error code); a length of -1 is null."""
@@ -178,7 +142,6 @@ def _key_value(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int, int,
     return klen, kstart, vlen, vstart, pos
 
 
-@_jit_inline
 def _header_count(buf: np.ndarray, pos: int, end: int) -> tuple[int, int]:
     """The header count at ``pos``: (count, the position after it, or an error code: the varint's,
     or ``_E_HEADERS`` for a count below 0 or past the bytes left)."""
@@ -188,7 +151,6 @@ def _header_count(buf: np.ndarray, pos: int, end: int) -> tuple[int, int]:
     return nh, pos
 
 
-@_jit_inline
 def _header(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int, int, int]:
     """One header at ``pos``: (key length, key start, value length (-1 null), value start, the
     position after it, or ``_E_HEADERS`` when anything of it is wrong: a header key is never null)."""
@@ -202,7 +164,6 @@ def _header(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int, int, in
     return hk, ks, hv, vs, pos
 
 
-@_jit_inline
 def _inline_view(buf: np.ndarray, start: int, n: int) -> tuple[int, int]:
     """The two little-endian words of the Arrow binary view of a span of 0-12 bytes
     ``buf[start:start+n]``: its length, then its bytes inline, zero-padded (all zeros when null)."""
@@ -217,15 +178,10 @@ def _inline_view(buf: np.ndarray, start: int, n: int) -> tuple[int, int]:
     return lo, hi
 
 
-@_jit
 def _record(buf: np.ndarray, pos: int, n: int, cols: np.ndarray, i: int, hdr: np.ndarray, nh_total: int) -> tuple[int, int, int]:
     """Read record ``i`` at ``pos`` (record area ending at ``n``) field by field, as
     DefaultRecord.readFrom does, into column ``i`` of ``cols`` (see :func:`_walk_records`).
-    Returns (status, next position or the record's start on error, headers seen).
-
-    Written out, not through :func:`_record_prefix` and the other shared readers (which verify's
-    walk uses): through them it measured 26% slower (1,650 against 1,310 ns a record with headers,
-    same process): numba keeps reference counting of ``buf`` in nested inlined calls."""
+    Returns (status, next position or the record's start on error, headers seen)."""
     start = pos
     cols[7, i] = start
     length, pos = _varint(buf, pos, n, 5)
@@ -283,7 +239,6 @@ def _record(buf: np.ndarray, pos: int, n: int, cols: np.ndarray, i: int, hdr: np
     return 0, pos, nh_total
 
 
-@_jit
 def _short_headers(buf: np.ndarray, p: int, end: int, hdr: np.ndarray, seen: int) -> tuple[int, int, int]:
     """The headers of a straight-line record from ``p`` (its header count) to ``end``, every varint
     of one or two bytes (Kafka Connect's and Streams' few short headers), their spans written to
@@ -321,7 +276,6 @@ def _short_headers(buf: np.ndarray, p: int, end: int, hdr: np.ndarray, seen: int
     return nh, p, seen
 
 
-@_jit_inline
 def _straight_records(
     buf: np.ndarray, pos: int, end_area: int, i: int, stop: int, cols: np.ndarray, hdr: np.ndarray, nh_total: int, views: np.ndarray,
     base: int, base_offset: int, base_ts: int, max_ts: int, log_append: bool,
@@ -330,11 +284,9 @@ def _straight_records(
     straight line: every varint of one or two bytes (what producers write for records under
     8 KiB; Kafka Connect's and Streams' records carry a few short headers). Returns (the first
     record not read, its position, headers seen); the caller reads that one with
-    :func:`_record`. A loop of its own: compiled, it measured 20% faster than one loop that also
-    called the general reader (7.7 against 9.4 ns a record). Headers go to :func:`_short_headers`,
-    a call only records that have some make: read there rather than by :func:`_record` (which
-    parsed such records a second time), real one-record batches with three headers decode 3x as
-    fast, while written out in this loop they slowed header-less records by 8%."""
+    :func:`_record`. Headers go to :func:`_short_headers`. The compiled twin
+    (``_columnar.pyx``) keeps this shape: a straight loop for the usual records, measured faster
+    than one loop that also calls the general reader."""
     last = min(end_area, buf.shape[0] - 1)  # straight-line records end before this, so their reads stay in buf
     with_views = views.shape[1] > 0
     while i < stop and pos + 1 < last:
@@ -399,7 +351,6 @@ def _straight_records(
     return i, pos, nh_total
 
 
-@_jit
 def _span_views(buf: np.ndarray, cols: np.ndarray, views: np.ndarray, i: int, base: int) -> None:
     """Write row ``i``'s key and value Arrow binary views (rows 0 and 1 of ``views``) from its spans
     in ``cols``: for records :func:`_record` reads, where speed matters less than one definition."""
@@ -413,15 +364,13 @@ def _span_views(buf: np.ndarray, cols: np.ndarray, views: np.ndarray, i: int, ba
             out[2 * i], out[2 * i + 1] = _inline_view(buf, start, n)
 
 
-@_jit_inline
 def _walk_records(
     buf: np.ndarray, pos: int, end_area: int, count: int, cols: np.ndarray, row: int, hdr: np.ndarray, nh_total: int,
     views: np.ndarray, base: int, base_offset: int, base_ts: int, max_ts: int, log_append: bool,
 ) -> tuple[int, int, int]:
     """Walk ``count`` records of the record area ``buf[pos:end_area]``, writing their fields to
     columns ``row..row+count-1`` of ``cols`` (offset, timestamp, key start, key length,
-    value start, value length, header count, record start, attributes: one argument rather than
-    nine, as numba's dispatch costs per argument) and header spans to ``hdr`` rows from
+    value start, value length, header count, record start, attributes) and header spans to ``hdr`` rows from
     ``nh_total`` while it has room. Unless ``views`` is empty, each record's key and value Arrow
     binary views (offsets from ``base``) also go to its rows 0 and 1: 16 bytes each, the
     layout of :func:`_inline_view` for up to 12 bytes, else length, first 4 bytes, buffer 0, offset.
@@ -458,24 +407,19 @@ _NO_BYTES = np.empty(0, np.uint8)
 _VIEW_LIMIT = 2**31 - 1
 
 
-@_jit
 def _walk(buf: np.ndarray, count: int, cols: np.ndarray, hdr: np.ndarray, views: np.ndarray) -> tuple[int, int, int]:
     """Walk the ``count`` records of one record area (all of ``buf``); see :func:`_walk_records`."""
     return _walk_records(buf, 0, buf.shape[0], count, cols, 0, hdr, 0, views, 0, 0, 0, 0, False)
 
 
-@_jit_inline
 def _copy_span(buf: np.ndarray, start: int, n: int, data: np.ndarray, at: int) -> None:
-    """Copy ``buf[start:start+n]`` to ``data[at:at+n]``: with unsigned indices numba compiles a
-    tight copy loop (slicing here was ~20x slower)."""
-    d = np.uint64(at)
-    s = np.uint64(start)
-    for j in range(np.uint64(n)):
-        data[d + j] = buf[s + j]
+    """Copy ``buf[start:start+n]`` to ``data[at:at+n]`` (numpy raises if either runs past its array)."""
+    if start + n > len(buf) or at + n > len(data):
+        raise IndexError(f"span of {n} bytes outside the buffers")
+    data[at : at + n] = buf[start : start + n]
 
 
-@_jit
-def gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, offsets: np.ndarray, data: np.ndarray, base: int) -> int:
+def _gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, offsets: np.ndarray, data: np.ndarray, base: int) -> int:
     """Copy spans ``buf[starts[i]:starts[i]+lens[i]]`` (null when len < 0) into ``data`` at
     ``base``, writing Arrow offsets (``offsets[i+1]``); returns the new end of ``data``."""
     pos = base
@@ -487,6 +431,15 @@ def gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, offsets: np.nd
             pos += ln
         offsets[k + i + 1] = pos
     return pos
+
+
+def gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, offsets: np.ndarray, data: np.ndarray, base: int) -> int:
+    """Copy spans ``buf[starts[i]:starts[i]+lens[i]]`` (null when len < 0) into ``data`` at
+    ``base``, writing Arrow offsets (``offsets[i+1]``, int32 or int64); returns the new end of
+    ``data``. Starts and lengths are taken as contiguous int64 (copied only if they are not)."""
+    starts = np.ascontiguousarray(starts, np.int64)
+    lens = np.ascontiguousarray(lens, np.int64)
+    return int(kernels.gather(buf, starts, lens, offsets, data, base))
 
 
 _MESSAGES = {
@@ -553,10 +506,10 @@ def decode_columns(batch: RecordBatch) -> BatchColumns:
     i64 = np.empty((9, count), dtype=np.int64)
     off_delta, ts_delta, ks, kl, vs, vl, hc, rs, at = i64
     hdr = _NO_HEADER_ROWS
-    status, where, nh = _walk(buf, count, i64, hdr, _NO_VIEWS)
+    status, where, nh = kernels.walk(buf, count, i64, hdr, _NO_VIEWS)
     if status == 0 and nh:
         hdr = np.empty((nh, 4), dtype=np.int64)
-        status, where, nh = _walk(buf, count, i64, hdr, _NO_VIEWS)
+        status, where, nh = kernels.walk(buf, count, i64, hdr, _NO_VIEWS)
     if status != 0:
         uncompressed = batch.attributes & ATTR_COMPRESSION_MASK == 0
         msg = _MESSAGES.get(status, "invalid record")
@@ -630,14 +583,12 @@ _HEADER_UP_TO_MAGIC = 17  # offset, size, partitionLeaderEpoch, magic: what Kafk
 _MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: a smaller declared size is corruption
 
 
-@_jit_inline
 def _be32(buf: np.ndarray, p: int) -> int:
     """Signed big-endian int32 at ``p``."""
     v = (np.int64(buf[p]) << 24) | (np.int64(buf[p + 1]) << 16) | (np.int64(buf[p + 2]) << 8) | np.int64(buf[p + 3])
     return v - 4294967296 if v >= 2147483648 else v
 
 
-@_jit_inline
 def _be64(buf: np.ndarray, p: int) -> int:
     """Signed big-endian int64 at ``p`` (high word signed, so nothing overflows in either path)."""
     lo = _be32(buf, p + 4)
@@ -646,70 +597,56 @@ def _be64(buf: np.ndarray, p: int) -> int:
     return _be32(buf, p) * 4294967296 + lo
 
 
-def _compile_frame(deps: str) -> Callable[..., tuple[int, int, int, int]]:
-    """:func:`_frame_chunk`, compiled with ``deps`` (the digest of :mod:`kafkalog.fast.native`, whose
-    CRC function it inlines) in its cache key."""
-
-    def _frame_chunk(
-        buf: np.ndarray, pos: int, end: int, compressed: bool, max_bytes: int, max_rows: int, meta: np.ndarray, verify_crc: bool
-    ) -> tuple[int, int, int, int]:
-        """Frame the entries of ``buf[pos:end]`` as Kafka's FileLogInputStream does, taking v2 batches
-        that are all uncompressed (or all compressed, per ``compressed``) into ``meta`` (their header
-        fields, :data:`_M_POS` ...) until a budget is spent; with ``verify_crc``, stop before a batch
-        whose CRC does not match (``_F_CRC``), as Kafka's consumer checks each batch before reading
-        it. Returns (stop status ``_F_*``, stop position, batches taken, records they declare)."""
-        if not len(deps):  # ``deps`` only keys the cache
-            return _F_END, pos, 0, 0
-        first = pos
-        n = 0
-        rows = 0
-        while True:
-            if end - pos < _HEADER_UP_TO_MAGIC:
-                return (_F_END if pos >= end else _F_TAIL), pos, n, rows
-            size = _be32(buf, pos + 8)
-            if size < _MIN_ENTRY_SIZE:
-                return _F_SMALL, pos, n, rows
-            if pos + 12 + size > end:
-                return _F_TAIL, pos, n, rows
-            if buf[pos + 16] != 2 or size < HEADER_SIZE - 12:
-                return _F_OTHER, pos, n, rows
-            attrs = (np.int64(buf[pos + 21]) << 8) | np.int64(buf[pos + 22])
-            codec = attrs & ATTR_COMPRESSION_MASK
-            count = _be32(buf, pos + 57)
-            if codec > 4 or count < 0 or (codec == 0 and count > size + 12 - HEADER_SIZE):
-                return _F_OTHER, pos, n, rows
-            if (codec != 0) != compressed:
-                return _F_SWITCH, pos, n, rows
-            if n > 0 and (n == meta.shape[0] or pos + 12 + size - first > max_bytes or rows + count > max_rows):
-                return _F_FULL, pos, n, rows
-            if verify_crc:
-                stored = _be32(buf, pos + 17)
-                if stored < 0:
-                    stored += 4294967296
-                if native.crc32c(buf, pos + _CRC_START, 12 + size - _CRC_START) != stored:
-                    return _F_CRC, pos, n, rows
-            meta[n, _M_POS] = pos
-            meta[n, _M_SIZE] = 12 + size
-            meta[n, _M_ATTRS] = attrs
-            meta[n, _M_COUNT] = count
-            meta[n, _M_BASE_OFFSET] = _be64(buf, pos)
-            meta[n, _M_BASE_TS] = _be64(buf, pos + 27)
-            meta[n, _M_MAX_TS] = _be64(buf, pos + 35)
-            meta[n, _M_LAST_DELTA] = _be32(buf, pos + 23)
-            meta[n, _M_LEADER_EPOCH] = _be32(buf, pos + 12)
-            meta[n, _M_PRODUCER_ID] = _be64(buf, pos + 43)
-            meta[n, _M_PRODUCER_EPOCH] = (np.int64(buf[pos + 51]) << 8) | np.int64(buf[pos + 52])
-            if meta[n, _M_PRODUCER_EPOCH] >= 32768:
-                meta[n, _M_PRODUCER_EPOCH] -= 65536
-            meta[n, _M_BASE_SEQUENCE] = _be32(buf, pos + 53)
-            n += 1
-            rows += count
-            pos += 12 + size
-
-    return _jit(_frame_chunk)  # type: ignore[no-any-return]
-
-
-_frame_chunk = _compile_frame(_source_digest("native"))
+def _frame_chunk(
+    buf: np.ndarray, pos: int, end: int, compressed: bool, max_bytes: int, max_rows: int, meta: np.ndarray, verify_crc: bool
+) -> tuple[int, int, int, int]:
+    """Frame the entries of ``buf[pos:end]`` as Kafka's FileLogInputStream does (R-LOG-03 to
+    R-LOG-05, R-LOG-07), taking v2 batches that are all uncompressed (or all compressed, per
+    ``compressed``) into ``meta`` (their header fields, :data:`_M_POS` ...) until a budget is
+    spent; with ``verify_crc``, stop before a batch whose CRC-32C does not match (``_F_CRC``,
+    R-PRIM-07), as Kafka's consumer checks each batch before reading it. Returns (stop status
+    ``_F_*``, stop position, batches taken, records they declare)."""
+    first = pos
+    n = 0
+    rows = 0
+    while True:
+        if end - pos < _HEADER_UP_TO_MAGIC:
+            return (_F_END if pos >= end else _F_TAIL), pos, n, rows
+        size = _be32(buf, pos + 8)
+        if size < _MIN_ENTRY_SIZE:
+            return _F_SMALL, pos, n, rows
+        if pos + 12 + size > end:
+            return _F_TAIL, pos, n, rows
+        if buf[pos + 16] != 2 or size < HEADER_SIZE - 12:
+            return _F_OTHER, pos, n, rows
+        attrs = (np.int64(buf[pos + 21]) << 8) | np.int64(buf[pos + 22])
+        codec = attrs & ATTR_COMPRESSION_MASK
+        count = _be32(buf, pos + 57)
+        if codec > 4 or count < 0 or (codec == 0 and count > size + 12 - HEADER_SIZE):
+            return _F_OTHER, pos, n, rows
+        if (codec != 0) != compressed:
+            return _F_SWITCH, pos, n, rows
+        if n > 0 and (n == meta.shape[0] or pos + 12 + size - first > max_bytes or rows + count > max_rows):
+            return _F_FULL, pos, n, rows
+        if verify_crc and crc32c(memoryview(buf)[pos + _CRC_START : pos + 12 + size]) != _be32(buf, pos + 17) & 0xFFFFFFFF:
+            return _F_CRC, pos, n, rows
+        meta[n, _M_POS] = pos
+        meta[n, _M_SIZE] = 12 + size
+        meta[n, _M_ATTRS] = attrs
+        meta[n, _M_COUNT] = count
+        meta[n, _M_BASE_OFFSET] = _be64(buf, pos)
+        meta[n, _M_BASE_TS] = _be64(buf, pos + 27)
+        meta[n, _M_MAX_TS] = _be64(buf, pos + 35)
+        meta[n, _M_LAST_DELTA] = _be32(buf, pos + 23)
+        meta[n, _M_LEADER_EPOCH] = _be32(buf, pos + 12)
+        meta[n, _M_PRODUCER_ID] = _be64(buf, pos + 43)
+        meta[n, _M_PRODUCER_EPOCH] = (np.int64(buf[pos + 51]) << 8) | np.int64(buf[pos + 52])
+        if meta[n, _M_PRODUCER_EPOCH] >= 32768:
+            meta[n, _M_PRODUCER_EPOCH] -= 65536
+        meta[n, _M_BASE_SEQUENCE] = _be32(buf, pos + 53)
+        n += 1
+        rows += count
+        pos += 12 + size
 
 
 #: :func:`_walk_chunk` status: the key or value buffer lacks room for the next batch (grow and resume).
@@ -717,7 +654,6 @@ _NEED_ROOM = 1
 _STATE_BATCH, _STATE_ROW, _STATE_KEY_END, _STATE_VALUE_END, _STATE_HEADERS = range(5)
 
 
-@_jit_inline
 def _gather_rows(
     buf: np.ndarray, cols: np.ndarray, f: int, row: int, count: int, kv_offsets: np.ndarray, k: int, data: np.ndarray, pos: int,
 ) -> int:
@@ -733,7 +669,6 @@ def _gather_rows(
     return pos
 
 
-@_jit
 def _walk_chunk(
     buf: np.ndarray, meta: np.ndarray, areas: np.ndarray, n: int, cols: np.ndarray, hdr: np.ndarray,
     kv_offsets: np.ndarray, key_data: np.ndarray, value_data: np.ndarray, state: np.ndarray, views: np.ndarray, base: int,
@@ -925,14 +860,9 @@ def _chunks(
     reader.tail = None
     compressed = False
     dbuf = scratch.dbuf
-    compiled_crc = verify_crc and native.CRC
     while True:
         data, origin, stop_end = src.window(pos)
-        status, stop, n, _rows = _frame_chunk(data, pos - origin, stop_end, compressed, max_bytes, max_rows, meta, compiled_crc)
-        if verify_crc and not compiled_crc:
-            bad = _first_bad_crc(data, meta, n)
-            if bad < n:
-                status, stop, n = _F_CRC, int(meta[bad, _M_POS]), bad
+        status, stop, n, _rows = kernels.frame_chunk(data, pos - origin, stop_end, compressed, max_bytes, max_rows, meta, verify_crc)
         if n and not records:
             yield ChunkBatches(meta[:n], origin, data)
         elif n:
@@ -976,17 +906,6 @@ def _chunks(
         yield from iter_columns([batch])
         pos += batch.size_in_bytes
         reader.valid_bytes = pos - reader.start
-
-
-def _first_bad_crc(data: np.ndarray, meta: np.ndarray, n: int) -> int:
-    """The first of batches ``0..n-1`` whose CRC does not match (``n`` when all do): the check
-    from Python, where :data:`kafkalog.fast.native.CRC` says the framing cannot make it."""
-    for i in range(n):
-        p, size = int(meta[i, _M_POS]), int(meta[i, _M_SIZE])
-        stored = int.from_bytes(data[p + 17 : p + 21].tobytes(), "big")
-        if native.crc32c(data, p + _CRC_START, size - _CRC_START) != stored:
-            return i
-    return n
 
 
 class _Source:
@@ -1183,11 +1102,11 @@ class _ChunkWalk:
             self.views = sc.own(32 * rows).view(np.uint64).reshape(2, 2 * rows)
         # walk one batch, then size the keys' array from it
         first = state[_STATE_BATCH] == 0 and upto > 1 and self.view_span is None
-        with np.errstate(over="ignore"):  # the plain path's int64 scalars wrap as numba's and Java's do
+        with np.errstate(over="ignore"):  # the plain path's int64 scalars wrap as the compiled path's and Java's do
             while True:
                 hdr = sc.hdr if self.headers else sc.hdr[:0]
                 stop = 1 if first else upto
-                status, i, where = _walk_chunk(
+                status, i, where = kernels.walk_chunk(
                     self.buf, self.meta, areas, stop, sc.cols, hdr, sc.kv, self.key_data, self.value_data, state, self.views, base
                 )
                 if first and status == 0:
@@ -1263,7 +1182,6 @@ _KAFKA_LZ4 = np.frombuffer(_KAFKA_LZ4_HEADER, np.uint8)
 _LZ4_BLOCK = 64 * 1024  # the block maximum of Kafka's header (BD 0x40)
 
 
-@_jit_inline
 def _lz4_frame(data: np.ndarray, pos: int, end: int, dbuf: np.ndarray, at: int, max_size: int) -> int:
     """Decompress the lz4 frame ``data[pos:end]`` into ``dbuf`` from ``at`` if it is exactly as
     Kafka writes it (its 7-byte header, 64 KiB blocks without checksums): the end of what was
@@ -1302,61 +1220,52 @@ def _lz4_frame(data: np.ndarray, pos: int, end: int, dbuf: np.ndarray, at: int, 
         pos += size
 
 
-def _compile_inflate(deps: str) -> Callable[..., tuple[int, int]]:
-    """:func:`_inflate_chunk`, compiled with ``deps`` (the digest of :mod:`kafkalog.fast.native`, whose
-    helpers it inlines) in its cache key."""
-
-    def _inflate_chunk(
-        data: np.ndarray, meta: np.ndarray, n: int, dbuf: np.ndarray, areas: np.ndarray, state: np.ndarray,
-        max_bytes: int, max_size: int, codecs: int, zstd: np.ndarray,
-    ) -> tuple[int, int]:
-        """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``,
-        writing each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``:
-        one call for a chunk, the codecs' C functions called from compiled code (:mod:`kafkalog.fast.native`).
-        ``codecs`` has bit c set for each codec id c (lz4, zstd) this may decompress; ``zstd`` is the
-        thread's zstd context. Returns (status, batch): 0 and the batches done, or ``_I_ROOM`` /
-        ``_I_PYTHON`` and the batch to grow for or to hand over (any irregular batch, so that the codec
-        module raises its precise errors); ``state`` says where to resume."""
-        at = state[_STATE_AT]
-        for i in range(state[_STATE_BATCH], n):
-            state[_STATE_BATCH] = i
-            state[_STATE_AT] = at
-            count = meta[i, _M_COUNT]
-            start = at
-            if count:
-                codec = meta[i, _M_ATTRS] & ATTR_COMPRESSION_MASK
-                if not (codecs >> codec) & 1:
-                    return _I_PYTHON, i
-                pos = meta[i, _M_POS] + HEADER_SIZE
-                end = meta[i, _M_POS] + meta[i, _M_SIZE]
-                if codec == 3:  # lz4; else zstd, the only other codec ``codecs`` may hold
-                    at = _lz4_frame(data, pos, end, dbuf, at, max_size)
-                else:
-                    room = dbuf.shape[0] - at
-                    got = native.zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
-                    if got == native.ROOM and room > max_size:
-                        got = native.BAD  # more than max_size bytes: the codec module says so
-                    at = got if got < 0 else at + got
-                    if got > max_size:
-                        at = native.BAD
-                if at == native.ROOM:
-                    return _I_ROOM, i
-                if at < 0 or count > at - start:
-                    return _I_PYTHON, i
-            areas[i, 0] = start
-            areas[i, 1] = at
-            if at > max_bytes:
-                state[_STATE_BATCH] = i + 1
-                state[_STATE_AT] = at
-                return 0, i + 1
-        state[_STATE_BATCH] = n
+def _inflate_chunk(
+    data: np.ndarray, meta: np.ndarray, n: int, dbuf: np.ndarray, areas: np.ndarray, state: np.ndarray,
+    max_bytes: int, max_size: int, codecs: int, zstd: np.ndarray,
+) -> tuple[int, int]:
+    """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``,
+    writing each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``:
+    one call for a chunk, the codecs' C functions called from compiled code (:mod:`kafkalog.fast.native`).
+    ``codecs`` has bit c set for each codec id c (lz4, zstd) this may decompress; ``zstd`` is the
+    thread's zstd context. Returns (status, batch): 0 and the batches done, or ``_I_ROOM`` /
+    ``_I_PYTHON`` and the batch to grow for or to hand over (any irregular batch, so that the codec
+    module raises its precise errors); ``state`` says where to resume."""
+    at = state[_STATE_AT]
+    for i in range(state[_STATE_BATCH], n):
+        state[_STATE_BATCH] = i
         state[_STATE_AT] = at
-        return 0, n if len(deps) else -1  # ``deps`` only keys the cache
-
-    return _jit(_inflate_chunk)  # type: ignore[no-any-return]
-
-
-_inflate_chunk = _compile_inflate(_source_digest("native"))
+        count = meta[i, _M_COUNT]
+        start = at
+        if count:
+            codec = meta[i, _M_ATTRS] & ATTR_COMPRESSION_MASK
+            if not (codecs >> codec) & 1:
+                return _I_PYTHON, i
+            pos = meta[i, _M_POS] + HEADER_SIZE
+            end = meta[i, _M_POS] + meta[i, _M_SIZE]
+            if codec == 3:  # lz4; else zstd, the only other codec ``codecs`` may hold
+                at = _lz4_frame(data, pos, end, dbuf, at, max_size)
+            else:
+                room = dbuf.shape[0] - at
+                got = native.zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
+                if got == native.ROOM and room > max_size:
+                    got = native.BAD  # more than max_size bytes: the codec module says so
+                at = got if got < 0 else at + got
+                if got > max_size:
+                    at = native.BAD
+            if at == native.ROOM:
+                return _I_ROOM, i
+            if at < 0 or count > at - start:
+                return _I_PYTHON, i
+        areas[i, 0] = start
+        areas[i, 1] = at
+        if at > max_bytes:
+            state[_STATE_BATCH] = i + 1
+            state[_STATE_AT] = at
+            return 0, i + 1
+    state[_STATE_BATCH] = n
+    state[_STATE_AT] = at
+    return 0, n
 
 
 def _inflate_batch(data: np.ndarray, origin: int, meta: np.ndarray, i: int, reader: LogReader, dbuf: np.ndarray, at: int) -> tuple[np.ndarray, int]:
@@ -1394,7 +1303,7 @@ def _compressed_chunk(
     zstd = native.zstd_dctx()
     max_size = reader.max_decompressed_size
     while True:
-        status, i = _inflate_chunk(data, meta, n, dbuf, areas, state, max_bytes, max_size, codecs, zstd)
+        status, i = kernels.inflate_chunk(data, meta, n, dbuf, areas, state, max_bytes, max_size, codecs, zstd)
         if status == 0:
             used = i
             break
@@ -1421,3 +1330,144 @@ def _grown_bytes(buf: np.ndarray, used: int, size: int) -> np.ndarray:
     bigger = np.empty(size, np.uint8)
     bigger[:used] = buf[:used]
     return bigger
+
+
+# ------------------------------------------------------------------------------ kafkalog verify's kernels
+# kafkalog.tools.validate frames whole files and walks the records of uncompressed batches with these
+# (through :data:`kernels`); its status codes besides the walker's:
+_E_OFFSET_ORDER = -20
+_E_OFFSET_DELTA = -21
+_E_COUNT = -22
+_I64_MIN = -(2**63)
+
+
+def _frame(buf: np.ndarray, end: int, positions: np.ndarray, fill: bool) -> tuple[int, int, int]:
+    """Frame the log entries of ``buf[:end]`` from byte 0 as Kafka's FileLogInputStream does
+    (R-LOG-03 to R-LOG-05). Returns (entries, stop position, stop status): 0 clean end, 1 torn
+    tail, 2 size below the minimum. With ``fill`` the entry positions are written to ``positions``."""
+    pos = 0
+    n = 0
+    while True:
+        if end - pos < _HEADER_UP_TO_MAGIC:
+            return n, pos, 0 if pos >= end else 1
+        size = _be32(buf, pos + 8)
+        if size < _MIN_ENTRY_SIZE:
+            return n, pos, 2
+        if pos + 12 + size > end:
+            return n, pos, 1
+        if fill:
+            positions[n] = pos
+        n += 1
+        pos += 12 + size
+
+
+def _verify_records(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, last_delta: np.ndarray, status: np.ndarray,
+    where: np.ndarray, max_delta: np.ndarray,
+) -> None:
+    """Walk the records of uncompressed v2 batches (record area ``buf[starts[i]:ends[i]]``) as
+    DefaultRecord.readFrom reads them (R-REC-02, R-REC-03, R-REC-06, R-REC-08, R-PRIM-03,
+    R-PRIM-04); per batch: status (0 ok), error position, largest timestamp delta."""
+    for i in range(starts.shape[0]):
+        pos = starts[i]
+        end_b = ends[i]
+        count = counts[i]
+        status[i] = 0
+        max_delta[i] = _I64_MIN
+        if count < 0 or count > end_b - pos:
+            status[i] = _E_COUNT
+            where[i] = pos
+            continue
+        prev = np.int64(-1)
+        start = pos
+        for _ in range(count):
+            start = pos
+            pos, end, _attrs, tsd, od = _record_prefix(buf, pos, end_b)
+            if pos < 0:
+                break
+            if od <= prev:
+                pos = _E_OFFSET_ORDER
+                break
+            if od > last_delta[i]:
+                pos = _E_OFFSET_DELTA
+                break
+            prev = od
+            if tsd > max_delta[i]:
+                max_delta[i] = tsd
+            _kl, _ks, _vl, _vs, pos = _key_value(buf, pos, end)
+            if pos < 0:
+                break
+            nh, pos = _header_count(buf, pos, end)
+            for _h in range(nh if pos >= 0 else 0):
+                _hk, _hks, _hv, _hvs, pos = _header(buf, pos, end)
+                if pos < 0:
+                    break
+            if pos >= 0 and pos != end:
+                pos = _E_SIZE_MISMATCH
+            if pos < 0:
+                break
+        if pos < 0:
+            status[i] = pos
+            where[i] = start
+            continue
+        if pos != end_b:
+            status[i] = _E_LEFTOVER
+            where[i] = pos
+
+
+# ------------------------------------------------------------------------------ the two implementations
+@dataclass(frozen=True)
+class Kernels:
+    """One implementation of the kernels: compiled (:mod:`kafkalog.fast._columnar`) or the plain
+    Python of this module. Both take the same arguments and return the same values."""
+
+    name: str
+    walk: Callable[..., tuple[int, int, int]]  # one record area (decode_columns)
+    gather: Callable[..., int]  # spans to Arrow (offsets, data)
+    frame_chunk: Callable[..., tuple[int, int, int, int]]  # a chunk's v2 batches
+    walk_chunk: Callable[..., tuple[int, int, int]]  # a chunk's records, keys and values
+    inflate_chunk: Callable[..., tuple[int, int]]  # a chunk's lz4 and zstd payloads
+    frame: Callable[..., tuple[int, int, int]]  # kafkalog verify: a whole file's entries
+    verify_records: Callable[..., None]  # kafkalog verify: the records of uncompressed batches
+
+
+#: The plain-Python kernels (the reference: what the compiled ones are held to).
+PURE = Kernels("pure-python", _walk, _gather, _frame_chunk, _walk_chunk, _inflate_chunk, _frame, _verify_records)
+
+
+def _compiled_kernels() -> Kernels | None:
+    c = fast.compiled("_columnar")
+    if c is None:
+        return None
+
+    def inflate_chunk(
+        data: np.ndarray, meta: np.ndarray, n: int, dbuf: np.ndarray, areas: np.ndarray, state: np.ndarray,
+        max_bytes: int, max_size: int, codecs: int, zstd: np.ndarray,
+    ) -> tuple[int, int]:
+        # the codec calls are kafkalog.fast.native's, looked up on each call as the plain twin does
+        return c._inflate_chunk(data, meta, n, dbuf, areas, state, max_bytes, max_size, codecs, zstd, _KAFKA_LZ4_HEADER,
+                                native.lz4_block, native.zstd_frames)  # type: ignore[no-any-return]
+
+    return Kernels("c-extension", c._walk, c.gather, c._frame_chunk, c._walk_chunk, inflate_chunk, c._frame, c._verify_records)
+
+
+#: The compiled kernels, or None when they were not built or ``KAFKALOG_NO_EXTENSIONS`` is set.
+COMPILED = _compiled_kernels()
+#: The kernels in use: :data:`COMPILED` when there, else :data:`PURE`.
+kernels = COMPILED or PURE
+
+
+# ---- for kafkalog.fast.objects and kafkalog.fast.partitioner until they are ported to Cython (#29, part B):
+# their numba decorators become no-ops, so they run their plain paths.
+ACCELERATED = False
+
+
+def _jit(f: Callable[..., Any]) -> Callable[..., Any]:
+    return f
+
+
+_jit_inline = _jit
+
+
+def _source_digest(*modules: str) -> str:
+    return "/".join(modules)

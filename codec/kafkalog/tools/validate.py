@@ -7,8 +7,8 @@ does, every ``.timeindex`` entry against its batch's largest timestamp as that t
 check does (DumpLogSegments.scala @1eb7644); ``.txnindex`` entries against the ABORT markers of their
 segment; producer ``.snapshot`` structure and CRC-32C; checkpoint files.
 
-The fast path: a ``.log`` is memory-mapped, a compiled walk (numba) frames every batch and walks
-the records of uncompressed v2 batches, batch headers are read with one numpy gather, CRCs are
+The fast path: a ``.log`` is read in chunks, a compiled walk (:data:`kafkalog.fast.columnar.kernels`:
+Cython, or its plain-Python twin) frames every batch and walks the records of uncompressed v2 batches, batch headers are read with one numpy gather, CRCs are
 computed in C over whole batches, and index files are read with numpy. Only compressed, control
 and v0/v1 batches are decoded into objects.
 """
@@ -24,18 +24,8 @@ from typing import Any
 import numpy as np
 
 from kafkalog.errors import CorruptIndexError, KafkaLogError
-from kafkalog.fast.columnar import (
-    _E_LEFTOVER,
-    _E_SIZE_MISMATCH,
-    _MESSAGES,
-    _header,
-    _header_count,
-    _jit,
-    _key_value,
-    _record_prefix,
-    _source_digest,
-    decode_columns,
-)
+from kafkalog.fast import columnar
+from kafkalog.fast.columnar import _E_COUNT, _E_OFFSET_DELTA, _E_OFFSET_ORDER, _MESSAGES, _be32, decode_columns
 from kafkalog.format.checkpoints import (
     read_leader_epoch_checkpoint,
     read_meta_properties,
@@ -74,9 +64,6 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 _INT32_MAX = 2**31 - 1
 _NO_TIMESTAMP = -1
-_I64_MIN = -(2**63)
-#: offset(8) size(4) epoch/crc(4) magic(1): the least Kafka reads before deciding an entry is torn
-_HEADER_UP_TO_MAGIC = 17
 _MIN_ENTRY_SIZE = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0
 _V2_HEADER = 61
 #: the least ``size`` of an entry of each magic: message overhead of v0 and v1, the v2 batch header
@@ -96,10 +83,7 @@ _OFFSET_CHECKPOINTS = frozenset(
     {"recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint"}
 )
 
-# record-walk status codes beyond columnar's
-_E_OFFSET_ORDER = -20
-_E_OFFSET_DELTA = -21
-_E_COUNT = -22
+#: what the record walk's statuses mean (columnar's, and verify's own)
 _WALK_MESSAGES = {
     **_MESSAGES,
     _E_OFFSET_ORDER: "record offset deltas are not strictly increasing",
@@ -164,99 +148,6 @@ class VerifyReport:
 
     def add(self, severity: str, code: str, file: str, position: int | None, offset: int | None, message: str) -> None:
         self.findings.append(Finding(severity, code, file, None if position is None else int(position), None if offset is None else int(offset), message))
-
-
-# ------------------------------------------------------------------------------ compiled walks
-@_jit
-def _be32(buf: np.ndarray, p: int) -> int:
-    v = (np.int64(buf[p]) << 24) | (np.int64(buf[p + 1]) << 16) | (np.int64(buf[p + 2]) << 8) | np.int64(buf[p + 3])
-    return v - (np.int64(1) << 32) if v >= (np.int64(1) << 31) else v
-
-
-@_jit
-def _frame(buf: np.ndarray, end: int, positions: np.ndarray, fill: bool) -> tuple[int, int, int]:
-    """Frame the log entries from byte 0 as Kafka's FileLogInputStream does.
-
-    Returns (entries, stop position, stop status): 0 clean end, 1 torn tail, 2 size below the
-    minimum. With ``fill`` the entry positions are written to ``positions``."""
-    pos = 0
-    n = 0
-    while True:
-        if end - pos < _HEADER_UP_TO_MAGIC:
-            return n, pos, 0 if pos >= end else 1
-        size = _be32(buf, pos + 8)
-        if size < _MIN_ENTRY_SIZE:
-            return n, pos, 2
-        if pos + 12 + size > end:
-            return n, pos, 1
-        if fill:
-            positions[n] = pos
-        n += 1
-        pos += 12 + size
-
-
-def _compile_walk(deps: str) -> Callable[..., None]:
-    """:func:`_walk_records`, compiled with ``deps`` (the digest of :mod:`kafkalog.fast.columnar`, whose
-    record field readers it inlines) in its cache key."""
-
-    def _walk_records(
-        buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, base_ts: np.ndarray,
-        last_delta: np.ndarray, status: np.ndarray, where: np.ndarray, max_delta: np.ndarray,
-    ) -> None:
-        """Walk the records of uncompressed v2 batches (record area ``buf[starts[i]:ends[i]]``) as
-        DefaultRecord.readFrom reads them; per batch: status (0 ok), error position, largest timestamp delta."""
-        if len(deps) == 0:  # never: ``deps`` only keys numba's cache
-            return
-        for i in range(starts.shape[0]):
-            pos = starts[i]
-            end_b = ends[i]
-            count = counts[i]
-            status[i] = 0
-            max_delta[i] = _I64_MIN
-            if count < 0 or count > end_b - pos:
-                status[i] = _E_COUNT
-                where[i] = pos
-                continue
-            prev = np.int64(-1)
-            start = pos
-            for _ in range(count):
-                start = pos
-                pos, end, _attrs, tsd, od = _record_prefix(buf, pos, end_b)
-                if pos < 0:
-                    break
-                if od <= prev:
-                    pos = _E_OFFSET_ORDER
-                    break
-                if od > last_delta[i]:
-                    pos = _E_OFFSET_DELTA
-                    break
-                prev = od
-                if tsd > max_delta[i]:
-                    max_delta[i] = tsd
-                _kl, _ks, _vl, _vs, pos = _key_value(buf, pos, end)
-                if pos < 0:
-                    break
-                nh, pos = _header_count(buf, pos, end)
-                for _h in range(nh if pos >= 0 else 0):
-                    _hk, _hks, _hv, _hvs, pos = _header(buf, pos, end)
-                    if pos < 0:
-                        break
-                if pos >= 0 and pos != end:
-                    pos = _E_SIZE_MISMATCH
-                if pos < 0:
-                    break
-            if pos < 0:
-                status[i] = pos
-                where[i] = start
-                continue
-            if pos != end_b:
-                status[i] = _E_LEFTOVER
-                where[i] = pos
-
-    return _jit(_walk_records)  # type: ignore[no-any-return]
-
-
-_walk_records = _compile_walk(_source_digest("columnar"))
 
 
 # ------------------------------------------------------------------------------------ segments
@@ -338,7 +229,7 @@ def _scan_log(
             cut = len(chunk)
             if not final:
                 buf = np.frombuffer(chunk, np.uint8)
-                n, cut, status = _frame(buf, len(chunk), np.zeros(0, np.int64), False)
+                n, cut, status = columnar.kernels.frame(buf, len(chunk), np.zeros(0, np.int64), False)
                 if status == 2:
                     final = True  # unframeable from here on: the rest is one finding
                     cut = len(chunk)
@@ -391,9 +282,9 @@ def _scan_buffer(
     chunk-relative."""
     remaining = size if remaining is None else remaining
     buf = np.frombuffer(mm, dtype=np.uint8) if size else np.zeros(0, np.uint8)
-    n, stop, status = _frame(buf, size, np.zeros(0, np.int64), False)
+    n, stop, status = columnar.kernels.frame(buf, size, np.zeros(0, np.int64), False)
     positions = np.empty(n, np.int64)
-    _frame(buf, size, positions, True)
+    columnar.kernels.frame(buf, size, positions, True)
     if status == 2:
         sink(ERROR, "batch-size", path, stop, None,
              f"batch size {_be32(buf, stop + 8)} is smaller than the minimum {_MIN_ENTRY_SIZE}; the {remaining - stop} bytes from here on cannot be framed")
@@ -443,7 +334,7 @@ def _scan_buffer(
             st = np.empty(len(sel), np.int64)
             wh = np.zeros(len(sel), np.int64)
             md = np.empty(len(sel), np.int64)
-            _walk_records(buf, positions[idx] + _V2_HEADER, ends[idx], counts[sel], hdr["baseTimestamp"][sel].astype(np.int64), lod[sel], st, wh, md)
+            columnar.kernels.verify_records(buf, positions[idx] + _V2_HEADER, ends[idx], counts[sel], lod[sel], st, wh, md)
             base_ts = hdr["baseTimestamp"][sel].astype(np.int64)
             hdr_max = hdr["maxTimestamp"][sel].astype(np.int64)
             lat = (attrs[sel] & ATTR_TIMESTAMP_TYPE) != 0

@@ -1,0 +1,152 @@
+#!/usr/bin/env python
+"""The compiled core's figures in one run (issue #29): start-up, import, record decoding, verify.
+
+Rows, all measured in this run:
+
+1. **start-up**: wall time and peak RSS of fresh processes: ``python -c pass`` (the interpreter
+   alone), ``import kafkalog``, ``import aiokafka.record.default_records`` (a peer's decoder),
+   ``kafkalog dump --json`` of a small segment (``golden/kafka/records/v2-none``), and ``kafkalog
+   verify golden/kafka/logdir/golden-0``. The first of ``--repeat`` runs is listed apart (nothing
+   is compiled or cached at run time, so it should match the others).
+2. **decode**: records/s of kafkalog's objects, columnar and columnar views paths against
+   aiokafka's Cython decoder and kafka-python on the standard workload (200,000 records of 100-byte
+   values and 16-byte keys, 1,000 a batch, no codec): :func:`decode.run_workload`, interleaved,
+   best of ``--repeat``.
+3. **verify**: MB/s of :func:`kafkalog.tools.validate.verify` on a generated partition against the
+   floor of reading the file and computing every batch's CRC-32C (:mod:`verify`'s rows).
+
+Which kernels run (compiled or pure Python) is printed first; ``KAFKALOG_NO_EXTENSIONS=1`` measures
+the pure-Python path. Take figures from an idle machine: the load average is printed at the end.
+
+    python bench/startup.py                # full run (a few minutes)
+    python bench/startup.py --quick        # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import decode  # noqa: E402  (bench/decode.py: the decode workload and its table)
+import records as recbench  # noqa: E402
+import verify as verify_bench  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL_LOG = REPO / "golden" / "kafka" / "records" / "v2-none" / "00000000000000000000.log"
+LOG_DIR = REPO / "golden" / "kafka" / "logdir" / "golden-0"
+KAFKALOG = [sys.executable, "-m", "kafkalog"]
+
+
+def commands() -> list[tuple[str, list[str]]]:
+    """(label, argv) of each start-up row."""
+    return [
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        ("import kafkalog", [sys.executable, "-c", "import kafkalog"]),
+        ("import aiokafka.record.default_records", [sys.executable, "-c", "import aiokafka.record.default_records"]),
+        (f"kafkalog dump --json {SMALL_LOG.relative_to(REPO)} ({SMALL_LOG.stat().st_size:,} B)", [*KAFKALOG, "dump", "--json", str(SMALL_LOG)]),
+        (f"kafkalog verify {LOG_DIR.relative_to(REPO)}", [*KAFKALOG, "verify", str(LOG_DIR)]),
+    ]
+
+
+def run_once(argv: list[str]) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in KiB, exit status) of one fresh process, its output discarded."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    rss = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss // 1024  # KiB on Linux, bytes on macOS
+    return wall, rss, proc.returncode
+
+
+def startup_rows(repeat: int) -> list[list[str]]:
+    """Start-up rows: first run, then the best and median of the others (interleaved)."""
+    cmds = commands()
+    runs: dict[str, list[tuple[float, int, int]]] = {label: [] for label, _ in cmds}
+    for _ in range(repeat):
+        for label, argv in cmds:
+            runs[label].append(run_once(argv))
+    rows = []
+    for label, _argv in cmds:
+        got = runs[label]
+        first, rest = got[0], sorted(got[1:] or got[:1])
+        bad = {code for *_x, code in got if code not in (0,)}
+        rows.append([label, f"{first[0] * 1e3:.0f}", f"{first[1] / 1024:.0f}", f"{rest[0][0] * 1e3:.0f}", f"{rest[len(rest) // 2][0] * 1e3:.0f}",
+                     f"{max(r[1] for r in rest) / 1024:.0f}", "" if not bad else f"exit {sorted(bad)}"])
+    return rows
+
+
+def import_time(repeat: int) -> float:
+    """Best in-process time of ``import kafkalog`` in fresh interpreters (the interpreter's own start-up excluded)."""
+    code = "import time; t = time.perf_counter(); import kafkalog; print(time.perf_counter() - t)"
+    return min(float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=REPO).stdout) for _ in range(repeat))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run: fewer records and repeats, a small verify log")
+    ap.add_argument("--repeat", type=int, default=None, help="runs of each measurement (default 7 start-up runs, best of 3 otherwise)")
+    ap.add_argument("--verify-mb", type=int, default=None, help="size of the generated log verify reads (default 500, --quick 16)")
+    args = ap.parse_args(argv)
+    repeat = args.repeat or (3 if args.quick else 7)
+    load_start = os.getloadavg()[0]
+    started = time.perf_counter()
+
+    from kafkalog import fast
+    from kafkalog.fast import columnar
+
+    print(f"kafkalog start-up and compiled-core benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs; "
+          f"kernels: {columnar.kernels.name} (kafkalog.fast.EXTENSIONS = {fast.EXTENSIONS})")
+    print()
+    print(decode.table(["command", "first run ms", "first run RSS MB", "best ms", "median ms", "peak RSS MB", "note"],
+                       startup_rows(repeat), {1, 2, 3, 4, 5}))
+    print(f"\n`import kafkalog` alone, in-process: {import_time(repeat) * 1e3:.1f} ms (best of {repeat})")
+
+    dargs = decode.parse_args(["--quick"] if args.quick else [])
+    dargs.records = decode.QUICK_RECORDS if args.quick else decode.DEFAULT_RECORDS
+    dargs.repeat = min(repeat, 3)
+    peers: dict = {}
+    labels = []
+    for name, make in (("aiokafka", recbench.make_aiokafka), ("kafka-python", recbench.make_kafka_python)):
+        got = make()
+        if isinstance(got, str):
+            labels.append(f"{name}: {got}")
+        else:
+            peers[name] = got
+            labels.append(got.label)
+    rows, _decomp = decode.run_workload("none", 100, 1000, dargs, peers)
+    print(f"\nstandard workload ({dargs.records:,} records of 100 B, 1,000 a batch, no codec); " + "; ".join(labels))
+    print(decode.render(rows))
+
+    size_mb = args.verify_mb or (16 if args.quick else 500)
+    with tempfile.TemporaryDirectory(prefix="kafkalog-bench-startup-") as tmp:
+        part = os.path.join(tmp, "bench-0")
+        os.mkdir(part)
+        log, batches = verify_bench.generate(part, size_mb)
+        size = os.path.getsize(log)
+        report = verify_bench.verify(part)  # also reads the file into the page cache
+        if not report.ok or report.findings:
+            print(f"verify found problems in the generated log: {report.findings[:3]}", file=sys.stderr)
+            return 1
+        floor = verify_bench.best(lambda: verify_bench.crc_floor(log), min(repeat, 3))
+        full = verify_bench.best(lambda: verify_bench.verify(part), min(repeat, 3))
+    print(f"\nverify: {size / 1e6:.0f} MB, {batches:,} batches of 1,000 records")
+    print(decode.table(["what", "seconds", "MB/s", "vs floor"],
+                       [["read + CRC-32C of each batch (floor)", f"{floor:.3f}", f"{size / 1e6 / floor:,.0f}", "1.00x"],
+                        ["kafkalog verify (all checks)", f"{full:.3f}", f"{size / 1e6 / full:,.0f}", f"{full / floor:.2f}x"]], {1, 2, 3}))
+    load_end = os.getloadavg()[0]
+    print(f"\nWall time {time.perf_counter() - started:.0f}s; 1-minute load average {load_start:.2f} at start, {load_end:.2f} at end"
+          + (" (other processes compete for the CPUs: compare ratios, not absolute figures)." if max(load_start, load_end) > 0.5 else "."))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
