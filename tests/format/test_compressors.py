@@ -9,7 +9,11 @@ twin when it is built.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import struct
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -17,7 +21,7 @@ from types import ModuleType
 import pytest
 
 from helpers import GOLDEN
-from kafkalog import Codec, LogReader
+from kafkalog import Codec, LogReader, fast
 from kafkalog.format import compression, compressors
 from kafkalog.format.compression import compress, decompress
 
@@ -44,17 +48,15 @@ SNAPPY = _table("snappy-write.out")
 
 def _implementations() -> Iterator[ModuleType]:
     yield compressors
-    try:  # the compiled twin, when built (conftest fails the session when a built one does not load)
-        from kafkalog.fast import _compress
-    except ImportError:
-        return
-    yield _compress
+    compiled = fast.compiled("_compress")  # None under KAFKALOG_NO_EXTENSIONS (conftest checks it loads otherwise)
+    if compiled is not None:
+        yield compiled
 
 
 IMPLS = list(_implementations())
 
 
-@pytest.fixture(params=IMPLS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.fixture(params=IMPLS, ids=lambda m: "c-extension" if m is not compressors else "pure-python")
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """Each implementation of the block compressors, also plugged into :func:`compress`."""
     monkeypatch.setattr(compression, "_block", request.param)
@@ -134,3 +136,23 @@ def test_compiled_and_plain_agree_on_odd_inputs(name: str) -> None:
             assert len({f(data) for f in fns}) == 1, (name, n)
     for f in fns:
         assert f(bytearray(b"xyzxyzxyzxyzxyzxyz")) == fns[0](b"xyzxyzxyzxyzxyzxyz")
+
+
+def test_compress_runs_the_compiled_compressors_unless_disabled() -> None:
+    """``import kafkalog`` plugs the compiled twins in (loaded on the first compression); with
+    KAFKALOG_NO_EXTENSIONS set, or without the extension, the plain ones run."""
+    code = (
+        "import kafkalog; from kafkalog.format import compression as c; "
+        "c.compress(kafkalog.Codec.SNAPPY, b'x' * 100); print(c._block.__name__)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KAFKALOG_NO_EXTENSIONS"}
+    plain = subprocess.run([sys.executable, "-c", code], env={**env, "KAFKALOG_NO_EXTENSIONS": "1"}, capture_output=True, text=True, check=True)
+    assert plain.stdout.split() == ["kafkalog.format.compressors"]
+    default = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    built = _built()
+    assert default.stdout.split() == ["kafkalog.fast._compress" if built else "kafkalog.format.compressors"]
+
+
+def _built() -> bool:
+    """Whether the extension is importable, whatever this process's KAFKALOG_NO_EXTENSIONS says."""
+    return importlib.util.find_spec("kafkalog.fast._compress") is not None
