@@ -18,7 +18,7 @@ from kafkalog.errors import (
     UnsupportedCompressionError,
     UnsupportedMagicError,
 )
-from kafkalog.format.compression import Codec
+from kafkalog.format.compression import BlockCompressors, Codec, set_block_compressors
 from kafkalog.format.primitives import crc32c, set_small_crc32c
 from kafkalog.format.records import (
     ControlType,
@@ -68,6 +68,18 @@ def __getattr__(name: str) -> object:
 
         return scan
     raise AttributeError(f"module 'kafkalog' has no attribute {name!r}")
+
+
+def _compiled_block_compressors() -> BlockCompressors:
+    """The compiled lz4 and snappy compressors (the same bytes as kafkalog.format.compressors, which
+    stand in when the extension was not built or KAFKALOG_NO_EXTENSIONS is set), loaded on first use."""
+    from kafkalog import fast
+    from kafkalog.format import compressors
+
+    return fast.compiled("_compress") or compressors  # type: ignore[return-value]
+
+
+set_block_compressors(_compiled_block_compressors)
 
 __all__ = [
     "BuildError",
