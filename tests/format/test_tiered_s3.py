@@ -104,3 +104,19 @@ def test_a_narrow_offset_read_fetches_only_the_chunks_holding_the_offsets(aws) -
     assert by_object[f"{stem}.rsm-manifest"] == len(manifest_bytes)
     assert by_object[f"{stem}.indexes"] == (AIVEN / mode / f"{main}.indexes").stat().st_size
     assert by_object[f"{stem}.log"] <= allowed_log, (by_object, allowed_log, list(needed))
+
+
+@pytest.mark.spark
+def test_the_spark_source_reads_the_objects_from_s3(aws) -> None:  # noqa: ANN001
+    """In process, as Spark runs the source (tests/spark/_support.py), with the endpoint and
+    credentials as fs.* options."""
+    pytest.importorskip("pyspark")
+    from spark._support import assert_same_rows, dump_batches, expected_rows, read_in_process, rows_of
+
+    lines = [o for o in read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl") if o["file"].startswith("golden-0/")]
+    want = {k: v for k, v in expected_rows(dump_batches(lines)).items() if k[2] < 190}
+    opts = {"path": f"s3://{BUCKET}/aiven/compression-encryption", "privateKeys": f"key1={KEY}", "includeHeaders": "true",
+            **{f"fs.{k}": json.dumps(v) if not isinstance(v, str) else v for k, v in aws.storage_options().items()}}
+    table, slices, _ = read_in_process(opts)
+    assert_same_rows(rows_of(table), want)
+    assert slices and all(s.tiered for s in slices)

@@ -69,3 +69,28 @@ def test_dump_across_tiers_fails_on_a_missing_tiered_segment_unless_gaps_are_all
     offsets = [json.loads(line)["offset"] for line in lenient.stdout.splitlines() if '"type":"record"' in line]
     assert offsets == [o for o in range(265) if not 102 <= o <= 145]
     assert _dump("--json", "--allow-gaps", str(broker)).returncode == 2  # --allow-gaps belongs to --tiered
+
+
+def _verify(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafkalog", "verify", "--json", *args], capture_output=True, text=True, check=False,
+                          cwd=REPO, env={"PYTHONPATH": str(REPO / "codec"), "PATH": ""})
+
+
+@pytest.mark.rule("R-TIER-04")
+def test_verify_checks_the_tiered_objects_chunk_by_chunk(tmp_path: Path) -> None:
+    ok = _verify("--private-key", f"key1={KEY}", str(AIVEN / "compression-encryption"))
+    assert ok.returncode == 0 and ok.stdout == "", ok.stderr
+    assert "verified 12 files" in ok.stderr
+    remote = tmp_path / "remote"
+    shutil.copytree(AIVEN / "encryption", remote)
+    log = next((remote / PARTITION).glob("00000000000000000051-*.log"))
+    data = bytearray(log.read_bytes())
+    data[600] ^= 4  # inside chunk 1 (bytes 540-1079 of the object)
+    log.write_bytes(bytes(data))
+    for f in (remote / PARTITION).glob("00000000000000000102-*"):
+        f.unlink()
+    bad = _verify("--private-key", f"key1={KEY}", str(remote))
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    findings = [json.loads(line) for line in bad.stdout.splitlines()]
+    assert {(f["code"], f["file"], f["position"]) for f in findings} >= {("CorruptChunkError", str(log), 540)}
+    assert any(f["code"] == "data-loss" and f["offset"] == 102 for f in findings)

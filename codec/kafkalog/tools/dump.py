@@ -373,9 +373,11 @@ def _targets(paths: list[str], err: TextIO, keys: Keyring | None = None) -> list
                     continue
                 end = _next_base(walked, i) if k is FileKind.LOG else None
                 found.append((full, rel, k, None if end is None else (end, ino), None))  # type: ignore[arg-type]
-        elif p.endswith(_MANIFEST_SUFFIX) or (p.endswith(".log") and exists(p[: -len(".log")] + _MANIFEST_SUFFIX)):
-            log_path = p[: -len(_MANIFEST_SUFFIX)] + ".log" if p.endswith(_MANIFEST_SUFFIX) else p
-            found.extend(_tiered_parts(log_path, os.path.basename(log_path), keys))
+        elif p.endswith((".log", ".indexes")) and exists(p.rsplit(".", 1)[0] + _MANIFEST_SUFFIX):
+            # a tiered segment's .log or .indexes named alone: that object, read through the manifest beside it
+            stem = p.rsplit(".", 1)[0]
+            parts = _tiered_parts(stem + ".log", os.path.basename(stem) + ".log", keys)
+            found.extend(t for t in parts if (t[2] is FileKind.LOG) == p.endswith(".log"))
         else:
             k = kind_of(p)
             if k is None:
