@@ -194,6 +194,16 @@ LOGDIRS = {
     "legacy-0": ("magic 0/1 message sets then a v2 batch appended as a follower: one index entry per append", "§4.3; R-IDX-05, R-IDX-06, R-LOG-02"),
 }
 
+#: golden/kafka/internal: Kafka 4.0's newer internal topics, keys and values from Kafka's serializers
+INTERNALS = {
+    "remotelogmetadata-0": ("a __remote_log_metadata-style partition (tiered storage, KIP-405): RemoteLogMetadataSerde values, "
+                            "2 segments; `golden/kafka/internal/dump/remotelogmetadata-0-decoded.txt` is Kafka's "
+                            "--remote-log-metadata-decoder text", "§3.6, §7.8"),
+    "sharegroupstate-0": ("a __share_group_state-style partition (share groups, KIP-932): ShareSnapshot and ShareUpdate records, "
+                          "a tombstone; `golden/kafka/internal/dump/sharegroupstate-0-decoded.txt` is Kafka's "
+                          "--share-group-state-decoder text", "§3.6, §7.8"),
+}
+
 # (case, set, partition path inside the set, what, spec)
 REALS = [
     ("real-kraft-cluster-metadata", "kraft-metadata-christseng89", "kafka-logs/__cluster_metadata-0",
@@ -226,11 +236,64 @@ def good_cases() -> list[Good]:
         cases.append(Good(f"kafka-records-{name}", KAFKA / "records" / name, KAFKA / "dump" / "records.jsonl", name, what, spec))
     for name, (what, spec) in LOGDIRS.items():
         cases.append(Good(f"kafka-logdir-{name}", KAFKA / "logdir" / name, KAFKA / "dump" / "logdir.jsonl", name, what, spec))
+    for name, (what, spec) in INTERNALS.items():
+        src = KAFKA / "internal"
+        cases.append(Good(f"kafka-internal-{name}", src / name, src / "dump" / f"{name}.jsonl", name, what, spec))
     for case, set_name, part, what, spec in REALS:
         src = REAL / set_name / part
         limit = 16384 if case == "real-cp760-monitoring" else None
         cases.append(Good(case, src, REAL / "expected" / f"{set_name}.jsonl.gz", src.name, what, spec, limit))
     return cases
+
+
+# ------------------------------------------------------------------------- tiered-storage cases
+TIERED = GOLDEN / "tiered" / "aiven"
+#: the four modes Aiven's plug-in wrote golden-0's first four segments in (golden/tiered/README.md)
+TIERED_MODES = {
+    "plain": ("no compression, no encryption: the .log objects are the segments' bytes; a fixed chunk index", "App. D; R-TIER-03, R-TIER-06"),
+    "compression": ("every 512-byte chunk a zstd frame; a variable chunk index", "App. D; R-TIER-03, R-TIER-04, R-TIER-06"),
+    "encryption": ("every chunk and index part AES-256-GCM encrypted, the data key RSA-OAEP(SHA3-512) wrapped for key pair key1", "App. D; R-TIER-03, R-TIER-04, R-TIER-05, R-TIER-06"),
+    "compression-encryption": ("zstd, then AES-256-GCM; a variable chunk index", "App. D; R-TIER-03, R-TIER-04, R-TIER-05, R-TIER-06"),
+}
+#: the parts of ``.indexes`` in stored order: the golden-0 file each was (by the segment's base offset
+#: and the next one's) and the line type of Kafka's dump of that file
+TIERED_PARTS = (
+    (lambda base, nxt: f"{base:020d}.index", "offsetIndexEntry"),
+    (lambda base, nxt: f"{base:020d}.timeindex", "timeIndexEntry"),
+    (lambda base, nxt: f"{nxt:020d}.snapshot", "producerSnapshotEntry"),
+    (lambda base, nxt: "leader-epoch-checkpoint", "leaderEpochEntry"),
+    (lambda base, nxt: f"{base:020d}.txnindex", "abortedTxn"),
+)
+
+
+def build_tiered(mode: str, out: Path) -> str:
+    """``aiven-<mode>``: the plug-in's objects for golden-0's segments 0, 51, 102 and 146, flat, and
+    as expected lines Kafka's dump of those segments with ``file`` naming the object that holds each
+    file: the ``.log`` lines under the ``.log`` object, and under ``.indexes`` the lines of the files
+    it concatenates (SPEC D.5), in stored order. The leader-epoch part holds the checkpoint's
+    entries that start below the next segment's base offset (RemoteLogManager's cut)."""
+    name = f"aiven-{mode}"
+    dest = out / name
+    dest.mkdir(parents=True)
+    objects = sorted(p for p in (TIERED / mode).rglob("*") if p.is_file())
+    for p in objects:
+        shutil.copyfile(p, dest / p.name)
+    logs = sorted(p.name for p in objects if p.name.endswith(".log"))
+    bases = [int(n[:20]) for n in logs]
+    lines = _logdir_lines("golden-0")
+    expected: list[dict] = []
+    for i, (log_name, base) in enumerate(zip(logs, bases, strict=True)):
+        nxt = bases[i + 1] if i + 1 < len(bases) else 190  # golden-0's fifth segment
+        stem = log_name[: -len(".log")]
+        for file_of, kind in TIERED_PARTS:
+            src = file_of(base, nxt)
+            part = [o for o in lines if o["file"] == src and o["type"] == kind]
+            if kind == "leaderEpochEntry":
+                part = [o for o in part if o["startOffset"] < nxt]
+            expected += [{**o, "file": f"{stem}.indexes"} for o in part]
+        expected += [{**o, "file": log_name} for o in lines if o["file"] == f"{base:020d}.log"]
+    write_jsonl(dest / "expected.jsonl", expected)
+    return name
 
 
 def build_good(case: Good, out: Path) -> None:
@@ -602,7 +665,7 @@ def build_bad(case: Bad, out: Path) -> dict:
 README_HEAD = """\
 # The kafkalog conformance corpus
 
-Generated by `golden/generate_corpus.py` from `golden/kafka` and `golden/real`; do not edit by hand
+Generated by `golden/generate_corpus.py` from `golden/kafka`, `golden/real` and `golden/tiered`; do not edit by hand
 (`tests/tools/test_corpus.py` regenerates it and fails on any difference). SPEC.md §8 describes the layout
 and the rules a conforming implementation follows; `kafkalog conformance --impl "COMMAND {file}"` runs
 another implementation over it, and `kafkalog conformance --writer "COMMAND {case} {dir}"` another
@@ -611,6 +674,11 @@ writer over the writer cases in [`writer/`](writer/README.md) (SPEC.md §8.3).
 * **Good cases** (`<case>/`): files written by Apache Kafka (kafka-clients and the broker's log layer)
   or by real brokers, and `expected.jsonl`, Kafka's own reading of them in canonical JSON (SPEC §7),
   taken from `golden/kafka/dump` and `golden/real/expected` with `file` made relative to the case.
+* **Tiered-storage cases** (`aiven-<mode>/`): the objects Aiven's tiered-storage plug-in wrote for
+  golden-0's first four segments (SPEC.md Appendix D), flat, with `expected.jsonl` made of Kafka's
+  dump of those segments, `file` naming the object holding each file (the `.indexes` object for the
+  index files it concatenates). The encrypted modes need the key pair `key1`'s private key,
+  `golden/tiered/aiven/keys/private.pem` (`kafkalog dump --private-key key1=FILE`).
 * **Bad cases** (`bad/<case>/`): one deliberate corruption of a golden file each, and `expected.json`
   with the finding a conforming reader or validator must report (`code`, `file`, byte `position`,
   `offset`, `severity`) and the reader's outcome: `reject` (a dumper must fail) or `lines` (a dumper
@@ -625,6 +693,9 @@ def readme(good: list[Good], findings: dict[str, dict]) -> str:
     for c in good:
         src = os.path.relpath(c.source, GOLDEN)
         rows.append(f"| `{c.name}` | {c.exercises} (from `golden/{src}`) | {c.spec} |")
+    for mode, (what, spec) in TIERED_MODES.items():
+        rows.append(f"| `aiven-{mode}` | Aiven's tiered-storage plug-in's objects for golden-0's segments 0-146: {what} "
+                    f"(from `golden/tiered/aiven/{mode}`; the private key is `golden/tiered/aiven/keys/private.pem`) | {spec} |")
     rows += ["", "## Bad cases", "", "| case | what it exercises | reader | finding | SPEC |", "|---|---|---|---|---|"]
     for b in BAD:
         f = findings[b.name]
@@ -636,23 +707,27 @@ def readme(good: list[Good], findings: dict[str, dict]) -> str:
 # ------------------------------------------------------------------------------------- writer
 #: The writer cases written by Kafka's broker log layer (../shared/golden-kafka/writer): what each shows, SPEC rules
 WRITER_KAFKA = {
-    "roll-by-size": ("segment.bytes=2048, every codec, one batch per append: size rolls, index entries every > 256 bytes", "R-ROLL-01, R-IDX-05, R-IDX-06, R-TIDX-03, R-TIDX-04, R-IDX-11, R-ROLL-05"),
+    "roll-by-size": ("segment.bytes=2048, every codec, one batch per append: size rolls, index entries every > 256 bytes", "R-ROLL-01, R-IDX-05, R-IDX-06, R-TIDX-03, R-TIDX-04, R-IDX-11, R-ROLL-05, R-IDX-09"),
     "roll-by-time": ("segment.ms=60000: batches without timestamps roll by the clock, CreateTime batches by their timestamps", "R-ROLL-01, R-ROLL-02"),
     "roll-by-offset-index-full": ("segment.index.bytes=96, index.interval.bytes=1: roll when the offset index has 12 entries", "R-ROLL-01, R-IDX-10"),
     "roll-by-time-index-full": ("the same with increasing timestamps: roll when the time index has 7 entries", "R-ROLL-01, R-IDX-10, R-TIDX-04"),
     "roll-compacted-max-lag": ("cleanup.policy=compact, max.compaction.lag.ms=25000 < segment.ms: time roll at the smaller", "R-ROLL-01, R-ROLL-02"),
-    "transactions-aborts": ("3 transactional producers, an idempotent and a plain one; 14 aborted transactions in 8 .txnindex files", "R-TXN-01, R-TXN-02, R-SNAP-03, R-SNAP-05"),
+    "transactions-aborts": ("3 transactional producers, an idempotent and a plain one; 14 aborted transactions in 8 .txnindex files", "R-TXN-01, R-TXN-02, R-SNAP-03, R-SNAP-05, R-ROLL-08"),
     "transactions-open-at-end": ("an abort two segments after its transaction began; two transactions open at close", "R-TXN-01, R-SNAP-04, R-ROLL-05"),
     "logappendtime": ("message.timestamp.type=LogAppendTime: batches stamped with the broker clock", "R-WR-06, R-V2-12"),
     "recompress-zstd": ("compression.type=zstd: producer batches rebuilt by the leader", "R-WR-06, A.4"),
     "recompress-gzip": ("compression.type=gzip: producer batches rebuilt by the leader", "R-WR-06, A.1"),
+    "recompress-lz4": ("compression.type=lz4 (compression.lz4.level 9): producer batches rebuilt by the leader with lz4-java's fast compressor",
+                       "R-WR-06, R-WR-12, R-LZ4-01, R-LZ4-07"),
+    "recompress-snappy": ("compression.type=snappy: producer batches rebuilt by the leader with snappy-java's stream over libsnappy",
+                          "R-WR-06, R-WR-11, R-SNAPPY-01, R-SNAPPY-05"),
     "retention-bytes": ("retention.bytes=2500: the 3 oldest segments deleted, epoch checkpoint trimmed", "R-RET-01, R-RET-03, R-RET-07"),
     "retention-time": ("retention.ms=600000: the 3 oldest segments deleted", "R-RET-01, R-RET-02, R-RET-04"),
     "retention-time-all-expired": ("every segment expired: an empty segment rolled at the log end, the rest deleted", "R-RET-04, R-RET-06"),
-    "recovery-torn-tail": ("crash, a partial batch appended, indexes deleted, unclean open: the tail dropped", "R-RCV-06, R-RCV-07, R-RCV-09"),
-    "recovery-bad-crc": ("crash, a byte flipped: recovery truncates at the bad batch", "R-RCV-06, R-RCV-07, R-RCV-08"),
-    "follower-legacy": ("follower appends of magic 0/1 message sets (several batches per call), then magic 2", "R-IDX-05, R-IDX-06, R-CKPT-05"),
-    "leader-epochs": ("leader appends at epochs 0, 1, 3, follower appends of 5 and 8", "R-CKPT-05, R-WR-06"),
+    "recovery-torn-tail": ("crash, a partial batch appended, indexes deleted, unclean open: the tail dropped", "R-RCV-05, R-RCV-06, R-RCV-07, R-RCV-09"),
+    "recovery-bad-crc": ("crash, a byte flipped: recovery truncates at the bad batch", "R-RCV-06, R-RCV-07, R-RCV-08, R-SNAP-08"),
+    "follower-legacy": ("follower appends of magic 0/1 message sets (several batches per call), then magic 2", "R-IDX-05, R-IDX-06, R-CKPT-05, R-CKPT-11"),
+    "leader-epochs": ("leader appends at epochs 0, 1, 3, follower appends of 5 and 8", "R-CKPT-05, R-CKPT-11, R-WR-06, R-ROLL-08"),
 }
 _WRITER_FILES = ("case.json", "input.log")
 _WRITER_DIRS = ("expected", "before-open")
@@ -745,6 +820,8 @@ def generate(out: Path, writer_from: Path | None = None) -> None:
     good = good_cases()
     for c in good:
         build_good(c, out)
+    for mode in TIERED_MODES:
+        build_tiered(mode, out)
     findings = {b.name: build_bad(b, out) for b in BAD}
     build_writer(out, writer_from)
     (out / "README.md").write_text(readme(good, findings), encoding="utf-8")

@@ -30,6 +30,18 @@ def need_shared(sub: str = "") -> Path:
     return p
 
 
+def lost_partitions(set_dir: Path) -> set[str]:
+    """The partition directories of a golden-real set whose ``.log`` was left out of the copy with
+    its content unknown (ABSENT_FILES.json entries without ``all_zero_size``): their offsets are
+    lost (SPEC §6.8); cp760-flink-on-prem: customers-0 and products-0."""
+    out: set[str] = set()
+    for absent in set_dir.rglob("ABSENT_FILES.json"):
+        for entry in json.loads(absent.read_text())["files"]:
+            if entry["path"].endswith(".log") and entry.get("all_zero_size") is None and (absent.parent / entry["path"]).parent.is_dir():
+                out.add(entry["path"].split("/")[-2])
+    return out
+
+
 def read_jsonl(path: Path) -> list[dict]:
     """All objects of a (possibly gzipped) JSON-lines file."""
     opener = gzip.open if path.suffix == ".gz" else open

@@ -1,6 +1,6 @@
 """The package's layers (issue #22, README "Layout"): every import of every module, function-level ones
 included (``if TYPE_CHECKING:`` blocks excepted), read with ``ast``; no import circle anywhere in
-``codec/`` or ``spark_ext/``, and imports run downward only: tools -> log -> format, fast -> format.
+``codec/`` or ``spark_ext/``, and imports run downward only: tools -> dataset -> log/fast -> format.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ ALLOWED = {
     "internal": {"format", "internal"},
     "fast": {"format", "fast"},
     "log": {"format", "log"},
-    "tools": {"format", "internal", "fast", "log", "tools"},
+    "dataset": {"format", "fast", "log", "dataset"},
+    "tools": {"format", "internal", "fast", "log", "dataset", "tools"},
 }
 
 

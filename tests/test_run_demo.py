@@ -1,10 +1,13 @@
-"""`./run demo` without Java: the Spark step says in one line why it is skipped, and the demo goes on."""
+"""`./run demo`: without Java the Spark step says in one line why it is skipped, and the demo goes on;
+with Java it prints Spark's table and nothing of Spark's logging."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from helpers import REPO
 
@@ -51,3 +54,30 @@ def test_spark_step_with_an_old_java_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == f"== Spark step skipped: {java} is Java 11, and pyspark needs 17 or later (the rest of the demo needs no Java)\n"
 
+
+
+@pytest.mark.spark
+def test_spark_step_prints_only_the_table() -> None:
+    """With Java and pyspark: no log4j lines, JVM warnings or progress bar, only the step's header
+    line on stderr and Spark's table on stdout (the sample's two topics, 3 records each)."""
+    import sys
+
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        pytest.skip("pyspark is not installed")
+    proc = subprocess.run(["bash", str(REPO / "run"), "demo-spark", sys.executable, SAMPLE],
+                          capture_output=True, text=True, check=False, timeout=900, cwd=REPO)
+    if proc.stderr.startswith("== Spark step skipped:"):
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == '== the same data dir read with Spark: spark.read.format("kafkalog")\n'
+    assert proc.stdout.splitlines() == [
+        "+-------------------+-----+",
+        "|topic              |count|",
+        "+-------------------+-----+",
+        "|clustering_results |3    |",
+        "|clustering_userRank|3    |",
+        "+-------------------+-----+",
+        "",
+    ]

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
+from kafkalog.format.tiered_aiven import read_private_keys
 from kafkalog.tools.canonical import dumps
 from kafkalog.tools.dump import DumpOptions, dump
+
+#: the key pair the corpus's encrypted tiered-storage cases (aiven-*) were written with
+TIERED_KEY = Path(__file__).resolve().parents[1] / "golden" / "tiered" / "aiven" / "keys" / "private.pem"
 
 BUGS = {"drop-headers", "swap-ts-magic1", "accept-bad-crc", "exit-zero"}
 _SWAP = {"CreateTime": "LogAppendTime", "LogAppendTime": "CreateTime"}
@@ -34,7 +39,7 @@ def main(argv: list[str]) -> int:
     bugs = set(argv[0].split(","))
     assert bugs <= BUGS, bugs - BUGS
     out, err = io.StringIO(), io.StringIO()
-    result = dump(argv[1:], DumpOptions(fmt="json"), out, err)
+    result = dump(argv[1:], DumpOptions(fmt="json", keys=read_private_keys([f"key1={TIERED_KEY}"])), out, err)
     for line in out.getvalue().splitlines():
         sys.stdout.write(dumps(_break(json.loads(line), bugs)) + "\n")
     sys.stderr.write(err.getvalue())

@@ -1,7 +1,7 @@
 """kafkalog: read, verify and write Apache Kafka's on-disk log files without a broker.
 
-Start with :class:`LogReader` (one ``.log`` file), the builders :class:`RecordBatchBuilder`
-and :class:`LegacyBatchBuilder`, and the CLI (``kafkalog --help``). SPEC.md defines the formats.
+Start with :class:`LogReader` (one ``.log`` file), :func:`scan` (whole data dirs as Arrow), the
+builders :class:`RecordBatchBuilder` and :class:`LegacyBatchBuilder`, and the CLI (``kafkalog --help``). SPEC.md defines the formats.
 """
 
 from kafkalog.errors import (
@@ -18,7 +18,7 @@ from kafkalog.errors import (
     UnsupportedCompressionError,
     UnsupportedMagicError,
 )
-from kafkalog.format.compression import Codec
+from kafkalog.format.compression import BlockCompressors, Codec, set_block_compressors
 from kafkalog.format.primitives import crc32c, set_small_crc32c
 from kafkalog.format.records import (
     ControlType,
@@ -60,6 +60,27 @@ def _small_crc32c(data: bytes | bytearray | memoryview) -> int:
 set_record_decoder(_compiled_record_decoder)
 set_small_crc32c(_small_crc32c)
 
+
+def __getattr__(name: str) -> object:
+    """``kafkalog.scan``, imported when first used: it needs pyarrow, which ``import kafkalog`` does not load."""
+    if name == "scan":
+        from kafkalog.dataset.scan import scan
+
+        return scan
+    raise AttributeError(f"module 'kafkalog' has no attribute {name!r}")
+
+
+def _compiled_block_compressors() -> BlockCompressors:
+    """The compiled lz4 and snappy compressors (the same bytes as kafkalog.format.compressors, which
+    stand in when the extension was not built or KAFKALOG_NO_EXTENSIONS is set), loaded on first use."""
+    from kafkalog import fast
+    from kafkalog.format import compressors
+
+    return fast.compiled("_compress") or compressors  # type: ignore[return-value]
+
+
+set_block_compressors(_compiled_block_compressors)
+
 __all__ = [
     "BuildError",
     "Codec",
@@ -85,4 +106,5 @@ __all__ = [
     "UnsupportedCompressionError",
     "UnsupportedMagicError",
     "read_batches",
+    "scan",
 ]

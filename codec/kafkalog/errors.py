@@ -154,6 +154,31 @@ class ReadOnlyLogError(KafkaLogError):
     open it with ``Log.open(path, writable=True)`` to load and change it as a broker does."""
 
 
+class TieredStorageError(KafkaLogError):
+    """An object a tiered-storage plug-in wrote is missing, malformed or cannot be decrypted (SPEC §10);
+    ``file`` names the object (path or URL) and ``position`` the byte in it."""
+
+
+class ManifestError(TieredStorageError):
+    """A segment manifest (``.rsm-manifest``) of an unknown version, or one that is not the JSON the plug-in writes."""
+
+
+class RemoteObjectMissingError(TieredStorageError):
+    """One of a tiered segment's objects (``.log``, ``.indexes``, ``.rsm-manifest``) is not in the store."""
+
+
+class TruncatedObjectError(TieredStorageError):
+    """An object ends before the bytes its manifest places in it: a chunk or index part is missing."""
+
+
+class CorruptChunkError(TieredStorageError):
+    """A chunk or index part that fails its AES-GCM tag, is not a zstd frame, or gives another size than the manifest says."""
+
+
+class DataKeyError(TieredStorageError):
+    """A segment's data key cannot be unwrapped: no private key with its key-pair id, or one that does not fit."""
+
+
 class LogNotFoundError(KafkaLogError, FileNotFoundError):
     """A partition directory given to a reader does not exist (nothing is created for it).
 
@@ -167,3 +192,18 @@ class LogNotFoundError(KafkaLogError, FileNotFoundError):
 
     def __str__(self) -> str:
         return self._render()
+
+
+class DataLossError(KafkaLogError):
+    """Offsets that a partition directory's own files say existed but that no ``.log`` holds (SPEC
+    §6.8): a ``.log`` missing beside its index files or snapshot, or a log that ends before its
+    snapshots, indexes or checkpoints say it did. ``file`` is the partition directory, ``offset``
+    the first missing offset; ``gaps`` lists every missing range (:class:`kafkalog.log.gaps.Gap`).
+    Readers raise it unless gaps are allowed (``--allow-gaps``, Spark's ``failOnDataLoss=false``)."""
+
+    def __init__(
+        self, message: str, *, file: str | None = None, position: int | None = None, offset: int | None = None,
+        gaps: list[object] | None = None,
+    ) -> None:
+        super().__init__(message, file=file, position=position, offset=offset)
+        self.gaps = list(gaps or [])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafkalog_spark.errors import DataLossError, LayoutError, SourceOptionError
+from kafkalog_spark.errors import DataLossError, LayoutError, SourceOptionError, WorkerPythonError
 from kafkalog_spark.source import KafkaLogDataSource, session_defaults, source_schema
 from kafkalog_spark.views import consumer_offsets
 
@@ -23,6 +23,7 @@ __all__ = [
     "KafkaLogDataSource",
     "LayoutError",
     "SourceOptionError",
+    "WorkerPythonError",
     "consumer_offsets",
     "records_to_arrow",
     "register",
@@ -40,9 +41,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def register(spark: SparkSession) -> None:
+def register(spark: SparkSession, *, check_workers: bool = True) -> None:
     """Register the ``kafkalog`` format with ``spark``, enable Python filter pushdown and let the
     default save mode append.
+
+    First, for a local master, it checks that the interpreters Spark starts Python workers with can
+    import ``kafkalog_spark`` (:func:`kafkalog_spark.workers.check_workers`): a job run as
+    ``.venv/bin/python job.py`` without the venv activated has workers running ``python3`` from
+    ``PATH``, and gets :class:`WorkerPythonError` naming ``PYSPARK_PYTHON`` and the interpreter to
+    set it to, instead of a pickling traceback at the first read. ``check_workers=False`` skips it.
 
     Spark only calls a Python source's ``pushFilters`` with
     ``spark.sql.python.filterPushdown.enabled=true``, and fails reads of a source that defines it
@@ -55,6 +62,10 @@ def register(spark: SparkSession) -> None:
     """
     from kafkalog_spark.writer import append_by_default  # the writer loads the compiled partitioner: not at import
 
+    if check_workers:
+        from kafkalog_spark.workers import check_workers as check
+
+        check(spark)
     defaults = session_defaults(spark)
 
     class SessionKafkaLogDataSource(KafkaLogDataSource):

@@ -8,7 +8,12 @@ Layouts read (each path, after glob expansion, is one of these):
 * a **tiered-storage copy** as Kafka's ``LocalTieredStorage`` writes it (RemoteLogSegmentFileset,
   RemoteTopicPartitionDirectory): sub-directories ``<topic>-<partition>-<22-char topic id>`` (also
   accepted: ``<topic>-<topic id>-<partition>`` and plain ``<topic>-<partition>``) holding
-  ``<20-digit start offset>-<22-char segment uuid>.log`` with the same index suffixes.
+  ``<20-digit start offset>-<22-char segment uuid>.log`` with the same index suffixes;
+* **Aiven's tiered-storage plug-in**'s objects (SPEC Appendix D), found up to four levels under a
+  path that holds no other layout (the plug-in's ``key.prefix`` directory or the one above it): ``<topic>-<topic id>/<partition>/<start offset>-<segment uuid>``
+  ``.log``, ``.indexes`` and ``.rsm-manifest``; a segment counts once its manifest is there
+  (R-TIER-01), and its ``.log`` is read through the manifest (chunks decompressed and decrypted
+  with the ``privateKeys`` option's keys).
 
 Skipped: directories ending in ``-delete``, ``-future`` or ``-stray`` (Kafka's pending deletes,
 future replicas and strays) and files named ``*.deleted``, ``*.cleaned``, ``*.swap`` (or any other
@@ -18,16 +23,19 @@ as several :class:`Replica` objects; :mod:`.planning` merges them by offset.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import fsspec
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
 
+from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, UrlStore, parse_object_key
 from kafkalog.log.unified import topic_name_problem
 
 from .errors import LayoutError
@@ -70,6 +78,23 @@ class SegmentFiles:
     timeindex: str | None = None
     txnindex: str | None = None
     segment_id: str | None = None  # the tiered-storage segment uuid, when the names carry one
+    tiered: bool = False  # an Aiven plug-in segment: ``log`` is its .log object, read through the manifest beside it
+    next_offset: int | None = None  # a tiered segment's ``endOffset`` + 1, from its manifest: what it answers for ends there
+    keys: Keyring | None = field(default=None, repr=False, compare=False)  # for an encrypted tiered segment
+
+    def remote(self, fs: AbstractFileSystem) -> RemoteSegment:
+        """The plug-in's view of a ``tiered`` segment (its manifest read once per filesystem)."""
+        return _remote(fs, self.log, self.keys)
+
+    def open_log(self, fs: AbstractFileSystem) -> BinaryIO:
+        """The segment's ``.log`` bytes as a seekable binary file."""
+        return self.remote(fs).open_log() if self.tiered else fs.open(self.log, "rb")  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=1024)
+def _remote(fs: AbstractFileSystem, log_path: str, keys: Keyring | None) -> RemoteSegment:
+    folder, name = log_path.rsplit("/", 1)
+    return RemoteSegment(UrlStore(folder, fs), name[: -len(".log")], keys)
 
 
 @dataclass(frozen=True)
@@ -82,6 +107,9 @@ class Replica:
     segments: tuple[SegmentFiles, ...]  # by base offset
     snapshots: tuple[tuple[int, str], ...] = ()  # producer-state snapshots (offset, path), by offset
     topic_id: str | None = None  # from a tiered-storage directory name
+    #: every file name of the directory's listing (the data-loss check reads orphaned index files
+    #: and ``.deleted``/``.swap`` names, which ``segments`` leaves out)
+    names: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, int]:
@@ -108,9 +136,11 @@ def _replica(dir_path: str, entries: list[dict]) -> Replica | None:
     """The replica a listing describes, or None when the directory holds no segment files."""
     groups: dict[tuple[int, str | None], dict[str, tuple[str, int]]] = {}
     snapshots = []
+    names = []
     for e in entries:
         if e.get("type") != "file":
             continue
+        names.append(_basename(e["name"]))
         m = _SEGMENT_FILE.match(_basename(e["name"]))
         if not m:
             continue
@@ -144,7 +174,7 @@ def _replica(dir_path: str, entries: list[dict]) -> Replica | None:
                 segment_id=seg_id,
             )
         )
-    return Replica(topic, partition, dir_path, tuple(segments), tuple(sorted(snapshots)), topic_id)
+    return Replica(topic, partition, dir_path, tuple(segments), tuple(sorted(snapshots)), topic_id, tuple(sorted(names)))
 
 
 def _expand(fs: AbstractFileSystem, path: str) -> list[str]:
@@ -207,8 +237,42 @@ def _tree(fs: AbstractFileSystem, root: str) -> tuple[list[dict], Mapping[str, l
     return own, children
 
 
+#: how deep under a path the plug-in's objects are looked for: ``<key.prefix>/<topic>-<id>/<partition>/<object>``,
+#: so a path may be the directory of the plug-in's ``key.prefix`` or the one above it, a topic's or a partition's
+_AIVEN_DEPTH = 4
+
+
+def _aiven_replicas(fs: AbstractFileSystem, root: str, keys: Keyring | None, wants: Callable[[str, int], bool] | None) -> list[Replica]:
+    """The partitions Aiven's plug-in stored under ``root`` (one recursive listing), each segment
+    sized by its manifest's ``originalFileSize``; objects without a manifest are skipped with a warning."""
+    top = root.rstrip("/")
+    groups: dict[tuple[str, int, str], dict[str, dict[str, str]]] = {}
+    for name in sorted(fs.find(top, maxdepth=_AIVEN_DEPTH, withdirs=False)):
+        k = parse_object_key(name)
+        if k is not None:
+            groups.setdefault((k.topic, k.partition, k.topic_id), {}).setdefault(k.main, {})[k.suffix] = name
+    out = []
+    for (topic, partition, topic_id), mains in sorted(groups.items()):
+        if wants is not None and not wants(topic, partition):
+            continue
+        segments = []
+        for main, objs in sorted(mains.items()):
+            if "rsm-manifest" not in objs:
+                log.warning("kafkalog source: %s.log: a tiered segment without its .rsm-manifest (an unfinished upload): ignored", main)
+                continue
+            seg = SegmentFiles(parse_object_key(objs["rsm-manifest"]).start_offset, f"{main}.log", 0, tiered=True, keys=keys)  # type: ignore[union-attr]
+            m = seg.remote(fs).manifest
+            segments.append(SegmentFiles(m.start_offset, seg.log, m.original_file_size, segment_id=m.segment_id, tiered=True,
+                                         next_offset=m.end_offset + 1, keys=keys))
+        if segments:
+            out.append(Replica(topic, partition, f"{top}/{topic}-{topic_id}/{partition}", tuple(sorted(segments, key=lambda s: s.base_offset)),
+                               (), topic_id))
+    return out
+
+
 def discover(
     fs: AbstractFileSystem, paths: Iterable[str], *, refresh: bool = False, allow_empty: bool = False, wants: Callable[[str, int], bool] | None = None,
+    keys: Keyring | None = None,
 ) -> list[Replica]:
     """Every partition directory under ``paths`` (see the module docstring for the layouts).
 
@@ -217,6 +281,8 @@ def discover(
     data dir that has no partitions yet). ``wants(topic, partition)`` false: the directory is
     skipped by its name (a data dir's internal topics, unsubscribed ones); on a local disk without
     being listed. On object storage each path is listed once, recursively (see :func:`_tree`).
+    A path holding none of the other layouts is searched for Aiven's plug-in's objects, whose
+    encrypted segments ``keys`` decrypts.
     """
     replicas: dict[str, Replica] = {}
     local = isinstance(fs, LocalFileSystem)
@@ -241,6 +307,10 @@ def discover(
                 files = children[child]
                 rep = _replica(child, files if files is not None else fs.ls(child, detail=True))
                 if rep is not None:
+                    replicas[rep.dir] = rep
+                    found += 1
+            if not found:
+                for rep in _aiven_replicas(fs, root, keys, wants):
                     replicas[rep.dir] = rep
                     found += 1
         if roots and not found and not allow_empty:

@@ -31,7 +31,7 @@ _KNOWN = {
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
     "isolationlevel", "kafka.isolation.level", "includeheaders", "includemetadata", "includeinternaltopics", "decodeinternaltopics",
     "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "opencostinbytes", "minpartitions",
-    "maxoffsetspertrigger",
+    "maxoffsetspertrigger", "privatekeys",
 }
 
 
@@ -73,6 +73,8 @@ class SourceOptions:
     open_cost_in_bytes: int | None = None  # None: the session's spark.sql.files.openCostInBytes
     min_partitions: int | None = None  # None: spark.sql.files.minPartitionNum, else the default parallelism
     max_offsets_per_trigger: int | None = None
+    #: (key-pair id, PEM file on the driver) for encrypted tiered segments (SPEC Appendix D); paths only, no key material
+    private_keys: tuple[tuple[str, str], ...] = ()
     _pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     def wants_topic(self, topic: str) -> bool:
@@ -268,5 +270,20 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
         open_cost_in_bytes=sizes["opencostinbytes"],
         min_partitions=sizes["minpartitions"],
         max_offsets_per_trigger=max_offsets,
+        private_keys=_private_keys(opts.get("privatekeys", "")),
         _pattern=compiled,
     )
+
+
+def _private_keys(raw: str) -> tuple[tuple[str, str], ...]:
+    """``privateKeys``: ``ID=FILE`` pairs, comma-separated (the key-pair ids of Aiven's tiered-storage
+    plug-in and PEM files on the driver; the CLI's ``--private-key``)."""
+    out = []
+    for item in (i.strip() for i in raw.split(",")):
+        if not item:
+            continue
+        key_id, sep, path = item.partition("=")
+        if not sep or not key_id.strip() or not path.strip():
+            raise SourceOptionError(f"option privateKeys takes ID=FILE pairs separated by commas, got {item!r}")
+        out.append((key_id.strip(), path.strip()))
+    return tuple(out)

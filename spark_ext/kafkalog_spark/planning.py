@@ -16,11 +16,14 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fsspec.spec import AbstractFileSystem
 from pyspark.sql.datasource import InputPartition
+
+from kafkalog.log.gaps import Gap, LogDirOffsets, claimed_end, find_gaps, segment_bases
 
 from .errors import DataLossError, SourceOptionError
 from .filters import RowFilter
@@ -60,6 +63,11 @@ class SegmentSlice:
     hi: int | None
     aborted: tuple[AbortedRange, ...] = ()
     size: int = 0
+    tiered: bool = False  # ``log`` is an Aiven plug-in object, read through its manifest (keys in ReadSettings)
+    #: for the slice that reads the log's last segment to its end: the furthest log end the files
+    #: claim and what claims it (SPEC R-LOSS-03), checked against what the read finds
+    claimed_end: int | None = None
+    claim: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,7 +139,10 @@ class PartitionLog:
     start with an empty dict.
     """
 
-    def __init__(self, fs: AbstractFileSystem, replicas: list[Replica], opts: SourceOptions, tails: dict[str, TailState] | None = None) -> None:
+    def __init__(
+        self, fs: AbstractFileSystem, replicas: list[Replica], opts: SourceOptions, tails: dict[str, TailState] | None = None,
+        log_dirs: dict[str, LogDirOffsets] | None = None,
+    ) -> None:
         self.fs = fs
         self.topic, self.partition = replicas[0].key
         self.replicas = [r for r in replicas if r.segments]
@@ -140,6 +151,9 @@ class PartitionLog:
         self._advanced: set[str] = set()
         self.gaps: list[tuple[int, int]] = []
         self.pieces = self._merge()
+        #: offsets the replicas' own files say existed but no ``.log`` holds (SPEC §6.8), less those
+        #: another replica holds; ``log_dirs`` caches each log dir's checkpoints across partitions
+        self.lost = self._lost(replicas, {} if log_dirs is None else log_dirs)
 
     @property
     def name(self) -> str:
@@ -165,14 +179,19 @@ class PartitionLog:
         several = len(self.replicas) > 1
         for r in self.replicas:
             segs = r.segments
-            bases = [s.base_offset for s in segs]
-            for i, s in enumerate(segs):
-                j = bisect.bisect_right(bases, s.base_offset, lo=i)
-                if j < len(segs):
-                    end: int | None = segs[j].base_offset
+            # a segment answers for offsets up to the next segment's base, also one whose .log is
+            # missing (its offsets are lost, or held by another replica: SPEC §6.8); a tiered
+            # segment's manifest says where it ends
+            bases = sorted(set(segment_bases(r.names)).union(s.base_offset for s in segs))
+            for s in segs:
+                j = bisect.bisect_right(bases, s.base_offset)
+                if s.next_offset is not None:
+                    end: int | None = s.next_offset
+                elif j < len(bases):
+                    end = bases[j]
                 else:
                     end = self.tail(r).next_offset if several else None
-                items.append((s.base_offset, end, s, j < len(segs)))
+                items.append((s.base_offset, end, s, j < len(bases) or s.next_offset is not None))
         items.sort(key=lambda it: (it[0], -math.inf if it[1] is None else -it[1]))
         pieces: list[Piece] = []
         covered: int | None = None
@@ -192,6 +211,41 @@ class PartitionLog:
             covered = math.inf if end is None else end
         return pieces
 
+    def _lost(self, replicas: list[Replica], log_dirs: dict[str, LogDirOffsets]) -> list[Gap]:
+        """Offsets lost by R-LOSS-01 (no ``.log`` is opened for it). A lost tail of the last ``.log``
+        (R-LOSS-03) is found where that ``.log`` is read to its end anyway: by the executor for one
+        replica (:attr:`claim`), here from the tails the merge of several replicas scanned."""
+        found: list[tuple[Replica, Gap]] = []
+        claims: list[tuple[int, str]] = []
+        for r in replicas:
+            parent = posixpath.dirname(r.dir.rstrip("/"))
+            if parent not in log_dirs:
+                log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
+            found.extend((r, g) for g in find_gaps(r.dir, fs=self.fs, files=r.names, checkpoints=log_dirs[parent], tail=False))
+            if r.segments and (c := claimed_end(r.dir, r.names, log_dirs[parent])) is not None:
+                claims.append(c)
+        #: the furthest claimed log end, for the read of the last segment (single replica)
+        self.claim = max(claims, default=None)
+        if len(self.replicas) >= 2 and self.claim is not None:
+            end = max(self.tail(r).next_offset for r in self.replicas)
+            if self.claim[0] > end:
+                found.append((self.replicas[0], Gap(self.replicas[0].dir, end, self.claim[0], f"the log ends at offset {end}, and {self.claim[1]}")))
+            self.claim = None
+        if len(replicas) < 2:
+            return [g for _, g in found]
+        held = {  # what each replica holds: from its first segment to its log end, less its own gaps
+            r.dir: _subtract([(r.segments[0].base_offset, self.tail(r).next_offset)], [(g.start, g.end) for o, g in found if o is r])
+            for r in self.replicas
+        }
+        out = []
+        for r, g in found:
+            rest = [(g.start, g.end)]
+            for d, spans in held.items():
+                if d != r.dir:
+                    rest = _subtract(rest, spans)
+            out.extend(Gap(g.directory, a, b, g.evidence) for a, b in rest)
+        return out
+
     # -- offsets ---------------------------------------------------------------------------------
     @property
     def earliest(self) -> int:
@@ -203,19 +257,24 @@ class PartitionLog:
             return self.replicas[0]
         return max(self.replicas, key=lambda r: self.tail(r).next_offset)
 
+    def _lost_end(self) -> int:
+        """Where the lost offsets end (0: none lost): the log reached at least that far."""
+        return max((g.end for g in self.lost), default=0)
+
     def log_end_offset(self) -> int:
-        """The offset after the last whole batch (over all replicas)."""
+        """The offset after the last whole batch (over all replicas), or after the last lost offset
+        when the files say the log reached further (a lost tail is read as lost, not as absent)."""
         if not self.replicas:
-            return 0
-        return self.tail(self._main_replica(), track_txn=self.opts.read_committed).next_offset
+            return self._lost_end()
+        return max(self.tail(self._main_replica(), track_txn=self.opts.read_committed).next_offset, self._lost_end())
 
     def latest(self) -> int:
-        """What Kafka's ListOffsets(latest) returns: the log end offset, or under read_committed the
-        last stable offset (the first offset of the oldest open transaction)."""
+        """What Kafka's ListOffsets(latest) returns: the log end offset (:meth:`log_end_offset`), or
+        under read_committed the last stable offset (the first offset of the oldest open transaction)."""
         if not self.replicas:
-            return 0
+            return self._lost_end()
         state = self.tail(self._main_replica(), track_txn=self.opts.read_committed)
-        return state.last_stable_offset if self.opts.read_committed else state.next_offset
+        return state.last_stable_offset if self.opts.read_committed else max(state.next_offset, self._lost_end())
 
     def offset_for_timestamp(self, timestamp: int, *, is_start: bool) -> int | None:
         """Resolve a starting/ending timestamp to an offset (None: open end)."""
@@ -284,6 +343,9 @@ class PartitionLog:
     def slices(self, fsref: FileSystemRef, start: int, end: int | None, *, split: int, ts_lo: int | None = None) -> list[SegmentSlice]:
         """Slices covering offsets ``[start, end)``, segments larger than ``split`` bytes cut at
         ``.index`` entries; ``ts_lo`` (ms) prunes by time index."""
+        for g in self.lost:
+            if g.end > start and (end is None or g.start < end):
+                report_data_loss(g.message(), g.directory, self.opts.fail_on_data_loss)
         if end is not None and start >= end:
             return []
         for g_lo, g_hi in self.gaps:
@@ -331,7 +393,26 @@ class PartitionLog:
                     cuts.append(pos)
                     chunk_start = pos
         bounds = [start_pos, *cuts, end_pos]
+        claim = self.claim if hi is None and p.hi is None and not p.closed else None  # the last segment, read to its end
         return [
-            SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a))
+            SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a), seg.tiered,
+                         *((claim[0], claim[1]) if claim is not None and b is None else (None, "")))
             for a, b in zip(bounds[:-1], bounds[1:], strict=True)
         ]
+
+
+def _subtract(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of the half-open ``spans`` outside every one of ``holes``."""
+    out = spans
+    for h_lo, h_hi in holes:
+        nxt = []
+        for lo, hi in out:
+            if h_hi <= lo or h_lo >= hi:
+                nxt.append((lo, hi))
+                continue
+            if lo < h_lo:
+                nxt.append((lo, h_lo))
+            if h_hi < hi:
+                nxt.append((h_hi, hi))
+        out = nxt
+    return out

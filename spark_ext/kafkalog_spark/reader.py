@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import pyarrow as pa
@@ -19,9 +19,11 @@ from kafkalog.errors import KafkaLogError
 from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_chunks, iter_columns
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
+from kafkalog.format.tiered_aiven import Keyring
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog_spark.arrow import count_rows, pieces_to_arrow
 from kafkalog_spark.filters import RowFilter
+from kafkalog_spark.layout import SegmentFiles
 from kafkalog_spark.planning import SegmentSlice, report_data_loss
 
 __all__ = ["MAX_ROWS", "ReadSettings", "read_slice"]
@@ -45,16 +47,21 @@ class ReadSettings:
     verify_crc: bool = True
     ignore_corrupt_files: bool = False
     fail_on_data_loss: bool = True
+    #: private keys for encrypted tiered segments (the PEM text travels to the workers; repr shows key ids only)
+    keys: Keyring | None = field(default=None, repr=False)
 
 
 def _display(sl: SegmentSlice) -> str:
     return sl.log if sl.fs.protocol in ("file", "local") else f"{sl.fs.protocol}://{sl.log.lstrip('/')}"
 
 
-def _open_segment(fs: AbstractFileSystem, path: str) -> BinaryIO:
+def _open_segment(fs: AbstractFileSystem, path: str, tiered: bool = False, keys: Keyring | None = None) -> BinaryIO:
     """Open a planned segment; if retention or the cleaner removed it since planning, read it
     under the ``.deleted`` name it keeps for file.delete.delay.ms (Kafka delays deletion so that
-    reads in flight can finish)."""
+    reads in flight can finish). A tiered segment of Aiven's plug-in opens as the seekable
+    original bytes its chunks hold."""
+    if tiered:
+        return SegmentFiles(0, path, 0, tiered=True, keys=keys).open_log(fs)
     try:
         return fs.open(path, "rb")
     except FileNotFoundError:
@@ -75,7 +82,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     name = _display(sl)
     fs = sl.fs.get()
     try:
-        f = _open_segment(fs, sl.log)
+        f = _open_segment(fs, sl.log, sl.tiered, settings.keys)
     except FileNotFoundError:
         report_data_loss(f"segment of {sl.topic}-{sl.partition} (offsets from {sl.lo}) was deleted after planning", name, settings.fail_on_data_loss)
         return
@@ -91,6 +98,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
             return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([]) if n else None
         return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed)
 
+    reached = sl.lo  # the offset after the last batch read
     with f, LogReader(f, name=name, start=sl.start, end=sl.end) as reader:
         chunks = iter_chunks(reader, max_rows=MAX_ROWS, headers="headers" in settings.schema.names, verify_crc=settings.verify_crc,
                              records=not count_only)
@@ -99,6 +107,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
                 out = convert([piece])
                 if out is not None:
                     yield out
+                reached = max(reached, _last_offset(piece) + 1)
                 if sl.hi is not None and _last_offset(piece) >= sl.hi - 1:
                     break
         except KafkaLogError as e:
@@ -110,6 +119,9 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
             chunks.close()
         if reader.tail is not None and sl.end is None:
             log.info("kafkalog source: %s", reader.tail.message())
+    if sl.claimed_end is not None and reached < sl.claimed_end:  # R-LOSS-03: the files say the log went further
+        report_data_loss(f"offsets {reached} to {sl.claimed_end - 1} are in no .log: the last segment ends at offset {reached}, "
+                         f"and {sl.claim}", name, settings.fail_on_data_loss)
 
 
 def _last_offset(piece: ChunkColumns | ChunkBatches | BatchColumns) -> int:

@@ -72,12 +72,15 @@ class BatchHeader:
 def read_offset_index(fs: AbstractFileSystem, seg: SegmentFiles) -> OffsetIndex | None:
     """The segment's ``.index`` (entries past the ``.log``'s size dropped), or None when there is
     none or its entries do not increase (Kafka would rebuild such an index; it is not used)."""
-    if seg.index is None:
+    if seg.tiered:
+        idx = seg.remote(fs).offset_index()
+    elif seg.index is None:
         return None
-    try:
-        idx = OffsetIndex.read(data=fs.cat_file(seg.index), base_offset=seg.base_offset)
-    except FileNotFoundError:
-        return None
+    else:
+        try:
+            idx = OffsetIndex.read(data=fs.cat_file(seg.index), base_offset=seg.base_offset)
+        except FileNotFoundError:
+            return None
     if (np.diff(idx.offsets) <= 0).any() or (np.diff(idx.positions) <= 0).any():
         return None
     keep = idx.positions < seg.size
@@ -88,6 +91,8 @@ def read_offset_index(fs: AbstractFileSystem, seg: SegmentFiles) -> OffsetIndex 
 
 def read_time_index(fs: AbstractFileSystem, seg: SegmentFiles) -> TimeIndex | None:
     """The segment's ``.timeindex``, or None when there is none."""
+    if seg.tiered:
+        return seg.remote(fs).time_index()
     if seg.timeindex is None:
         return None
     try:
@@ -222,7 +227,7 @@ def advance_tail(fs: AbstractFileSystem, replica: Replica, state: TailState | No
             state.segment_base, state.position = seg.base_offset, 0
             state.next_offset = max(state.next_offset, seg.base_offset)
         try:
-            f = fs.open(seg.log, "rb")
+            f = seg.open_log(fs)
         except FileNotFoundError:
             continue  # deleted since the listing: the next listing drops it
         with f:
@@ -243,17 +248,21 @@ def advance_tail(fs: AbstractFileSystem, replica: Replica, state: TailState | No
 
 
 def aborted_from_txn_indexes(fs: AbstractFileSystem, segments: list[SegmentFiles], start: int, end: int | None) -> list[AbortedRange]:
-    """Aborted transactions overlapping ``[start, end)`` from the ``.txnindex`` files of ``segments``."""
+    """Aborted transactions overlapping ``[start, end)`` from the ``.txnindex`` files of ``segments``
+    (a tiered segment's from its ``.indexes`` object)."""
     out: list[AbortedRange] = []
     for seg in segments:
-        if seg.txnindex is None:
+        if not seg.tiered and seg.txnindex is None:
             continue
         try:
-            entries = read_txn_index(data=fs.cat_file(seg.txnindex))
+            if seg.tiered:
+                entries = read_txn_index(seg.log, data=seg.remote(fs).index_part("transaction") or b"")
+            else:
+                entries = read_txn_index(data=fs.cat_file(seg.txnindex))
         except FileNotFoundError:
             continue
         except KafkaLogError as e:
-            raise e.located(file=seg.txnindex) from None
+            raise e.located(file=seg.txnindex or seg.log) from None
         for t in entries:
             if t.last_offset >= start and (end is None or t.first_offset < end):
                 out.append((t.producer_id, t.first_offset, t.last_offset))
@@ -276,7 +285,7 @@ def offset_for_timestamp(fs: AbstractFileSystem, segments: list[tuple[SegmentFil
                 continue
             start = _index_position(fs, seg, tix.lookup(timestamp)[1])
         try:
-            f = fs.open(seg.log, "rb")
+            f = seg.open_log(fs)
         except FileNotFoundError:
             continue
         with f, LogReader(f, name=seg.log, start=start) as reader:

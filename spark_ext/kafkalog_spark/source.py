@@ -40,6 +40,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kafkalog.format.tiered_aiven import Keyring, read_private_keys
+from kafkalog.log.gaps import LogDirOffsets
 from kafkalog_spark.errors import SourceOptionError
 from kafkalog_spark.filters import RowFilter, push_filters
 from kafkalog_spark.layout import discover, filesystem_for
@@ -163,6 +165,17 @@ def session_defaults(spark: SparkSession) -> SessionDefaults:
     )
 
 
+def _keyring(pairs: tuple[tuple[str, str], ...]) -> Keyring | None:
+    """The ``privateKeys`` files read on the driver (their text then travels with the read settings
+    to the workers, which need not see the files); None without any."""
+    if not pairs:
+        return None
+    try:
+        return read_private_keys(dict(pairs))
+    except OSError as e:
+        raise SourceOptionError(f"option privateKeys: cannot read {e.filename}: {e.strerror or e}") from None
+
+
 class _Planner:
     """Planning shared by the batch and the streaming reader (driver side)."""
 
@@ -176,6 +189,7 @@ class _Planner:
         self.max_bytes = o.max_bytes_per_partition if o.max_bytes_per_partition is not None else d.max_partition_bytes
         self.open_cost = o.open_cost_in_bytes if o.open_cost_in_bytes is not None else d.open_cost_in_bytes
         self.min_partitions = o.min_partitions if o.min_partitions is not None else d.min_partitions
+        self.keys = _keyring(o.private_keys)
 
     def plan(self, requests: list[tuple[PartitionLog, int, int | None, int | None]]) -> list[InputPartition]:
         """Input partitions for (log, start, end, lowest timestamp) requests: the split size from
@@ -198,15 +212,17 @@ class _Planner:
         o = self.opts
         return ReadSettings(
             arrow_schema(self.columns), self.row_filter, o.read_committed, o.verify_crc, o.ignore_corrupt_files, o.fail_on_data_loss,
+            self.keys,
         )
 
     def partition_logs(self, tails: dict[str, TailState] | None = None, *, live: bool = False) -> dict[tuple[str, int], PartitionLog]:
         """The wanted partitions' logs; ``live`` (streaming) lists afresh and accepts an empty data dir."""
         fs = self.fsref.get()
-        replicas = discover(fs, self.paths, refresh=live, allow_empty=live, wants=self._wants)
+        replicas = discover(fs, self.paths, refresh=live, allow_empty=live, wants=self._wants, keys=self.keys)
         groups = group_replicas(replicas, self.opts, self.row_filter)
         self._check_named_partitions(set(groups), [r.key for r in replicas])
-        return {tp: PartitionLog(fs, reps, self.opts, tails) for tp, reps in sorted(groups.items())}
+        log_dirs: dict[str, LogDirOffsets] = {}  # each log dir's checkpoints, read once for all its partitions
+        return {tp: PartitionLog(fs, reps, self.opts, tails, log_dirs) for tp, reps in sorted(groups.items())}
 
     def _wants(self, topic: str, partition: int) -> bool:
         """Whether the subscription and the pushed filters take ``topic``-``partition``."""

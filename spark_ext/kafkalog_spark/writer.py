@@ -30,9 +30,11 @@ import functools
 import logging
 import os
 import re
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
@@ -280,10 +282,15 @@ def append_by_default() -> None:
     Spark refuses any save mode but append and overwrite for a Python data source before the
     source is asked, so the classic ``DataFrameWriter.save`` is wrapped: for the ``kafkalog``
     format alone, ``errorifexists`` becomes ``append``; every other format and mode is untouched.
-    Idempotent; called by :func:`kafkalog_spark.register`.
+    Spark Connect's writer (``pyspark.sql.connect.readwriter``, loaded when a Connect session
+    exists) gets the same wrapper (:func:`append_by_default_on_connect`). Idempotent; called by
+    :func:`kafkalog_spark.register`.
     """
     from pyspark.sql.readwriter import DataFrameWriter
 
+    connect = sys.modules.get("pyspark.sql.connect.readwriter")  # not imported here: it needs pandas and grpcio
+    if connect is not None:
+        append_by_default_on_connect(connect.DataFrameWriter)
     if getattr(DataFrameWriter.save, "_kafkalog_append_by_default", False):
         return
     save = DataFrameWriter.save
@@ -302,3 +309,32 @@ def append_by_default() -> None:
 
     save_appending._kafkalog_append_by_default = True  # type: ignore[attr-defined]
     DataFrameWriter.save = save_appending  # type: ignore[method-assign]
+
+
+#: the names Spark gives the default save mode (SaveMode.ErrorIfExists)
+_ERROR_IF_EXISTS = frozenset({"error", "errorifexists", "default"})
+
+
+def append_by_default_on_connect(writer: type) -> None:
+    """Wrap Spark Connect's ``DataFrameWriter.save`` as :func:`append_by_default` wraps the classic
+    one. A Connect writer keeps its format and mode in ``_write.source`` and ``_write.mode`` (None
+    until set: the server then uses ``errorifexists``), and sends them when ``save`` runs, so for
+    the ``kafkalog`` format an unset or ``errorifexists`` mode becomes ``append`` before that."""
+    save = writer.save  # type: ignore[attr-defined]
+    if getattr(save, "_kafkalog_append_by_default", False):
+        return
+
+    @functools.wraps(save)
+    def save_appending(self: Any, path: str | None = None, format: str | None = None, mode: str | None = None,  # noqa: A002 - pyspark's name
+                       partitionBy: str | list[str] | None = None, **options: object) -> None:  # noqa: N803 - pyspark's name
+        if format is not None:
+            self.format(format)
+        if mode is not None:
+            self.mode(mode)
+        w = self._write
+        if (w.source or "").lower() == "kafkalog" and (w.mode is None or str(w.mode).lower() in _ERROR_IF_EXISTS):
+            self.mode("append")
+        return save(self, path, None, None, partitionBy, **options)
+
+    save_appending._kafkalog_append_by_default = True  # type: ignore[attr-defined]
+    writer.save = save_appending  # type: ignore[attr-defined]

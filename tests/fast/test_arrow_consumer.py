@@ -80,3 +80,14 @@ def test_read_only_log_as_a_consumer_reads_it(tmp_path: Path, views: bool) -> No
     got = zip(with_meta.column("offset").to_pylist(), with_meta.column("segment").to_pylist(), with_meta.column("position").to_pylist(), strict=True)
     assert {o: (Path(s).name, p) for o, s, p in got} == kafka
     assert fingerprint(scratch) == before
+
+
+def test_a_log_labels_rows_with_its_own_topic_and_partition() -> None:
+    """to_arrow(Log.open("…/compacted-1")) labels every row compacted/1, as the directory name says
+    (issue #27: it used to say '' and 0); explicit labels still win."""
+    with Log.open(KAFKA / "logdir" / "compacted-1") as lg:
+        table = pa.Table.from_batches(list(to_arrow(lg)))
+        relabeled = pa.Table.from_batches(list(to_arrow(lg, topic="t", partition=7)))
+    assert table.num_rows > 0
+    assert set(table.column("topic").to_pylist()) == {"compacted"} and set(table.column("partition").to_pylist()) == {1}
+    assert set(relabeled.column("topic").to_pylist()) == {"t"} and set(relabeled.column("partition").to_pylist()) == {7}

@@ -2,8 +2,10 @@
 
 The tables in ``tests/format/jdk/`` were written by ``JdkOracle.java`` run on OpenJDK 17.0.15 (and
 snappy-java 1.1.10.8, whose SnappyInputStream reads as 1.1.10.5's, the version Kafka pins: the two
-differ only in an OutOfMemoryError handler). Each ``.in`` line is the hex of one input, the line of
-the same number in the ``.out`` file what Java made of it; ``error ...`` lines are refusals.
+differ only in an OutOfMemoryError handler); ``tests/format/jdk/README.md`` says how each was made
+(the compressors' tables are tested in test_compressors.py). Each ``.in`` line is the hex of one
+input, the line of the same number in the ``.out`` file what Java made of it; ``error ...`` lines
+are refusals.
 """
 
 from __future__ import annotations

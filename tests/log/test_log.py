@@ -552,3 +552,29 @@ def test_recovery_keeps_a_full_index_sparse_instead_of_failing(tmp_path: Path) -
         first = lg.segments[0]
         assert first.time_index.entries <= first.time_index.max_entries and first.offset_index.entries <= first.offset_index.max_entries
     assert verify(d).errors == []
+
+
+@pytest.mark.rule("R-WR-11", "R-WR-12")
+@pytest.mark.parametrize("codec,level", [("lz4", 1), ("lz4", 12), ("gzip", 1), ("zstd", 10)])
+def test_broker_recompression_uses_the_topics_level(tmp_path: Path, codec: str, level: int) -> None:
+    """LogConfig.compression carries compression.<codec>.level: a leader rebuilding a producer batch
+    into the topic's codec compresses at that level (lz4 at a level other than 9: HC), as Kafka's
+    BrokerCompressionType.targetCompression; under compression.type=producer the default level."""
+    from kafkalog.format.compression import compress, decompress
+
+    text = b"".join(b"record %d of the quick brown fox %d\n" % (i, i % 7) for i in range(400))
+    b = RecordBatchBuilder(0)
+    b.append(1_700_000_000_000, b"k", text)
+    cfg = LogConfig.from_properties({"compression.type": codec, f"compression.{codec}.level": level})
+    assert cfg.target_level(Codec.from_name(codec)) == level
+    assert LogConfig.from_properties({f"compression.{codec}.level": level}).target_level(Codec.from_name(codec)) is None
+    lg = Log.open(tmp_path / "t-0", cfg, clock=lambda: CLOCK, sync=False, writable=True)
+    lg.append(b.build(), leader_epoch=0)
+    lg.close()
+    with LogReader(str(tmp_path / "t-0" / "00000000000000000000.log")) as r:
+        (batch,) = list(r.batches())
+    area = batch.data[61:]
+    plain = decompress(batch.compression, bytes(area))
+    assert batch.compression is Codec.from_name(codec)
+    assert bytes(area) == compress(batch.compression, plain, level=level)
+    assert bytes(area) != compress(batch.compression, plain)  # the level made a difference

@@ -42,3 +42,43 @@ def test_consumer_offsets_view_agrees_with_groups(spark) -> None:  # noqa: ANN00
     view = {(r.group, r.topic, r.partition): r.committedOffset for r in kafkalog_spark.consumer_offsets(spark, str(SET)).collect()}
     expected = {(g.group_id, o.topic, o.partition): o.offset for g in read_groups(SET).groups for o in g.offsets}
     assert view == expected and len(view) > 0
+
+
+def test_decoded_column_for_kafka_4_internal_topics(spark, tmp_path) -> None:  # noqa: ANN001
+    """__share_group_state and __remote_log_metadata (Kafka 4.0): the decoded column carries what
+    kafka-dump-log's --share-group-state-decoder printed, and for __remote_log_metadata the record
+    whose toString Kafka printed (its state and offsets as in Kafka's text)."""
+    import re
+    import shutil
+
+    base = GOLDEN / "kafka" / "internal"
+    shutil.copytree(base / "sharegroupstate-0", tmp_path / "__share_group_state-0")
+    shutil.copytree(base / "remotelogmetadata-0", tmp_path / "__remote_log_metadata-0")
+    kafka: dict[tuple[str, int], tuple[str | None, str]] = {}
+    for name, topic in (("sharegroupstate-0", "__share_group_state"), ("remotelogmetadata-0", "__remote_log_metadata")):
+        for line in (base / "dump" / f"{name}-decoded.txt").read_text(encoding="utf-8").splitlines():
+            if line.startswith("| offset: "):
+                rest = line.split(" headerKeys: [] ", 1)[1]
+                key = rest[len("key: "):].split(" payload: ", 1)[0] if rest.startswith("key: ") else None
+                kafka[(topic, int(line.split()[2]))] = (key, rest.split("payload: ", 1)[1])
+    rows = (
+        spark.read.format("kafkalog").option("subscribe", "__share_group_state,__remote_log_metadata")
+        .option("decodeInternalTopics", "true").load(str(tmp_path)).select("topic", "offset", "decoded").collect()
+    )
+    assert len(rows) == len(kafka) == 19
+    for r in rows:
+        d = json.loads(r.decoded)
+        key, payload = kafka[(r.topic, r.offset)]
+        if r.topic == "__share_group_state":
+            assert d["key"] == json.loads(key)
+            assert d["value"] == (None if payload == "<DELETE>" else json.loads(payload))
+        else:
+            assert d["key"] is None and key is None
+            state = re.search(r"state=(\w+)", payload).group(1)
+            data = d["value"]["data"]
+            if payload.startswith("RemotePartitionDeleteMetadata{"):
+                assert ["DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED"][data["remotePartitionDeleteState"]] == state
+            else:
+                names = ["COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED"]
+                assert names[data["remoteLogSegmentState"]] == state
+            assert f"eventTimestampMs={data['eventTimestampMs']}," in payload

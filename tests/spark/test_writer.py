@@ -129,3 +129,53 @@ def test_a_dataframe_read_from_real_data_writes_back_unchanged(spark, tmp_path) 
     got = rows_of(spark.read.format("kafkalog").option("includeHeaders", "true").load(str(out)).toArrow())
     # the copy's batches are CreateTime: each record keeps the timestamp it was read with
     assert_same_rows({k: v[:3] + v[4:] for k, v in got.items()}, {k: v[:3] + v[4:] for k, v in want.items()})
+
+
+class _ConnectWrite:
+    """The state Spark Connect's writer sends to the server (pyspark.sql.connect.plan.WriteOperation)."""
+
+    def __init__(self) -> None:
+        self.source: str | None = None
+        self.mode: str | None = None
+        self.path: str | None = None
+
+
+class _ConnectWriter:
+    """Spark Connect's DataFrameWriter as far as the wrapper uses it (pyspark.sql.connect.readwriter):
+    ``format`` and ``mode`` set ``_write.source`` / ``_write.mode`` (a None mode is not sent, and the
+    server then uses errorifexists), and ``save`` sends the write."""
+
+    sent: list[tuple[str | None, str | None, str | None]] = []
+
+    def __init__(self) -> None:
+        self._write = _ConnectWrite()
+
+    def format(self, source: str) -> _ConnectWriter:
+        self._write.source = source
+        return self
+
+    def mode(self, save_mode: str | None) -> _ConnectWriter:
+        if save_mode is not None:
+            self._write.mode = save_mode
+        return self
+
+    def save(self, path: str | None = None, format: str | None = None, mode: str | None = None, partitionBy=None, **options) -> None:  # noqa: A002, ANN001, N803
+        self.mode(mode)
+        if format is not None:
+            self.format(format)
+        self._write.path = path
+        self.sent.append((self._write.source, self._write.mode, path))
+
+
+def test_spark_connect_gets_the_same_default_save_mode() -> None:
+    from kafkalog_spark.writer import append_by_default_on_connect
+
+    append_by_default_on_connect(_ConnectWriter)
+    append_by_default_on_connect(_ConnectWriter)  # idempotent
+    _ConnectWriter.sent.clear()
+    _ConnectWriter().format("kafkalog").save("out")
+    _ConnectWriter().save("out", format="kafkalog", mode="errorifexists")
+    _ConnectWriter().format("kafkalog").mode("overwrite").save("out")
+    _ConnectWriter().format("parquet").save("out")
+    assert _ConnectWriter.sent == [("kafkalog", "append", "out"), ("kafkalog", "append", "out"), ("kafkalog", "overwrite", "out"),
+                                   ("parquet", None, "out")]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GOLDEN, SHARED, need_shared, read_jsonl, real_set_root, real_sets
+from helpers import GOLDEN, SHARED, lost_partitions, need_shared, read_jsonl, real_set_root, real_sets
 from kafkalog.log.unified import Log
 from kafkalog.tools.validate import Finding, VerifyReport, verify
 
@@ -31,6 +31,14 @@ _NONE = [pytest.param("<none>", marks=pytest.mark.skip(reason=f"{SHARED} is abse
 
 def _errors(report: VerifyReport) -> list[str]:
     return [str(f) for f in report.errors]
+
+
+def _errors_but_lost_logs(report: VerifyReport, set_dir: Path) -> list[str]:
+    """The errors other than data loss, after checking that data loss is reported for exactly the
+    partitions whose ``.log`` the copy lacks (cp760-flink-on-prem: customers-0 and products-0)."""
+    lost = {os.path.basename(f.file) for f in report.errors if f.code == "data-loss"}
+    assert lost == lost_partitions(set_dir)
+    return [str(f) for f in report.errors if f.code != "data-loss"]
 
 
 # ------------------------------------------------------------------------------- clean inputs
@@ -59,7 +67,7 @@ def test_shared_golden_kafka_verify_clean(name: str) -> None:
 @pytest.mark.parametrize("name", SHARED_REAL_NAMES or _NONE)
 def test_shared_golden_real_verify_clean(name: str) -> None:
     report = verify(need_shared("golden-real") / name)
-    assert report.ok, _errors(report)
+    assert not _errors_but_lost_logs(report, SHARED / "golden-real" / name)
 
 
 def test_legacy_multi_message_append_is_a_warning_as_kafkas_dump_reports_it() -> None:
@@ -266,7 +274,7 @@ def _check_rebuilt_set(set_dir: Path, expected_file: Path, tmp: Path) -> None:
     expected = read_jsonl(expected_file)
     copy = _rebuild_absent(set_dir, expected, tmp)
     report = verify(copy)
-    assert report.ok, _errors(report)
+    assert not _errors_but_lost_logs(report, set_dir)
     want: dict[str, list[tuple]] = {}
     for e in expected:
         if e["type"] == "record" and e["file"].endswith(".log"):
@@ -279,7 +287,7 @@ def _check_rebuilt_set(set_dir: Path, expected_file: Path, tmp: Path) -> None:
             ]
         assert got == records, part
     after = verify(copy)
-    assert after.ok, _errors(after)
+    assert not _errors_but_lost_logs(after, set_dir)
 
 
 @pytest.mark.parametrize("name,set_dir,expected_file", BUNDLED_REAL)
@@ -332,6 +340,20 @@ def test_cli_findings_exit_1_with_text_and_json(g0: Path) -> None:
     assert {"severity": "error", "code": code, "file": str(file), "position": position, "offset": offset} in [
         {k: r[k] for k in ("severity", "code", "file", "position", "offset")} for r in rows
     ]
+
+
+@pytest.mark.rule("R-LOSS-04")
+def test_cli_data_loss_is_an_error(tmp_path: Path) -> None:
+    """A .log missing beside its indexes: the offsets of its segment (to the next segment's base
+    offset, from the names Kafka gave golden-0's files) are an error, exit 1."""
+    d = tmp_path / "golden-0"
+    shutil.copytree(GOLDEN / "kafka" / "logdir" / "golden-0", d)
+    (d / "00000000000000000102.log").unlink()
+    proc = _cli(str(d))
+    assert proc.returncode == 1
+    assert f"{d}: offset 102: error: offsets 102 to 145 are in no .log" in proc.stdout and "[data-loss]" in proc.stdout
+    rows = [json.loads(line) for line in _cli("--json", str(d)).stdout.splitlines()]
+    assert [(r["severity"], r["file"], r["offset"]) for r in rows if r["code"] == "data-loss"] == [("error", str(d), 102)]
 
 
 def test_cli_usage_and_missing_path() -> None:
@@ -609,7 +631,7 @@ def test_healthy_broker_dirs_have_no_warnings_but_absent_files(name: str) -> Non
     (log-missing); behaviours of older brokers are notes (cp760-flink-on-prem: Kafka 3.6's time
     index entries inside their batch)."""
     report = verify(need_shared("golden-real") / name)
-    assert report.ok, _errors(report)
+    assert not _errors_but_lost_logs(report, SHARED / "golden-real" / name)
     assert [str(f) for f in report.warnings if f.code != "log-missing"] == []
     if name == "cp760-flink-on-prem":
         assert {f.code for f in report.notes} == {"timeindex-offset-mismatch"}

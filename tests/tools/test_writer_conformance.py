@@ -36,8 +36,8 @@ def _run(case_dir: Path, tmp: Path, name: str) -> list[str]:
 
 def test_the_corpus_holds_every_case() -> None:
     names = {c.name for c in CASES}
-    assert len(names) == 19, sorted(names)
-    assert {"cleaner-pass-0", "cleaner-pass-1", "roll-by-size", "recovery-bad-crc"} <= names
+    assert len(names) == 21, sorted(names)
+    assert {"cleaner-pass-0", "cleaner-pass-1", "roll-by-size", "recovery-bad-crc", "recompress-lz4", "recompress-snappy"} <= names
     for c in CASES:
         assert (c.path / "expected").is_dir(), c.name
 
@@ -54,7 +54,7 @@ def test_shared_writer_cases(tmp_path: Path) -> None:
     """The copies here are Kafka's cases unchanged, and kafkalog passes the originals too."""
     shared = need_shared("golden-kafka/writer")
     originals = load_writer_cases(shared)
-    assert len(originals) == 17
+    assert len(originals) == 19
     for c in originals:
         mine = CORPUS / c.name
         assert (mine / "case.json").read_bytes() == (c.path / "case.json").read_bytes(), c.name
@@ -140,6 +140,41 @@ def test_a_wrong_writer_fails_exactly_the_cases_its_bug_touches(bug: str, tmp_pa
     assert kinds <= {"index", "timeindex", "log", "snapshot"}, kinds
     if bug == "eager-indexes":
         assert all(d.endswith("[R-ROLL-05, R-IDX-09]") and "extra file" in d for ds in failing.values() for d in ds)
+
+
+class _OtherCompressors:
+    """The lz4 and snappy compressors of the Python packages: valid blocks, other bytes than the
+    JVM's (kafkalog used them before it followed lz4-java and libsnappy)."""
+
+    @staticmethod
+    def lz4_block(src: bytes) -> bytes:
+        import lz4.block
+
+        return lz4.block.compress(src, mode="default", store_size=False)
+
+    @staticmethod
+    def snappy_raw(src: bytes) -> bytes:
+        import cramjam
+
+        return bytes(cramjam.snappy.compress_raw(src))
+
+
+@pytest.mark.rule("R-WR-11", "R-WR-12", "R-LZ4-07", "R-SNAPPY-05")
+def test_other_compressors_fail_exactly_the_recompression_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker's recompression into lz4 and snappy needs the JVM's compressors: with others the
+    two recompress cases fail on their .log (and the indexes that point into it), the rest pass."""
+    from kafkalog.format import compression
+
+    monkeypatch.setattr(compression, "_block", _OtherCompressors())
+    failing = {}
+    for c in CASES:
+        out = tmp_path / c.name
+        out.mkdir()
+        run_case(c.path, out)
+        if diffs := compare_dirs(out, c.expected):
+            failing[c.name] = diffs
+    assert set(failing) == {"recompress-lz4", "recompress-snappy"}
+    assert all(any(d.startswith("00000000000000000000.log: byte ") for d in ds) for ds in failing.values()), failing
 
 
 # ------------------------------------------------------------------------------------ the CLI

@@ -1,5 +1,6 @@
 """The fast path: columnar decoding of record batches, records made in C, the codecs' C
-decompressors, Arrow output and the producer's partitioner hash.
+decompressors, the JVM's lz4 and snappy compressors (``_compress``), Arrow output and the producer's
+partitioner hash.
 
 Its kernels are Cython extension modules (``fast/_*.pyx``) compiled when the package is installed;
 nothing is compiled at run time. Each has a pure-Python twin beside it, which gives the same

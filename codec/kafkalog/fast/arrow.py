@@ -42,9 +42,15 @@ class PartitionLog(Protocol):
     @property
     def segments(self) -> list[Any]: ...
 
+    @property
+    def topic_partition(self) -> tuple[str, int] | None: ...
+
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]: ...
 
-__all__ = ["BatchFields", "KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "METADATA_SCHEMA", "PartitionLog", "columns_to_arrow", "constant_string", "to_arrow"]
+__all__ = [
+    "BatchFields", "KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "METADATA_SCHEMA", "PartitionLog", "columns_to_arrow", "constant_string",
+    "read_partition", "to_arrow",
+]
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 KAFKA_SCHEMA = pa.schema(
@@ -350,11 +356,15 @@ class _Selection:
     """Which rows a consumer receives: control records dropped unless asked for, and under
     read_committed the records of aborted transactions and those from the last stable offset on."""
 
-    def __init__(self, *, include_control: bool, read_committed: bool, aborted: Iterable[tuple[int, int] | AbortedTxn] = (), lso: int | None = None, start: int | None = None) -> None:
+    def __init__(
+        self, *, include_control: bool, read_committed: bool, aborted: Iterable[tuple[int, int] | AbortedTxn] = (), lso: int | None = None,
+        start: int | None = None, end: int | None = None,
+    ) -> None:
         self.include_control = include_control
         self.filter = _Committed(aborted) if read_committed else None
         self.lso = lso if read_committed else None
         self.start = start
+        self.end = end
 
     def mask(self, cols: BatchColumns | ChunkColumns, h: BatchFields) -> np.ndarray | None:
         """The rows kept (None: all of them)."""
@@ -374,6 +384,8 @@ class _Selection:
             rows &= cols.offsets < self.lso
         if self.start is not None:
             rows &= cols.offsets >= self.start
+        if self.end is not None:
+            rows &= cols.offsets < self.end
         return None if rows.all() else rows
 
 
@@ -415,8 +427,8 @@ def _pieces(
 def to_arrow(
     source: LogReader | PartitionLog | Iterable[Batch],
     *,
-    topic: str = "",
-    partition: int = 0,
+    topic: str | None = None,
+    partition: int | None = None,
     include_headers: bool = False,
     columns: Sequence[str] | None = None,
     max_rows: int = 32768,
@@ -448,21 +460,31 @@ def to_arrow(
     ``views=True`` gives key and value as Arrow binary views (:data:`KAFKA_VIEW_SCHEMA`) that point
     into each chunk's decompressed record areas (or the log bytes read for it) rather than copies
     of them: the fastest decode, for consumers that take views (polars, DuckDB, pyarrow compute;
-    Spark 4 does not). Each batch then holds its chunk's bytes, record framing included."""
-    opts = {"topic": topic, "partition": partition, "include_headers": include_headers, "columns": columns, "views": views}
+    Spark 4 does not). Each batch then holds its chunk's bytes, record framing included.
+
+    ``topic`` and ``partition`` label every row; for a Log they default to those its directory
+    name gives (``orders-0``), otherwise to ``""`` and 0."""
     if hasattr(source, "collect_aborted_transactions"):  # a kafkalog.log.unified.Log
+        named = source.topic_partition or ("", 0)
         aborted = source.collect_aborted_transactions(source.log_start_offset, source.log_end_offset) if read_committed else []
-        select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted,
-                            lso=source.last_stable_offset, start=source.log_start_offset)
-        for seg in source.segments:
-            if read_committed and seg.base_offset >= source.last_stable_offset:
-                break
-            if seg.size == 0:
-                continue
-            with LogReader(seg.log_path, end=seg.size) as reader:
-                yield from _stream(_pieces(reader, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views),
-                                   select, max_rows, metadata, seg.log_path, opts)
+        lso = source.last_stable_offset
+
+        def readers() -> Iterator[LogReader]:
+            for seg in source.segments:
+                if read_committed and seg.base_offset >= lso:
+                    break
+                if seg.size:
+                    with LogReader(seg.log_path, end=seg.size) as reader:
+                        yield reader
+
+        yield from read_partition(
+            readers(), topic=named[0] if topic is None else topic, partition=named[1] if partition is None else partition,
+            start=source.log_start_offset, aborted=aborted, last_stable_offset=lso, read_committed=read_committed,
+            include_headers=include_headers, columns=columns, max_rows=max_rows, max_bytes=max_bytes, views=views,
+            include_control=include_control, metadata=metadata,
+        )
         return
+    opts = {"topic": topic or "", "partition": partition or 0, "include_headers": include_headers, "columns": columns, "views": views}
     if isinstance(source, LogReader):
         aborted_pairs: list[tuple[int, int]] = []
         lso = None
@@ -479,6 +501,59 @@ def to_arrow(
         aborted_pairs, lso = _transactions_of(batches)
     select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted_pairs, lso=lso)
     yield from _stream(iter_columns(batches), select, max_rows, metadata, "", opts)
+
+
+def read_partition(
+    readers: Iterable[LogReader],
+    *,
+    topic: str,
+    partition: int,
+    start: int | None = None,
+    end: int | None = None,
+    aborted: Iterable[AbortedTxn | tuple[int, int]] = (),
+    last_stable_offset: int | None = None,
+    read_committed: bool = False,
+    include_headers: bool = False,
+    columns: Sequence[str] | None = None,
+    max_rows: int = 32768,
+    max_bytes: int = CHUNK_BYTES,
+    views: bool = False,
+    include_control: bool = False,
+    metadata: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of one partition's records at offsets ``[start, end)``, read from ``readers``:
+    the partition's segments in offset order, each a :class:`LogReader` already positioned (its
+    ``start``/``end`` bytes) by the caller, who decides from the indexes what to read. Reading a
+    reader stops at its first batch past ``end``, so a caller may give whole segments.
+
+    ``aborted`` (the partition's aborted transactions: ``.txnindex`` entries, or (producer id,
+    first offset) pairs) and ``last_stable_offset`` decide what ``read_committed`` leaves out, as
+    for :func:`to_arrow` on a Log; the other options are :func:`to_arrow`'s."""
+    opts = {"topic": topic, "partition": partition, "include_headers": include_headers, "columns": columns, "views": views}
+    select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted, lso=last_stable_offset,
+                        start=start, end=end)
+    for reader in readers:
+        pieces = _pieces(reader, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views)
+        yield from _stream(_until(pieces, end), select, max_rows, metadata, reader.name or "", opts)
+
+
+def _until(pieces: Iterator[BatchColumns | ChunkColumns], end: int | None) -> Iterator[BatchColumns | ChunkColumns]:
+    """The pieces up to the first one that reaches offset ``end`` (None: all of them)."""
+    try:
+        for piece in pieces:
+            yield piece
+            if end is not None and _last_offset(piece) >= end - 1:
+                return
+    finally:
+        pieces.close()  # type: ignore[attr-defined]
+
+
+def _last_offset(piece: BatchColumns | ChunkColumns) -> int:
+    """The last offset of the last batch a piece holds."""
+    if isinstance(piece, BatchColumns):
+        return piece.batch.last_offset
+    b = piece.batches
+    return int(b.last_offsets[-1]) if b is not None and len(b) else -1
 
 
 def _stream(

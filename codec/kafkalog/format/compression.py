@@ -4,11 +4,13 @@
   OS=255, deflate level 6): byte-identical to Kafka's output.
 * snappy: snappy-java's stream framing (magic ``82 'SNAPPY' 00``, version, compatible version,
   then big-endian length-prefixed raw blocks of at most 32 KiB input); read as snappy-java 1.1.10.5
-  reads it (raw snappy, concatenated streams, 1-3 stray bytes at the end ignored).
+  reads it (raw snappy, concatenated streams, 1-3 stray bytes at the end ignored); written
+  byte-identical to Kafka's, with libsnappy 1.1.10's compressor (:mod:`kafkalog.format.compressors`).
 * lz4: an LZ4 frame with independent 64 KiB blocks, no content size and no checksums; for magic
   0 the header checksum is computed the old, wrong way (over the magic number too) and is not
-  checked on read. Linked blocks are refused, as Kafka refuses them. Written with the fast
-  compressor at the default level 9 and LZ4 HC at any other level, as Kafka does.
+  checked on read. Linked blocks are refused, as Kafka refuses them. Written byte-identical to
+  Kafka's: lz4-java's fast compressor at the default level 9 (:mod:`kafkalog.format.compressors`)
+  and LZ4 HC at any other level, as Kafka does.
 * zstd: a zstd frame without content size (read by streaming); written byte-identical to Kafka's.
 
 Every decompressor stops at ``max_size`` output bytes and raises :class:`DecompressionError`
@@ -25,9 +27,10 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kafkalog.errors import DecompressionError, UnsupportedCompressionError
+from kafkalog.format import compressors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,6 +113,34 @@ def _gzip_compress(data: bytes, level: int | None) -> bytes:
     return _JAVA_GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
 
 
+# ------------------------------------------------------------------------- block compressors
+class BlockCompressors(Protocol):
+    """The two block compressors Kafka's bytes depend on (:mod:`kafkalog.format.compressors`)."""
+
+    def lz4_block(self, src: bytes) -> bytes: ...
+
+    def snappy_raw(self, src: bytes) -> bytes: ...
+
+
+_block: BlockCompressors | None = None
+_block_loader: Callable[[], BlockCompressors] | None = None
+
+
+def set_block_compressors(loader: Callable[[], BlockCompressors] | None) -> None:
+    """Plug in faster twins of :mod:`kafkalog.format.compressors` from a layer above: ``loader``
+    runs on first use and returns them (the package plugs in the compiled ones this way); ``None``
+    restores the plain ones. They must give the same bytes."""
+    global _block, _block_loader
+    _block, _block_loader = None, loader
+
+
+def _block_compressors() -> BlockCompressors:
+    global _block
+    if _block is None:
+        _block = _block_loader() if _block_loader is not None else compressors  # type: ignore[assignment]
+    return _block  # type: ignore[return-value]
+
+
 # ------------------------------------------------------------------------------------- snappy
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_BLOCK = 32 * 1024
@@ -164,11 +195,12 @@ def _snappy_decompress(data: bytes, max_size: int) -> bytes:
 
 
 def _snappy_compress(data: bytes, level: int | None) -> bytes:
-    import cramjam
-
+    """snappy-java's SnappyOutputStream: the header, then each 32 KiB of input as one chunk of raw
+    snappy made by libsnappy 1.1.10's compressor (R-SNAPPY-05; snappy has no levels)."""
+    snappy_raw = _block_compressors().snappy_raw
     parts = [_XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
     for i in range(0, len(data), _XERIAL_BLOCK):
-        raw = bytes(cramjam.snappy.compress_raw(data[i : i + _XERIAL_BLOCK]))
+        raw = snappy_raw(data[i : i + _XERIAL_BLOCK])
         parts.append(struct.pack(">i", len(raw)))
         parts.append(raw)
     return b"".join(parts)
@@ -298,17 +330,22 @@ def _lz4_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: i
 
 
 def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
-    import lz4.block
-
+    """Kafka's Lz4BlockOutputStream (R-LZ4-01, R-LZ4-07): 64 KiB blocks, each compressed by lz4-java's fast
+    compressor at the default level 9 and by LZ4 HC at any other level, stored raw when that is
+    not smaller."""
     header = bytearray(_LZ4_MAGIC + b"\x60\x40")
     header.append(lz4_header_checksum(bytes(header), magic))
     parts = [bytes(header)]
     block = 64 * 1024
+    fast = level is None or level == _LZ4_DEFAULT_LEVEL  # Kafka: the fast compressor only at the default level (R-WR-12)
+    lz4_block = _block_compressors().lz4_block
     for i in range(0, len(data), block):
         raw = data[i : i + block]
-        if level is None or level == _LZ4_DEFAULT_LEVEL:  # Kafka: the fast compressor only at the default level (R-WR-12)
-            c = lz4.block.compress(raw, mode="default", store_size=False)
-        else:
+        if fast:
+            c = lz4_block(raw)
+        else:  # lz4-java's JNI HC is liblz4's LZ4_compress_HC, as the lz4 package's
+            import lz4.block
+
             c = lz4.block.compress(raw, mode="high_compression", compression=level, store_size=False)
         if len(c) >= len(raw):
             parts.append(struct.pack("<I", len(raw) | 0x80000000))

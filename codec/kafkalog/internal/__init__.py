@@ -1,14 +1,16 @@
 """Decoders for the keys and values of Kafka's internal topics, as kafka-dump-log decodes them.
 
-======================  ====================  =========================================
-topic                   decoder name          kafka-dump-log flag
-======================  ====================  =========================================
-``__consumer_offsets``  ``offsets``           ``--offsets-decoder``
-``__transaction_state`` ``transaction-log``   ``--transaction-log-decoder``
-``__cluster_metadata``  ``cluster-metadata``  ``--cluster-metadata-decoder`` (also KRaft
-                                              snapshots ``NNN-NNN.checkpoint``)
-``__share_group_state`` ``share-group-state`` ``--share-group-state-decoder``
-======================  ====================  =========================================
+=========================  =======================  ===========================================
+topic                      decoder name             kafka-dump-log flag
+=========================  =======================  ===========================================
+``__consumer_offsets``     ``offsets``              ``--offsets-decoder``
+``__transaction_state``    ``transaction-log``      ``--transaction-log-decoder``
+``__cluster_metadata``     ``cluster-metadata``     ``--cluster-metadata-decoder`` (also KRaft
+                                                    snapshots ``NNN-NNN.checkpoint``)
+``__share_group_state``    ``share-group-state``    ``--share-group-state-decoder``
+``__remote_log_metadata``  ``remote-log-metadata``  ``--remote-log-metadata-decoder`` (its text
+                                                    is the Java objects' ``toString()``)
+=========================  =======================  ===========================================
 
 Control records (transaction markers, KRaft LeaderChange/SnapshotHeader/SnapshotFooter/
 KRaftVersion/KRaftVoters) are decoded whatever the topic (:func:`decode` with ``control=True``,
@@ -43,6 +45,7 @@ from kafkalog.internal.errors import (
 from kafkalog.internal.kraft import control_record_text, decode_control_record
 from kafkalog.internal.metadata import decode_metadata_record
 from kafkalog.internal.offsets import decode_offsets_record, decode_share_state_record
+from kafkalog.internal.remote import decode_remote_log_metadata_record
 from kafkalog.internal.result import Decoded
 from kafkalog.internal.txnlog import decode_txn_record
 from kafkalog.internal.wire import kafka_json
@@ -76,6 +79,7 @@ DECODERS: dict[str, DecodeFn] = {
     "transaction-log": decode_txn_record,
     "cluster-metadata": decode_metadata_record,
     "share-group-state": decode_share_state_record,
+    "remote-log-metadata": decode_remote_log_metadata_record,
 }
 
 #: The decoder for each internal topic.
@@ -84,6 +88,7 @@ TOPIC_DECODERS: dict[str, str] = {
     "__transaction_state": "transaction-log",
     "__cluster_metadata": "cluster-metadata",
     "__share_group_state": "share-group-state",
+    "__remote_log_metadata": "remote-log-metadata",
 }
 
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")

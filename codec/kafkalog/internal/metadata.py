@@ -8,12 +8,14 @@ that version, which must end exactly at the end of the value. kafka-dump-log
 
 from __future__ import annotations
 
+from typing import Any
+
 from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
 from kafkalog.internal.result import Decoded
-from kafkalog.internal.schemas import METADATA_RECORDS
+from kafkalog.internal.schemas import METADATA_RECORDS, Message
 from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
 
-__all__ = ["decode_metadata_record", "decode_metadata_value"]
+__all__ = ["decode_metadata_record", "decode_metadata_value", "read_frame"]
 
 
 def _short(r: Reader, entity: str) -> int:
@@ -26,9 +28,10 @@ def _short(r: Reader, entity: str) -> int:
     return ((val + 0x8000) & 0xFFFF) - 0x8000  # a varint past 2^31 is a negative Java int, cast to short
 
 
-def decode_metadata_value(value: bytes) -> Decoded:
-    """Decode one metadata record value (raises :class:`InternalRecordError` subclasses, with no
-    location: callers add it)."""
+def read_frame(value: bytes, records: dict[int, tuple[str, Message]]) -> tuple[int, int, str, Message, dict[str, Any]]:
+    """Read one framed record (Kafka's AbstractApiMessageSerde.read) whose api keys are ``records``:
+    (api key, version, type name, message, the message read). Raises :class:`InternalRecordError`
+    subclasses worded as Kafka's exceptions are, with no location: callers add it."""
     r = Reader(value)
     frame = _short(r, "frame version")
     if frame == 0:
@@ -42,7 +45,7 @@ def decode_metadata_value(value: bytes) -> Decoded:
         )
     api_key = _short(r, "type")
     version = _short(r, "version")
-    entry = METADATA_RECORDS.get(api_key)
+    entry = records.get(api_key)
     if entry is None:
         raise UnknownRecordTypeError(f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}")
     type_name, message = entry
@@ -55,6 +58,13 @@ def decode_metadata_value(value: bytes) -> Decoded:
         raise MalformedInternalRecordError(f"{java} ({type_name} v{version}): {e.kafka_message}", kafka_text=java) from None
     if r.remaining > 0:
         raise MalformedInternalRecordError(f"Found {r.remaining} byte(s) of garbage after {api_key}")
+    return api_key, version, type_name, message, raw
+
+
+def decode_metadata_value(value: bytes) -> Decoded:
+    """Decode one metadata record value (raises :class:`InternalRecordError` subclasses, with no
+    location: callers add it)."""
+    api_key, version, type_name, message, raw = read_frame(value, METADATA_RECORDS)
     obj = {"type": type_name, "version": version, "data": message_json(message, version, raw)}
     return Decoded(None, obj, None, message.name, api_key, version)
 

@@ -1,4 +1,5 @@
-"""``__consumer_offsets``: offset commits, group metadata and the newer group record types.
+"""``__consumer_offsets`` (offset commits, group metadata and the newer group record types) and
+``__share_group_state``, both written by a coordinator in the same key/value form.
 
 Every key starts with an int16, the record type (0/1 offset commit, 2 classic group metadata,
 3-8 consumer groups of KIP-848, 9-15 share groups, 16 consumer-group regular expressions); the key
@@ -7,6 +8,8 @@ tombstone. kafka-dump-log ``--offsets-decoder`` prints the key as ``{"type":"<ty
 and the value as ``{"version":"<version>","data":{...}}`` (both numbers as text), ``<DELETE>`` for a
 tombstone; in a classic group whose protocol type is ``consumer`` each member's subscription and
 assignment bytes are replaced by their decoded consumer-protocol form when they parse.
+``--share-group-state-decoder`` reads ``__share_group_state`` the same way (record types 0
+ShareSnapshot, 1 ShareUpdate) but labels the value's version ``"type"`` as well.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ def _decode_coordinator(
     offset: int,
     registry: dict[int, tuple[Message, Message]],
     topic_word: str,
+    value_label: str,
 ) -> Decoded:
     if key is None:
         raise MalformedInternalRecordError(
@@ -106,14 +110,16 @@ def _decode_coordinator(
     data = message_json(value_msg, version, value_raw)
     if value_msg is GROUP_METADATA_VALUE:
         data = _group_metadata_json(data, value_raw)
-    return Decoded(key_obj, {"version": str(version), "data": data}, key_msg.name, value_msg.name, rtype, version)
+    return Decoded(key_obj, {value_label: str(version), "data": data}, key_msg.name, value_msg.name, rtype, version)
 
 
 def decode_offsets_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
     """Decode one ``__consumer_offsets`` record as kafka-dump-log ``--offsets-decoder`` does."""
-    return _decode_coordinator(key, value, offset, GROUP_COORDINATOR_RECORDS, "offset topic")
+    return _decode_coordinator(key, value, offset, GROUP_COORDINATOR_RECORDS, "offset topic", "version")
 
 
 def decode_share_state_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
-    """Decode one ``__share_group_state`` record as ``--share-group-state-decoder`` does."""
-    return _decode_coordinator(key, value, offset, SHARE_COORDINATOR_RECORDS, "share group state topic")
+    """Decode one ``__share_group_state`` record as ``--share-group-state-decoder`` does. Kafka's
+    ShareGroupStateMessageParser labels the value's version ``"type"``, as it does the key's record
+    type (``{"type":"0","data":{...}}``), where the offsets decoder writes ``"version"``."""
+    return _decode_coordinator(key, value, offset, SHARE_COORDINATOR_RECORDS, "share group state topic", "type")

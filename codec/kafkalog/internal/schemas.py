@@ -16,7 +16,8 @@ declared: they, and any other unknown type or version, are reported as unknown, 
 
 Sections: the ``__consumer_offsets`` records (group coordinator, record types 0-16, and the
 consumer protocol subscription/assignment embedded in group metadata), ``__transaction_state``,
-``__cluster_metadata`` records (by api key), KRaft control records, ``__share_group_state``.
+``__cluster_metadata`` records (by api key), KRaft control records, ``__share_group_state``,
+``__remote_log_metadata``.
 
 Wire rules (Kafka's protocol types): int8/16/32/64 big-endian two's complement; uint16/uint32
 big-endian unsigned; float64 IEEE-754 big-endian; bool one byte (non-zero is true); uuid 16
@@ -71,6 +72,7 @@ __all__ = [
     "METADATA_RECORDS",
     "Message",
     "NULL",
+    "REMOTE_LOG_METADATA_RECORDS",
     "SHARE_COORDINATOR_RECORDS",
     "TRANSACTION_LOG_KEY",
     "TRANSACTION_LOG_VALUE",
@@ -1047,6 +1049,79 @@ SHARE_UPDATE_VALUE = Message(
 )
 
 
+# ============================================ __remote_log_metadata (tiered storage, KIP-405)
+# The records TopicBasedRemoteLogMetadataManager writes (storage/src/main/resources/message/
+# RemoteLogSegmentMetadataRecord.json and its siblings; TxnIndexEmpty is the tagged field of 4.0's
+# KIP-1058). Framed like metadata records: frame version 1, api key, version, then the message.
+_TOPIC_ID_PARTITION = [
+    F("Name", "string", "0+"),
+    F("Id", "uuid", "0+"),
+    F("Partition", "int32", "0+"),
+]
+_REMOTE_LOG_SEGMENT_ID = [
+    F("TopicIdPartition", "TopicIdPartitionEntry", "0+", fields=_TOPIC_ID_PARTITION),
+    F("Id", "uuid", "0+"),
+]
+_SEGMENT_LEADER_EPOCH = [
+    F("LeaderEpoch", "int32", "0+"),
+    F("Offset", "int64", "0+"),
+]
+
+REMOTE_LOG_SEGMENT_METADATA_RECORD = Message(
+    "RemoteLogSegmentMetadataRecord", "0", flexible="0+",
+    fields=[
+        F("RemoteLogSegmentId", "RemoteLogSegmentIdEntry", "0+", fields=_REMOTE_LOG_SEGMENT_ID),
+        F("StartOffset", "int64", "0+"),
+        F("EndOffset", "int64", "0+"),
+        F("BrokerId", "int32", "0+"),
+        F("MaxTimestampMs", "int64", "0+"),
+        F("EventTimestampMs", "int64", "0+"),
+        F("SegmentLeaderEpochs", "[]SegmentLeaderEpochEntry", "0+", fields=_SEGMENT_LEADER_EPOCH),
+        F("SegmentSizeInBytes", "int32", "0+"),
+        F("CustomMetadata", "bytes", "0+", nullable="0+", default=NULL),
+        F("RemoteLogSegmentState", "int8", "0+"),
+        F("TxnIndexEmpty", "bool", "0+", tag=0, tagged="0+"),
+    ],
+)
+
+REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD = Message(
+    "RemoteLogSegmentMetadataUpdateRecord", "0", flexible="0+",
+    fields=[
+        F("RemoteLogSegmentId", "RemoteLogSegmentIdEntry", "0+", fields=_REMOTE_LOG_SEGMENT_ID),
+        F("BrokerId", "int32", "0+"),
+        F("EventTimestampMs", "int64", "0+"),
+        F("CustomMetadata", "bytes", "0+", nullable="0+", default=NULL),
+        F("RemoteLogSegmentState", "int8", "0+"),
+    ],
+)
+
+REMOTE_PARTITION_DELETE_METADATA_RECORD = Message(
+    "RemotePartitionDeleteMetadataRecord", "0", flexible="0+",
+    fields=[
+        F("TopicIdPartition", "TopicIdPartitionEntry", "0+", fields=_TOPIC_ID_PARTITION),
+        F("BrokerId", "int32", "0+"),
+        F("EventTimestampMs", "int64", "0+"),
+        F("RemotePartitionDeleteState", "int8", "0+"),
+    ],
+)
+
+REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_RECORD = Message(
+    "RemoteLogSegmentMetadataSnapshotRecord", "0", flexible="0+",
+    fields=[
+        F("SegmentId", "uuid", "0+"),
+        F("StartOffset", "int64", "0+"),
+        F("EndOffset", "int64", "0+"),
+        F("BrokerId", "int32", "0+"),
+        F("MaxTimestampMs", "int64", "0+"),
+        F("EventTimestampMs", "int64", "0+"),
+        F("SegmentLeaderEpochs", "[]SegmentLeaderEpochEntry", "0+", fields=_SEGMENT_LEADER_EPOCH),
+        F("SegmentSizeInBytes", "int32", "0+"),
+        F("CustomMetadata", "bytes", "0+", nullable="0+", default=NULL),
+        F("RemoteLogSegmentState", "int8", "0+"),
+    ],
+)
+
+
 # ====================================================================================== registries
 #: ``__consumer_offsets``: the key's leading int16 (Kafka calls it the key "version"; it is the
 #: record type) -> (key message, value message). The key is read at that version; the value has
@@ -1111,6 +1186,18 @@ _METADATA = [
 #: varint record version, then the message at that version, and nothing after it.
 METADATA_RECORDS: dict[int, tuple[str, Message]] = {k: (metadata_type_name(m.name), m) for k, m in _METADATA}
 
+#: ``__remote_log_metadata``: api key -> (MetadataRecordType name of the storage module, message),
+#: framed as :data:`METADATA_RECORDS` are.
+REMOTE_LOG_METADATA_RECORDS: dict[int, tuple[str, Message]] = {
+    k: (metadata_type_name(m.name), m)
+    for k, m in [
+        (0, REMOTE_LOG_SEGMENT_METADATA_RECORD),
+        (1, REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD),
+        (2, REMOTE_PARTITION_DELETE_METADATA_RECORD),
+        (3, REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_RECORD),
+    ]
+}
+
 #: KRaft control records (a control batch's record key type id) -> (label kafka-dump-log prints,
 #: message). Kafka reads each value at version 0; the message's own ``Version`` field is the
 #: version its JSON is written with.
@@ -1134,6 +1221,7 @@ INTERNAL_SCHEMAS: dict[str, Message] = {
         *(m for _, m in METADATA_RECORDS.values()),
         *(m for _, m in CONTROL_RECORDS.values()),
         *(m for pair in SHARE_COORDINATOR_RECORDS.values() for m in pair),
+        *(m for _, m in REMOTE_LOG_METADATA_RECORDS.values()),
     ]
 }
 

@@ -537,7 +537,9 @@ class ProducerStateManager:
         return [self.producers[pid].to_snapshot() for pid in self.producers]
 
     def take_snapshot(self, sync: bool | None = None) -> str | None:
-        """Write ``<map end offset>.snapshot`` unless one exists at that offset already; return its path."""
+        """Write ``<map end offset>.snapshot`` when the map end offset is above the last snapshot's
+        offset (written or loaded), whether or not a file of that name exists; return its path
+        (ProducerStateManager.takeSnapshot, SPEC R-SNAP-08)."""
         if self.last_map_offset <= self.last_snap_offset:
             return None
         path = self.snapshot_path(self.last_map_offset)

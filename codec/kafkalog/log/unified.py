@@ -138,6 +138,9 @@ _PROPERTIES: dict[str, str] = {
     "message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
     "max.message.bytes": "max_message_bytes",
     "compression.type": "compression_type",
+    "compression.gzip.level": "compression_gzip_level",
+    "compression.lz4.level": "compression_lz4_level",
+    "compression.zstd.level": "compression_zstd_level",
     "cleanup.policy": "cleanup_policy",
     "retention.ms": "retention_ms",
     "retention.bytes": "retention_bytes",
@@ -173,6 +176,9 @@ class LogConfig:
     message_timestamp_after_max_ms: int = _LONG_MAX
     max_message_bytes: int = 1024 * 1024 + 12
     compression_type: str = "producer"
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
     cleanup_policy: tuple[str, ...] = ("delete",)
     retention_ms: int = 7 * 24 * 3600 * 1000
     retention_bytes: int = -1
@@ -197,6 +203,12 @@ class LogConfig:
             raise ValueError(f"index.interval.bytes must be at least 0, got {self.index_interval_bytes}")
         if self.compression_type not in ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd"):
             raise ValueError(f"unknown compression.type {self.compression_type!r}")
+        if self.compression_gzip_level != -1 and not 1 <= self.compression_gzip_level <= 9:
+            raise ValueError(f"compression.gzip.level must be -1 or 1 to 9, got {self.compression_gzip_level}")
+        if not 1 <= self.compression_lz4_level <= 17:
+            raise ValueError(f"compression.lz4.level must be 1 to 17, got {self.compression_lz4_level}")
+        if not -131072 <= self.compression_zstd_level <= 22:
+            raise ValueError(f"compression.zstd.level must be -131072 to 22, got {self.compression_zstd_level}")
         if not set(self.cleanup_policy) <= {"delete", "compact"}:
             raise ValueError(f"unknown cleanup.policy {self.cleanup_policy!r}")
 
@@ -257,6 +269,14 @@ class LogConfig:
         if self.compression_type == "uncompressed":
             return Codec.NONE
         return Codec.from_name(self.compression_type)
+
+    def target_level(self, target: Codec) -> int | None:
+        """The level the broker compresses with: the topic's ``compression.<codec>.level`` when the
+        topic names a codec, the codec's default (None) under ``producer`` (LogConfig.compression,
+        BrokerCompressionType.targetCompression @1eb7644; R-WR-11, R-WR-12)."""
+        if self.compression_type in ("producer", "uncompressed", "none"):
+            return None
+        return {Codec.GZIP: self.compression_gzip_level, Codec.LZ4: self.compression_lz4_level, Codec.ZSTD: self.compression_zstd_level}.get(target)
 
 
 class FetchIsolation(Enum):
@@ -1037,6 +1057,7 @@ class Log:
         builder = RecordBatchBuilder(
             self.log_end_offset,
             compression=target,
+            compression_level=self.config.target_level(target),
             timestamp_type=self.config.message_timestamp_type,
             log_append_time=now if lat else None,
             producer_id=v2.producer_id if v2 else -1,

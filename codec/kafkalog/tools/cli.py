@@ -1,4 +1,4 @@
-"""The ``kafkalog`` command line: the parser that gathers each command's module (``dump``, ``build``,
+"""The ``kafkalog`` command line: the parser that gathers each command's module (``info``, ``cat``, ``export``, ``dump``, ``build``,
 ``explain``, ``groups``, ``verify``, ``conformance``, ``retention``, ``recover``, ``compact``) and ``main``.
 
 Exit codes: 0 success; 1 the input holds bad data (corrupt batches, bad files); 2 usage error
@@ -24,6 +24,9 @@ __all__ = ["main"]
 #: Each command's module in :mod:`kafkalog.tools` (its ``register`` adds the command), in the order
 #: ``--help`` lists them.
 COMMANDS = {
+    "info": "info",
+    "cat": "cat",
+    "export": "export",
     "dump": "dump",
     "build": "build",
     "explain": "explain",
@@ -50,7 +53,6 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     for name in modules:
         importlib.import_module(f"kafkalog.tools.{name}").register(sub)
     return p
-
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -7,6 +7,7 @@ The JSON form is SPEC.md's canonical JSON; the text form follows kafka-dump-log
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import posixpath
@@ -14,9 +15,9 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from kafkalog.errors import KafkaLogError
+from kafkalog.errors import DataLossError, KafkaLogError
 from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from kafkalog.format.files import DUMPED_KINDS, FileKind, exists, is_dir, is_url, kind_of, segment_file_name, walk
 from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
@@ -26,8 +27,12 @@ from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
+from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress, UsageError, missing_or_empty
+
+if TYPE_CHECKING:
+    from kafkalog.format.tiered_aiven import Keyring, RemoteSegment
 
 __all__ = ["DumpOptions", "DumpResult", "dump", "json_lines", "partition_dirs"]
 
@@ -45,6 +50,12 @@ class DumpOptions:
     decoder: str | None = None
     #: ``read_committed`` or ``read_uncommitted``: print only what a consumer receives (partition directories)
     isolation: str | None = None
+    #: private keys by key-pair id, for tiered segments the Aiven plug-in encrypted (SPEC Appendix D)
+    keys: Keyring | None = None
+    #: the prefix holding the Aiven plug-in's objects: the paths are then read with it, one log per partition (D.6)
+    tiered: str | None = None
+    #: read past offsets no segment holds (R-LOSS-04, D.6), with a warning, instead of failing (data loss)
+    allow_gaps: bool = False
 
     def decoder_for(self, path: str) -> str | None:
         """The internal-topic decoder to apply to ``path``: forced, by topic, or none."""
@@ -64,11 +75,32 @@ class DumpResult:
     files: int = 0
     errors: list[str] = field(default_factory=list)
     torn_tails: list[str] = field(default_factory=list)
+    #: offsets lost in the partition directories dumped (with ``allow_gaps``; else dump raises)
+    gaps: list[Gap] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- JSON per kind
-def _snapshot_lines(path: str, rel: str) -> Iterator[dict[str, Any]]:
-    for e in read_producer_snapshot(path):
+@dataclass(frozen=True)
+class _Part:
+    """A file held inside a tiered segment's objects (SPEC Appendix D): the ``.log`` (``part`` None), opened
+    through the manifest, or one part of its ``.indexes``."""
+
+    segment: RemoteSegment
+    part: str | None = None
+
+    @property
+    def base_offset(self) -> int:
+        return self.segment.base_offset
+
+    def data(self) -> bytes:
+        return self.segment.index_part(self.part) or b"" if self.part else b""
+
+    def open(self) -> BinaryIO:
+        return self.segment.open_log()  # type: ignore[return-value]
+
+
+def _snapshot_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    for e in read_producer_snapshot(path, data=None if src is None else src.data()):
         meta = []
         if e.last_offset >= 0:
             meta.append(
@@ -96,37 +128,37 @@ def _snapshot_lines(path: str, rel: str) -> Iterator[dict[str, Any]]:
         }
 
 
-def _index_lines(path: str, rel: str) -> Iterator[dict[str, Any]]:
-    idx = OffsetIndex.read(path)
+def _index_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    idx = OffsetIndex.read(path) if src is None else OffsetIndex.read(path, data=src.data(), base_offset=src.base_offset)
     for i in range(len(idx)):
         yield {"file": rel, "type": "offsetIndexEntry", "i": i, "offset": int(idx.offsets[i]), "position": int(idx.positions[i])}
 
 
-def _time_index_lines(path: str, rel: str) -> Iterator[dict[str, Any]]:
-    idx = TimeIndex.read(path)
+def _time_index_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    idx = TimeIndex.read(path) if src is None else TimeIndex.read(path, data=src.data(), base_offset=src.base_offset)
     for i in range(len(idx)):
         yield {"file": rel, "type": "timeIndexEntry", "i": i, "timestamp": int(idx.timestamps[i]), "offset": int(idx.offsets[i])}
 
 
-def _txn_lines(path: str, rel: str) -> Iterator[dict[str, Any]]:
-    for t in read_txn_index(path):
+def _txn_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    for t in read_txn_index(path, data=None if src is None else src.data()):
         yield {
             "file": rel, "type": "abortedTxn", "version": t.version, "producerId": t.producer_id,
             "firstOffset": t.first_offset, "lastOffset": t.last_offset, "lastStableOffset": t.last_stable_offset,
         }
 
 
-def _epoch_lines(path: str, rel: str) -> Iterator[dict[str, Any]]:
-    for e in read_leader_epoch_checkpoint(path):
+def _epoch_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    for e in read_leader_epoch_checkpoint(path, data=None if src is None else src.data()):
         yield {"file": rel, "type": "leaderEpochEntry", "epoch": e.epoch, "startOffset": e.start_offset}
 
 
-def _pm_lines(path: str, rel: str) -> Iterator[dict[str, Any]]:
+def _pm_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
     pm = read_partition_metadata(path)
     yield {"file": rel, "type": "partitionMetadata", "version": pm.version, "topicId": pm.topic_id}
 
 
-_JSON: dict[FileKind, Callable[[str, str], Iterator[dict[str, Any]]]] = {
+_JSON: dict[FileKind, Callable[[str, str, _Part | None], Iterator[dict[str, Any]]]] = {
     FileKind.INDEX: _index_lines,
     FileKind.TIME_INDEX: _time_index_lines,
     FileKind.TXN_INDEX: _txn_lines,
@@ -138,13 +170,14 @@ _JSON: dict[FileKind, Callable[[str, str], Iterator[dict[str, Any]]]] = {
 
 def json_lines(
     path: str, rel: str, kind: FileKind, result: DumpResult | None = None, lossless: bool = False, decoder: str | None = None,
-    *, end: int | None = None,
+    *, end: int | None = None, source: BinaryIO | None = None, src: _Part | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch, and
-    read only up to the offset ``end`` when one is given: :func:`_targets`).
+    """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch, from
+    ``source`` when the caller opened it already, and read only up to the offset ``end`` when one
+    is given: :func:`_targets`).
 
     With ``decoder`` (an internal-topic decoder name), record objects gain ``decodedKey`` and
-    ``decodedValue`` (or ``decodeError``)."""
+    ``decodedValue`` (or ``decodeError``). ``src`` reads the file from a tiered segment's objects."""
     if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
         extra = None
         if decoder is not None:
@@ -154,12 +187,12 @@ def json_lines(
                 control = isinstance(batch, RecordBatch) and batch.is_control
                 return decoded_fields(None, r, decoder=decoder, control=control, file=path, position=batch.position)
 
-        with LogReader(path) as reader:
+        with LogReader(path if source is None else source, name=path) as reader:
             yield from log_lines(_planned(reader.batches(), end), rel, lossless=lossless, extra=extra)
             if reader.tail is not None and result is not None:
                 result.torn_tails.append(reader.tail.message())
         return
-    yield from _JSON[kind](path, rel)
+    yield from _JSON[kind](path, rel, src)
 
 
 def _planned(batches: Iterator[Any], end: int | None) -> Iterator[Any]:
@@ -193,7 +226,7 @@ def _text_batch(batch: Any, position: int) -> str:
     )
 
 
-def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult, end: int | None = None) -> None:
+def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult, end: int | None = None, source: BinaryIO | None = None) -> None:
     name = os.path.basename(path)
     stem = name.split(".", 1)[0]
     decoder = opts.decoder_for(path)
@@ -204,7 +237,7 @@ def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult, end
         out.write(f"Snapshot end offset: {int(off)}, epoch: {int(epoch)}\n")
     else:
         out.write(f"Log starting offset: {int(stem.split('-')[0])}\n")
-    with LogReader(path) as reader:
+    with LogReader(path if source is None else source, name=path) as reader:
         valid = 0
         for batch in _planned(reader.batches(), end):
             _text_batch_and_records(path, batch, valid, batch.records(), out, opts, decoder)
@@ -244,25 +277,26 @@ def _text_batch_and_records(
         out.write("".join(parts) + "\n")
 
 
-def _text_other(path: str, kind: FileKind, out: TextIO) -> None:
+def _text_other(path: str, kind: FileKind, out: TextIO, src: _Part | None = None) -> None:
+    data = None if src is None else src.data()
     if kind is FileKind.INDEX:
-        idx = OffsetIndex.read(path)
+        idx = OffsetIndex.read(path) if src is None else OffsetIndex.read(path, data=data, base_offset=src.base_offset)
         if len(idx) == 0:
             out.write(f"{path} is empty.\n")
         for o, p in zip(idx.offsets.tolist(), idx.positions.tolist(), strict=True):
             out.write(f"offset: {o} position: {p}\n")
     elif kind is FileKind.TIME_INDEX:
-        tidx = TimeIndex.read(path)
+        tidx = TimeIndex.read(path) if src is None else TimeIndex.read(path, data=data, base_offset=src.base_offset)
         for t, o in zip(tidx.timestamps.tolist(), tidx.offsets.tolist(), strict=True):
             out.write(f"timestamp: {t} offset: {o}\n")
     elif kind is FileKind.TXN_INDEX:
-        for a in read_txn_index(path):
+        for a in read_txn_index(path, data=data):
             out.write(
                 f"version: {a.version} producerId: {a.producer_id} firstOffset: {a.first_offset} "
                 f"lastOffset: {a.last_offset} lastStableOffset: {a.last_stable_offset}\n"
             )
     elif kind is FileKind.PRODUCER_SNAPSHOT:
-        for e in read_producer_snapshot(path):
+        for e in read_producer_snapshot(path, data=data):
             line = (
                 f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
                 f"currentTxnFirstOffset: {_opt(e.current_txn_first_offset if e.current_txn_first_offset >= 0 else None)} "
@@ -275,7 +309,7 @@ def _text_other(path: str, kind: FileKind, out: TextIO) -> None:
                 )
             out.write(line + "\n")
     elif kind is FileKind.LEADER_EPOCH_CHECKPOINT:
-        for ep in read_leader_epoch_checkpoint(path):
+        for ep in read_leader_epoch_checkpoint(path, data=data):
             out.write(f"epoch: {ep.epoch} startOffset: {ep.start_offset}\n")
     elif kind is FileKind.PARTITION_METADATA:
         pm = read_partition_metadata(path)
@@ -287,19 +321,63 @@ def _text_other(path: str, kind: FileKind, out: TextIO) -> None:
 DELETED_SUFFIX = ".deleted"
 
 
-def _targets(paths: list[str], err: TextIO) -> list[tuple[str, str, FileKind, tuple[int, int | None] | None]]:
+_Target = tuple[str, str, FileKind, "tuple[int, int | None] | None", "_Part | None"]
+
+#: the parts of a tiered segment's ``.indexes`` (SPEC D.5) dumped as the files they were on the broker
+_INDEX_PART_KINDS = (
+    ("offset", FileKind.INDEX), ("timestamp", FileKind.TIME_INDEX), ("producerSnapshot", FileKind.PRODUCER_SNAPSHOT),
+    ("leaderEpoch", FileKind.LEADER_EPOCH_CHECKPOINT), ("transaction", FileKind.TXN_INDEX),
+)
+_PART_LABELS = {"offset": "offset index", "timestamp": "time index", "producerSnapshot": "producer snapshot",
+                "leaderEpoch": "leader-epoch checkpoint", "transaction": "transaction index"}
+_MANIFEST_SUFFIX = ".rsm-manifest"
+
+
+def _tiered_parts(full: str, rel: str, keys: Keyring | None) -> list[_Target]:
+    """The targets of one tiered segment whose ``.log`` is ``full``: each part of its ``.indexes``
+    (``file`` is the ``.indexes`` object), then the ``.log`` read through its manifest."""
+    from kafkalog.format.tiered_aiven import RemoteSegment, open_store
+
+    folder = posixpath.dirname(full) if is_url(full) else os.path.dirname(full)
+    seg = RemoteSegment(open_store(folder or "."), os.path.basename(full)[: -len(".log")], keys)
+    stem = rel[: -len(".log")]
+    out: list[_Target] = [(seg.name("indexes"), stem + ".indexes", kind, None, _Part(seg, part)) for part, kind in _INDEX_PART_KINDS]
+    out.append((full, rel, FileKind.LOG, None, _Part(seg)))
+    return out
+
+
+def _targets(paths: list[str], err: TextIO, keys: Keyring | None = None) -> list[_Target]:
     """Every file to dump, listed before any is read, each with the end of its planned offset range:
     for a ``.log`` found by walking a directory, the base offset of the next ``.log`` listed beside
-    it (None: no bound). The range applies only to a file replaced since the listing (see
-    :func:`_replaced`): a cleaned segment renamed over an old one may hold the next segments'
-    offsets, which the dump reads from their own files (R-LIVE-04)."""
-    found: list[tuple[str, str, FileKind, tuple[int, int | None] | None]] = []
+    it (None: no bound) and the inode the listing saw. The range applies only to a file replaced
+    since the listing (see :func:`_replaced`): a cleaned segment renamed over an old one may hold the
+    next segments' offsets, which the dump reads from their own files (R-LIVE-04).
+
+    A ``.log`` with an ``.rsm-manifest`` beside it is a segment Aiven's tiered-storage plug-in
+    wrote (SPEC Appendix D): it is read through the manifest (chunks decompressed and decrypted with
+    ``keys``), and its ``.indexes`` object is dumped as the index files it holds. A ``.log`` with
+    an ``.indexes`` object but no manifest is an upload the plug-in had not finished (it writes the
+    manifest last): skipped with a warning."""
+    found: list[_Target] = []
     for p in paths:
         if is_dir(p):
-            walked = [(full, rel, k) for full, rel in walk(p) if (k := kind_of(full)) in DUMPED_KINDS]
-            for i, (full, rel, k) in enumerate(walked):
+            listing = _listed(p)
+            rels = {rel for _full, rel, _ino in listing}
+            walked = [(full, rel, k, ino) for full, rel, ino in listing if (k := kind_of(full)) in DUMPED_KINDS]
+            for i, (full, rel, k, ino) in enumerate(walked):
+                if k is FileKind.LOG and rel[: -len(".log")] + _MANIFEST_SUFFIX in rels:
+                    found.extend(_tiered_parts(full, rel, keys))
+                    continue
+                if k is FileKind.LOG and rel[: -len(".log")] + ".indexes" in rels:
+                    err.write(f"warning: {full}: a tiered segment without its {_MANIFEST_SUFFIX} (an unfinished upload): skipped\n")
+                    continue
                 end = _next_base(walked, i) if k is FileKind.LOG else None
-                found.append((full, rel, k, None if end is None else (end, _inode(full))))  # type: ignore[arg-type]
+                found.append((full, rel, k, None if end is None else (end, ino), None))  # type: ignore[arg-type]
+        elif p.endswith((".log", ".indexes")) and exists(p.rsplit(".", 1)[0] + _MANIFEST_SUFFIX):
+            # a tiered segment's .log or .indexes named alone: that object, read through the manifest beside it
+            stem = p.rsplit(".", 1)[0]
+            parts = _tiered_parts(stem + ".log", os.path.basename(stem) + ".log", keys)
+            found.extend(t for t in parts if (t[2] is FileKind.LOG) == p.endswith(".log"))
         else:
             k = kind_of(p)
             if k is None:
@@ -309,16 +387,35 @@ def _targets(paths: list[str], err: TextIO) -> list[tuple[str, str, FileKind, tu
             if k is None:
                 err.write(f"Ignoring unknown file {p}\n")
                 continue
-            found.append((p, os.path.basename(p), k, None))
+            found.append((p, os.path.basename(p), k, None, None))
     return found
 
 
-def _next_base(walked: list[tuple[str, str, FileKind | None]], i: int) -> int | None:
+def _listed(root: str) -> list[tuple[str, str, int | None]]:
+    """(path, path relative to ``root``, inode) for every file under ``root``, sorted by relative path.
+    A local file's inode is the one its directory entry held when the listing read the name (no
+    later ``stat``): a stat taken after the listing may already see a cleaned segment renamed over
+    the listed one, and the dump would then read the new file whole (R-LIVE-04). URLs: no inode."""
+    if is_url(root):
+        return [(full, rel, None) for full, rel in walk(root)]
+    found: list[tuple[str, str, int | None]] = []
+    for dirpath, _dirs, _names in os.walk(root):
+        with os.scandir(dirpath) as it:
+            for e in it:
+                with contextlib.suppress(OSError):
+                    if e.is_file():
+                        ino = e.stat().st_ino if e.is_symlink() else e.inode()
+                        found.append((e.path, os.path.relpath(e.path, root).replace(os.sep, "/"), ino))
+    found.sort(key=lambda f: f[1])
+    return found
+
+
+def _next_base(walked: list[tuple[str, str, FileKind | None, int | None]], i: int) -> int | None:
     """The base offset of the first ``.log`` after ``walked[i]`` in the same directory (None: none)."""
     folder = posixpath.dirname(walked[i][1])
     if not _PLAIN_SEGMENT.fullmatch(posixpath.basename(walked[i][1])):
         return None  # a tiered-storage copy (<offset>-<id>.log): copies of one partition may overlap
-    for _full, rel, k in walked[i + 1 :]:
+    for _full, rel, k, _ino in walked[i + 1 :]:
         if posixpath.dirname(rel) != folder:
             return None
         if k is FileKind.LOG:
@@ -330,22 +427,48 @@ def _next_base(walked: list[tuple[str, str, FileKind | None]], i: int) -> int | 
 _PLAIN_SEGMENT = re.compile(r"\d{20}\.log")
 
 
-def _inode(path: str) -> int | None:
+def _open_segment(path: str) -> BinaryIO:
+    """Open a listed ``.log``, or the name retention or the cleaner renamed it to since the listing
+    (``.deleted``: Kafka keeps it for file.delete.delay.ms, R-LIVE-03)."""
     try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
+        return open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
+    except FileNotFoundError:
+        return open(path + DELETED_SUFFIX, "rb", buffering=1 << 20)  # noqa: SIM115
 
 
-def _replaced(path: str, planned: tuple[int, int | None] | None) -> int | None:
-    """The planned end of ``path``'s offsets if the file was replaced since the listing (another
-    inode: the cleaner renamed a new segment over it), else None: a file at rest is dumped whole,
-    as kafka-dump-log dumps it."""
+def _replaced(opened: BinaryIO, planned: tuple[int, int | None] | None) -> int | None:
+    """The planned end of the offsets of the open file if it is not the file the listing saw
+    (another inode: the cleaner renamed a new segment over it), else None: a file at rest is dumped
+    whole, as kafka-dump-log dumps it. The inode is the open file's own (``fstat``), so no rename
+    can come between this check and the read."""
     if planned is None:
         return None
     end, listed = planned
-    now = _inode(path)
-    return end if listed is not None and now is not None and now != listed else None
+    return end if listed is not None and os.fstat(opened.fileno()).st_ino != listed else None
+
+
+def _data_loss(paths: list[str]) -> list[Gap]:
+    """The offsets lost in every partition directory under the directories among ``paths``: each
+    directory holding segment files, judged with its log dir's checkpoints (read once a log dir)."""
+    dirs: dict[str, None] = {}
+    for p in paths:
+        if not is_dir(p):
+            continue
+        files = walk(p) if is_url(p) else ((full, "") for full, _rel, _ino in _listed(p))
+        for full, _rel in files:
+            if kind_of(full) in _SEGMENT_KINDS:
+                dirs[posixpath.dirname(full) if is_url(full) else os.path.dirname(full)] = None
+    offsets: dict[str, LogDirOffsets] = {}
+    gaps: list[Gap] = []
+    for d in dirs:
+        parent = posixpath.dirname(d.rstrip("/")) if is_url(d) else os.path.dirname(os.path.abspath(d))
+        if parent not in offsets:
+            offsets[parent] = LogDirOffsets.read(parent)
+        gaps.extend(find_gaps(d, checkpoints=offsets[parent]))
+    return gaps
+
+
+_SEGMENT_KINDS = frozenset({FileKind.LOG, FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT})
 
 
 def partition_dirs(root: str) -> list[str]:
@@ -356,6 +479,39 @@ def partition_dirs(root: str) -> list[str]:
         if any(kind_of(os.path.join(dirpath, n)) is FileKind.LOG for n in names):
             found.append(dirpath)
     return sorted(found)
+
+
+def _dump_tiered(paths: list[str], opts: DumpOptions, out: TextIO, err: TextIO, result: DumpResult) -> None:
+    """Each partition read across tiers (SPEC D.6, :func:`kafkalog.log.tiered.open_tiered`): the
+    plug-in's segments under ``opts.tiered``, then the broker's under ``paths``, each offset once.
+    A batch prints with the object or file it was read from and its position there, and only the
+    records that segment gives; a hole between segments is data loss (DataLossError) unless
+    ``opts.allow_gaps``."""
+    from kafkalog.log.tiered import open_tiered
+
+    assert opts.tiered is not None
+    warnings: list[str] = []
+    parts = open_tiered(opts.tiered, paths, keys=opts.keys, allow_gaps=opts.allow_gaps, warnings=warnings)
+    for w in warnings:
+        err.write(f"warning: {w}\n")
+    for part in parts:
+        current = None
+        for seg, batch, first, stop in part.batches():
+            if seg is not current:
+                current = seg
+                result.files += 1
+                if opts.fmt != "json":
+                    out.write(f"Dumping {seg.name}\nLog starting offset: {seg.base_offset}\n")
+            records = [r for r in batch.records() if r.offset >= first and (stop is None or r.offset < stop)]
+            if opts.fmt != "json":
+                _text_batch_and_records(seg.name, batch, batch.position, records, out, opts, opts.decoder_for(seg.name))
+                continue
+            out.write(dumps(batch_json(batch, seg.rel)) + "\n")
+            base = batch.records()[0].offset if isinstance(batch, LegacyBatch) else None
+            for r in records:
+                out.write(dumps(record_json(batch, r, seg.rel, base_offset=base, lossless=opts.lossless)) + "\n")
+        for g in part.gaps:
+            err.write(f"warning: data loss: {g} (read past it: --allow-gaps)\n")
 
 
 def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult, progress: Callable[[str], None] | None) -> None:
@@ -409,11 +565,24 @@ def dump(
     ``err`` and collected in the result; a bad file does not stop the others. A missing path
     raises FileNotFoundError. With ``opts.isolation`` every path is read as partition directories,
     as a consumer reads them (:func:`_dump_consumed`).
+
+    Before anything is printed, the partition directories under the paths are checked for lost
+    offsets (:func:`kafkalog.log.gaps.find_gaps`, R-LOSS-04): any raises
+    :class:`~kafkalog.errors.DataLossError`, unless ``opts.allow_gaps``, which warns on ``err``.
     """
     for p in paths:
         if not exists(p):
             raise FileNotFoundError(p)
     result = DumpResult()
+    if opts.tiered is not None:
+        _dump_tiered(paths, opts, out, err, result)
+        return result
+    result.gaps = _data_loss(paths)
+    if result.gaps:
+        if not opts.allow_gaps:
+            raise gaps_error(result.gaps)
+        for g in result.gaps:
+            err.write(f"warning: {g} (dumping the rest: --allow-gaps)\n")
     if opts.isolation is not None:
         for p in paths:
             try:
@@ -423,30 +592,41 @@ def dump(
                 result.errors.append(str(e))
                 err.write(f"error: {e}\n")
         return result
-    for full, rel, kind, planned in _targets(paths, err):
+    failed: set[int] = set()  # tiered segments whose manifest or data key failed: their other parts are not tried
+    for full, rel, kind, planned, src in _targets(paths, err, opts.keys):
+        if src is not None and id(src.segment) in failed:
+            continue
         result.files += 1
         if progress is not None:
             progress(full)
-        if not is_url(full) and not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
-            full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
-        end = _replaced(full, planned)
+        opened: BinaryIO | None = None
         try:
+            if kind is FileKind.LOG and src is not None:
+                opened = src.open()  # a tiered segment: its chunks, through the manifest
+            elif kind is FileKind.LOG and not is_url(full):
+                opened = _open_segment(full)
+                full = opened.name  # type: ignore[assignment]
+            elif not is_url(full) and not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
+                full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
+            end = None if opened is None or src is not None else _replaced(opened, planned)
             if opts.fmt == "json":
-                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full), end=end):
+                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full), end=end, source=opened, src=src):
                     out.write(dumps(obj))
                     out.write("\n")
             else:
-                out.write(f"Dumping {full}\n")
+                out.write(f"Dumping {full}\n" if src is None or src.part is None else f"Dumping {full} ({_PART_LABELS[src.part]})\n")
                 if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
-                    _text_log(full, out, opts, result, end)
+                    _text_log(full, out, opts, result, end, opened)
                 else:
-                    _text_other(full, kind, out)
+                    _text_other(full, kind, out, src)
         except BrokenPipeError:
             raise  # our reader went away (`| head`): the command ends quietly (cli.main)
         except KafkaLogError as e:
             e.located(file=full)
             result.errors.append(str(e))
             err.write(f"error: {e}\n")
+            if src is not None and e.file == src.segment.name("rsm-manifest"):
+                failed.add(id(src.segment))
         except FileNotFoundError as e:
             if exists(os.path.dirname(full) or "."):
                 err.write(f"warning: {full}: removed while dumping (by retention or the cleaner)\n")
@@ -456,6 +636,9 @@ def dump(
         except OSError as e:
             result.errors.append(f"{full}: {e.strerror or e}")
             err.write(f"error: {full}: {e.strerror or e}\n")
+        finally:
+            if opened is not None:
+                opened.close()
     if opts.fmt == "json":
         for t in result.torn_tails:
             err.write(f"warning: {t}\n")
@@ -472,6 +655,7 @@ def _command(args: argparse.Namespace) -> int:
     if args.json and text_only:
         raise UsageError(f"{', '.join(text_only)} apply to the text output only; --json always prints every record")
     opts = DumpOptions(
+        allow_gaps=args.allow_gaps,
         fmt="json" if args.json else "text",
         deep_iteration=args.deep_iteration,
         print_data_log=args.print_data_log,
@@ -481,6 +665,24 @@ def _command(args: argparse.Namespace) -> int:
         decoder=args.decoder,
         isolation=args.isolation,
     )
+    if args.tiered is not None:
+        if args.isolation is not None:
+            raise UsageError("--tiered and --isolation cannot be combined")
+        opts.tiered, opts.allow_gaps = args.tiered, args.allow_gaps
+        for p in args.paths:
+            if is_url(p) or os.path.isfile(p):
+                raise UsageError(f"with --tiered, the PATHs are the broker's local data or partition directories, not {p}")
+    elif args.allow_gaps:
+        raise UsageError("--allow-gaps applies to --tiered")
+    elif not args.paths:
+        raise UsageError("no PATH given")
+    if args.private_key:
+        from kafkalog.format.tiered_aiven import read_private_keys
+
+        try:
+            opts.keys = read_private_keys(args.private_key)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     if args.isolation is not None:
         from kafkalog.tools.dump import partition_dirs
 
@@ -495,11 +697,16 @@ def _command(args: argparse.Namespace) -> int:
             if os.path.exists(p) and not partition_dirs(p):
                 print(f"kafkalog dump: --isolation reads partition directories, and {p} holds none", file=sys.stderr)
                 return EXIT_IO
-    if (code := missing_or_empty("dump", args.paths, lambda n: kind_of(n) in DUMPED_KINDS)) is not None:
+    if (code := missing_or_empty("dump", args.paths + ([args.tiered] if args.tiered else []),
+                                 lambda n: kind_of(n) in DUMPED_KINDS or n.endswith(".rsm-manifest"))) is not None:
         return code
     progress = Progress(sys.stderr, "dumping")
     try:
         result = dump(args.paths, opts, sys.stdout, sys.stderr, progress)
+    except DataLossError as e:
+        progress.done()
+        print(f"kafkalog dump: error: {e} (--allow-gaps dumps the rest with a warning)", file=sys.stderr)
+        return EXIT_BAD_DATA
     except FileNotFoundError as e:
         progress.done()
         print(f"kafkalog dump: no such file or directory: {e.args[0]}", file=sys.stderr)
@@ -524,23 +731,40 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "Print .log, .index, .timeindex, .txnindex, .snapshot, leader-epoch-checkpoint and partition.metadata files. "
         "Directories are walked recursively in sorted order. Text output follows kafka-dump-log; --json prints "
         "kafkalog's canonical JSON, one object per line. A PATH may be a URL such as s3://bucket/dir (the s3 extra; "
-        "credentials and endpoint from the standard AWS environment variables), read with ranged requests."))
-    d.add_argument("paths", nargs="+", metavar="PATH")
+        "credentials and endpoint from the standard AWS environment variables), read with ranged requests. Segments "
+        "Aiven's tiered-storage plug-in wrote (a .log with an .rsm-manifest beside it) are read through their manifest "
+        "(SPEC.md Appendix D)."))
+    d.add_argument("paths", nargs="*", metavar="PATH")
     d.add_argument("--json", action="store_true", help="canonical JSON, one object per line")
     d.add_argument("--lossless", action="store_true", help="with --json: add timestampDelta to v2 records so that build gives back identical bytes")
     d.add_argument("--deep-iteration", "-d", action="store_true", help="text: print every record, not only batches")
     d.add_argument("--print-data-log", action="store_true", help="text: print keys and values (implies --deep-iteration)")
     d.add_argument("--skip-record-metadata", action="store_true", help="text: with --print-data-log, print only keys and values")
     d.add_argument("--decode", action="store_true", help=(
-        "decode keys and values of internal topics (__consumer_offsets, __transaction_state, __cluster_metadata), "
-        "chosen by the partition directory's topic; JSON adds decodedKey/decodedValue"))
+        "decode keys and values of internal topics (__consumer_offsets, __transaction_state, __cluster_metadata, "
+        "__share_group_state, __remote_log_metadata), chosen by the partition directory's topic; JSON adds "
+        "decodedKey/decodedValue"))
     d.add_argument("--isolation", choices=["read_committed", "read_uncommitted"], help=(
         "print only what a consumer with this isolation.level receives from each partition directory: the batches it "
         "takes records from and those records (no control records; read_committed: no aborted data, nothing past the "
         "last stable offset); the directory is read as a whole, read-only"))
-    d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state"],
+    d.add_argument("--tiered", metavar="PREFIX", help=(
+        "read each partition across tiers: the segments Aiven's tiered-storage plug-in stored under PREFIX (a "
+        "directory or s3://...), then the broker's under the PATHs (its data dir or partition dirs, optional), as one "
+        "log: each offset once, the batches with the object or file they came from; a hole between segments is data "
+        "loss (exit 1)"))
+    d.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
+        "for tiered segments Aiven's plug-in encrypted: the private key (PEM) of key pair ID, as the plug-in's "
+        "encryption.key.pairs.ID.private.key.file; repeatable"))
+    d.add_argument("--allow-gaps", action="store_true", help=(
+        "dump partition directories whose files say offsets existed that no .log holds (a .log missing beside its "
+        "index or snapshot, a log ending before its snapshot), warning on stderr; without it the dump fails naming "
+        "the partition and the offsets, before printing anything; with --tiered, a hole between tiers' segments too"))
+    d.add_argument("--decoder", choices=["offsets", "transaction-log", "cluster-metadata", "share-group-state", "remote-log-metadata"],
                    help="force one internal-topic decoder for every file")
     d.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets", help="as kafka-dump-log: --decoder offsets")
     d.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log", help="as kafka-dump-log: --decoder transaction-log")
     d.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const", const="cluster-metadata", help="as kafka-dump-log: --decoder cluster-metadata")
+    d.add_argument("--share-group-state-decoder", dest="decoder", action="store_const", const="share-group-state", help="as kafka-dump-log: --decoder share-group-state")
+    d.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const", const="remote-log-metadata", help="as kafka-dump-log: --decoder remote-log-metadata")
     d.set_defaults(func=_command)

@@ -954,6 +954,20 @@ def _listing(d: str) -> list[tuple[str, int, int, int]]:
     return sorted(out)
 
 
+def _data_loss(d: str, report: VerifyReport) -> None:
+    """Report the offsets the partition directory's files say existed but no ``.log`` holds
+    (R-LOSS-04): an error, since a reader of the directory would silently miss them."""
+    from kafkalog.log.gaps import find_gaps
+
+    try:
+        gaps = find_gaps(d)
+    except OSError as err:
+        report.add(ERROR, "unreadable", d, None, None, err.strerror or str(err))
+        return
+    for g in gaps:
+        report.add(ERROR, "data-loss", d, None, g.start, g.message())
+
+
 def _verify_dir(
     d: str, targets: set[str], walked: bool, report: VerifyReport, progress: Callable[[str], None] | None, max_message_bytes: int,
 ) -> None:
@@ -963,6 +977,8 @@ def _verify_dir(
         before = _listing(d)
         part = VerifyReport()
         _Dir(d, targets, part, progress, max_message_bytes).run()
+        if walked:
+            _data_loss(d, part)
         if part.ok or _listing(d) == before or attempt == CHANGED_DIR_ATTEMPTS - 1:
             break
         if walked:  # the directory was named: verify the files it holds now

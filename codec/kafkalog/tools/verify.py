@@ -31,10 +31,25 @@ def _command(args: argparse.Namespace) -> int:
         args.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
     if args.max_message_bytes < 1:
         raise UsageError(f"--max-message-bytes must be positive, got {args.max_message_bytes}")
-    if (code := missing_or_empty("verify", args.paths, is_kafka_file)) is not None:
+    from kafkalog.tools.validate_tiered import holds_tiered_objects, verify_tiered
+
+    keys = None
+    if args.private_key:
+        from kafkalog.format.tiered_aiven import read_private_keys
+
+        try:
+            keys = read_private_keys(args.private_key)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    tiered = [p for p in args.paths if holds_tiered_objects(p)]
+    local = [p for p in args.paths if p not in tiered]
+    if (code := missing_or_empty("verify", local, is_kafka_file)) is not None:
         return code
     progress = Progress(sys.stderr, "verifying")
-    report = verify(args.paths, progress=progress, total=progress.set_total, max_message_bytes=args.max_message_bytes)
+    report = verify(local, progress=progress, total=progress.set_total, max_message_bytes=args.max_message_bytes)
+    for p in tiered:  # the objects of Aiven's tiered-storage plug-in (SPEC Appendix D)
+        verify_tiered(p, keys, report, progress)
+    report.sort()
     progress.done()
     if not report.files:
         print(f"kafkalog verify: no Kafka files in {' '.join(args.paths)}", file=sys.stderr)
@@ -66,6 +81,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "they are an error."))
     v.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
     v.add_argument("--json", action="store_true", help="one JSON object per finding")
+    v.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
+        "for a path holding Aiven tiered-storage objects (found by their .rsm-manifest): the private key (PEM) of "
+        "key pair ID for its encrypted segments; repeatable. Such a path is checked chunk by chunk (GCM tags), batch "
+        "by batch (CRCs), index entry by index entry, and for holes between its segments"))
     v.add_argument("--notes", action="store_true", help=(
         "also list notes: known behaviours of some broker versions that are not faults (e.g. time index entries of "
         "brokers before 3.8); they are counted in the summary either way"))

@@ -51,8 +51,8 @@ FILE_RULES: dict[str, tuple[str, ...]] = {
     ".index": ("R-IDX-05", "R-IDX-06", "R-IDX-09", "R-IDX-11"),
     ".timeindex": ("R-TIDX-02", "R-TIDX-03", "R-TIDX-04", "R-IDX-11"),
     ".txnindex": ("R-TXN-01", "R-TXN-02"),
-    ".snapshot": ("R-SNAP-03", "R-SNAP-05", "R-SNAP-06", "R-ROLL-05"),
-    "leader-epoch-checkpoint": ("R-CKPT-01", "R-CKPT-05"),
+    ".snapshot": ("R-SNAP-03", "R-SNAP-05", "R-SNAP-06", "R-SNAP-07"),
+    "leader-epoch-checkpoint": ("R-CKPT-01", "R-CKPT-11"),
     "partition.metadata": ("R-CKPT-08",),
 }
 #: rules for a file that is missing or extra: which segments and files exist at all
@@ -61,7 +61,7 @@ PRESENCE_RULES: dict[str, tuple[str, ...]] = {
     ".index": ("R-ROLL-05", "R-IDX-09"),
     ".timeindex": ("R-ROLL-05", "R-IDX-09"),
     ".txnindex": ("R-TXN-01",),
-    ".snapshot": ("R-ROLL-05", "R-RCV-09", "R-RET-07"),
+    ".snapshot": ("R-SNAP-08", "R-ROLL-05", "R-RCV-09", "R-RET-07"),
 }
 
 

@@ -3,6 +3,9 @@
 //   java JdkOracle.java utf8 < utf8.in > utf8.out
 //   java JdkOracle.java epoch < checkpoint.in > epoch.out      (also: offset, pm)
 //   java -cp snappy-java-1.1.10.x.jar JdkOracle.java snappy < snappy.in > snappy.out
+//   java -cp snappy-java-1.1.10.x.jar JdkOracle.java snappy-write < compress.in > snappy-write.out
+//   java -cp lz4-java-1.8.0.jar JdkOracle.java lz4 < compress.in > lz4.out
+// (README.md in this folder says which jars and native libraries wrote the committed tables.)
 // Each input line is the hex of one byte string; each output line answers the input line of the
 // same number. The checkpoint modes read as Kafka's readers do at 1eb7644 (CheckpointFile,
 // LeaderEpochCheckpointFile, OffsetCheckpointFile, PartitionMetadataReadBuffer, Uuid.fromString),
@@ -83,6 +86,55 @@ public class JdkOracle {
         return sb.toString();
     }
 
+    static String hex(byte[] b, int n) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < n; i++) sb.append(String.format("%02x", b[i]));
+        return sb.toString();
+    }
+
+    // What Kafka's SnappyOutputStream writes for the input (the whole stream), then what
+    // Snappy.compress makes of the whole input at once (one raw block of several 64 KiB fragments;
+    // "-" for shorter inputs).
+    static String snappyWrite(byte[] b) throws Exception {
+        Class<?> cls = Class.forName("org.xerial.snappy.SnappyOutputStream");
+        ByteArrayOutputStream sink = new ByteArrayOutputStream();
+        OutputStream out = (OutputStream) cls.getConstructor(OutputStream.class).newInstance(sink);
+        out.write(b);
+        out.close();
+        if (b.length <= 65536) return "ok " + hex(sink.toByteArray(), sink.size()) + " -";  // one fragment: the stream has it
+        byte[] raw = (byte[]) Class.forName("org.xerial.snappy.Snappy").getMethod("compress", byte[].class).invoke(null, (Object) b);
+        return "ok " + hex(sink.toByteArray(), sink.size()) + " " + hex(raw, raw.length);
+    }
+
+    static final int[] LZ4_LEVELS = {9, 1, 2, 5, 12, 17};  // 9: the fast compressor, as Kafka's default
+
+    // The raw LZ4 blocks lz4-java makes of each 64 KiB piece of the input (':' between pieces), by
+    // the compressor Kafka's Lz4BlockOutputStream picks for each level of LZ4_LEVELS: the fast one
+    // at 9, highCompressor(level) otherwise ("-" for inputs over 4 KiB); LZ4Factory.fastestInstance(), as Kafka.
+    static String lz4(byte[] b) throws Exception {
+        Class<?> factory = Class.forName("net.jpountz.lz4.LZ4Factory");
+        Object f = factory.getMethod("fastestInstance").invoke(null);
+        StringBuilder sb = new StringBuilder("ok");
+        for (int level : LZ4_LEVELS) {
+            Object c = level == 9 ? factory.getMethod("fastCompressor").invoke(f)
+                : factory.getMethod("highCompressor", int.class).invoke(f, level);
+            java.lang.reflect.Method compress = Class.forName("net.jpountz.lz4.LZ4Compressor").getMethod("compress", byte[].class, int.class, int.class, byte[].class, int.class, int.class);
+            sb.append(' ');
+            if (level != 9 && b.length > 4096) {  // HC on the short inputs only, to keep the table small
+                sb.append('-');
+                continue;
+            }
+            for (int off = 0; off == 0 || off < b.length; off += 65536) {
+                int len = Math.min(65536, b.length - off);
+                byte[] dest = new byte[len + len / 255 + 16];
+                int n = (Integer) compress.invoke(c, b, off, len, dest, 0, dest.length);
+                if (off > 0) sb.append(':');
+                sb.append(hex(dest, n));
+            }
+        }
+        return sb.toString();
+    }
+
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
         for (String line = in.readLine(); line != null; line = in.readLine()) {
@@ -95,6 +147,8 @@ public class JdkOracle {
                     case "offset": answer = checkpoint(b, true); break;
                     case "pm": answer = partitionMetadata(b); break;
                     case "snappy": answer = snappy(b); break;
+                    case "snappy-write": answer = snappyWrite(b); break;
+                    case "lz4": answer = lz4(b); break;
                     default: throw new IllegalArgumentException(args[0]);
                 }
             } catch (Throwable e) {

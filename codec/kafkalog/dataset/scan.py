@@ -1,0 +1,312 @@
+"""``kafkalog.scan``: the records of broker data dirs, partition dirs, globs of them or ``s3://``
+prefixes as one :class:`pyarrow.RecordBatchReader`, as a consumer of every partition receives
+them.
+
+Planning happens when :func:`scan` is called (so a bad path or an unreachable offset fails at once):
+the partitions are found (:func:`kafkalog.log.source.discover`), offsets and times are resolved
+through the offset and time indexes (:mod:`kafkalog.log.plan`), and each partition becomes a list
+of byte ranges of its segments. Decoding happens as the reader is consumed, a chunk of batches at a
+time (:func:`kafkalog.fast.arrow.read_partition`), so memory holds a few batches whatever the input.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
+
+from kafkalog.errors import DataLossError
+from kafkalog.fast.arrow import KAFKA_SCHEMA, read_partition
+from kafkalog.format.records.stream import LogReader
+from kafkalog.format.txnindex import AbortedTxn
+from kafkalog.log.gaps import Gap, gaps_error
+from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
+from kafkalog.log.source import PartitionFiles, SegmentFiles, discover
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "scan", "scan_files", "schema_of"]
+
+#: Records per Arrow batch at most (unless one Kafka batch holds more).
+BATCH_ROWS = 32 * 1024
+
+Offsets = int | Mapping[tuple[str, int], int] | None
+Time = int | datetime | None
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Bytes ``[start, end)`` of one segment's ``.log`` (``end`` None: to its end)."""
+
+    segment: SegmentFiles
+    start: int
+    end: int | None
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """What :func:`scan` reads of one partition: offsets ``[start, end)`` (``end`` None: to the end
+    of the files) from ``slices``, with the aborted transactions and last stable offset that
+    read_committed needs."""
+
+    files: PartitionFiles
+    start: int
+    end: int | None
+    slices: tuple[Slice, ...]
+    aborted: tuple[AbortedTxn, ...] = ()
+    last_stable_offset: int | None = None
+
+    @property
+    def topic(self) -> str:
+        return self.files.topic
+
+    @property
+    def partition(self) -> int:
+        return self.files.partition
+
+
+def _ms(t: Time) -> int | None:
+    """Milliseconds since the epoch (an int is taken as such; a naive datetime as UTC)."""
+    if t is None or isinstance(t, int):
+        return t
+    if t.tzinfo is None:
+        from datetime import UTC
+
+        t = t.replace(tzinfo=UTC)
+    return int(t.timestamp() * 1000)
+
+
+def _offset_for(spec: Offsets, pf: PartitionFiles) -> int | None:
+    if spec is None or isinstance(spec, int):
+        return spec
+    return spec.get((pf.topic, pf.partition))
+
+
+def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
+    """The byte ranges of the segments holding offsets ``[start, end)``, cut at ``.index`` entries:
+    a segment entirely outside the range is not opened."""
+    logs = pf.logs
+    out = []
+    for n, seg in enumerate(logs):
+        nxt = logs[n + 1].base_offset if n + 1 < len(logs) else None
+        if not seg.size or (nxt is not None and nxt <= start) or (end is not None and seg.base_offset >= end):
+            continue
+        first, last = start > seg.base_offset, end is not None and (nxt is None or end < nxt)
+        idx = offset_index(pf, seg) if first or last else None
+        pos, stop = 0, None
+        if idx is not None and len(idx):
+            if first:
+                pos = idx.lookup(start)[1]
+            if last:
+                # the append that holds ``end - 1`` ends before the next index entry after the first one at or past it
+                k = int(idx.offsets.searchsorted(end, side="left"))
+                if k + 1 < len(idx):
+                    stop = int(idx.positions[k + 1])
+        out.append(Slice(seg, pos, stop))
+    return out
+
+
+def plan(
+    files: PartitionFiles,
+    *,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+    start_time: int | None = None,
+    end_time: int | None = None,
+    read_committed: bool = False,
+) -> PartitionPlan | None:
+    """One partition's reads for offsets from ``start_offset`` (default: the log start offset, see
+    :func:`scan`) to
+    ``end_offset`` (exclusive; default: the end), narrowed by times as Kafka's ListOffsets resolves
+    them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
+    None when nothing can be in range (no record at or after ``start_time``)."""
+    logs = files.logs
+    first = logs[0].base_offset if logs else 0
+    log_start = first if files.log_start_checkpoint is None else max(first, files.log_start_checkpoint)
+    start = log_start if start_offset is None else max(start_offset, first)
+    end = end_offset
+    if not logs:
+        return PartitionPlan(files, start, end, ())
+    if start_time is not None:
+        t = offset_for_timestamp(files, start_time)
+        if t is None:
+            return None
+        start = max(start, t)
+    if end_time is not None:
+        t = offset_for_timestamp(files, end_time)
+        if t is not None:
+            end = t if end is None else min(end, t)
+    aborted: tuple[AbortedTxn, ...] = ()
+    lso = None
+    if read_committed:
+        lso = describe(files).last_stable_offset
+        end = lso if end is None or lso is None else min(end, lso)
+        aborted = tuple(aborted_transactions(files, start, end))
+    if end is not None and end <= start:
+        return PartitionPlan(files, start, end, (), aborted, lso)
+    return PartitionPlan(files, start, end, tuple(_slices(files, start, end)), aborted, lso)
+
+
+def _as_set(v: object, kind: type) -> set | None:
+    if v is None:
+        return None
+    if isinstance(v, kind):
+        return {v}
+    return set(v)  # type: ignore[call-overload]
+
+
+def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    storage = p.files.storage
+
+    def readers() -> Iterator[LogReader]:
+        for sl in p.slices:
+            with storage.open(sl.segment.log) as f, LogReader(f, name=p.files.display(sl.segment.log), start=sl.start,  # type: ignore[arg-type]
+                                                              end=sl.end if sl.end is not None else sl.segment.size or None) as reader:
+                yield reader
+
+    for batch in read_partition(
+        readers(), topic=p.topic, partition=p.partition, start=p.start, end=p.end, aborted=p.aborted, last_stable_offset=p.last_stable_offset,
+        read_committed=read_committed, include_headers="headers" in columns, columns=columns, max_rows=batch_rows,
+    ):
+        yield batch if batch.schema.names == columns else batch.select(columns)
+
+
+def scan(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    topics: str | Iterable[str] | None = None,
+    partitions: int | Iterable[int] | None = None,
+    start_offset: Offsets = None,
+    end_offset: Offsets = None,
+    start_time: Time = None,
+    end_time: Time = None,
+    read_committed: bool = False,
+    columns: Sequence[str] | None = None,
+    allow_gaps: bool = False,
+    batch_rows: int = BATCH_ROWS,
+) -> pa.RecordBatchReader:
+    """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
+    Kafka consumers of each partition would receive them: partition by partition (sorted by topic
+    and partition), each in offset order, transaction markers left out.
+
+    ``path``: a broker data dir (a ``log.dirs`` entry), a partition dir (``orders-0``), a glob of
+    them (``data/orders-*``), an fsspec URL (``s3://bucket/data``: the ``s3`` extra), or a list of
+    these. ``topics`` and ``partitions`` keep only those. The schema is the Spark source's
+    (:data:`kafkalog.fast.arrow.KAFKA_SCHEMA`: key, value, topic, partition, offset, timestamp,
+    timestampType, headers), or the ``columns`` asked for, in that order; every row carries its
+    partition's real topic and partition, and an empty result still has the schema.
+
+    A partition is read from its log start offset, where a consumer's "earliest" starts: the data
+    dir's ``log-start-offset-checkpoint`` entry when there is one (records below it were deleted by
+    DeleteRecords or retention and wait only for their segment to go), else its first segment. An
+    explicit ``start_offset`` below it reads those records too, as far as the files still hold them.
+
+    Offsets and times select as a consumer seeking does, pushed down through the indexes so that
+    segments outside the range are not read: ``start_offset`` (inclusive) and ``end_offset``
+    (exclusive), each one number for every partition or a ``{(topic, partition): offset}`` mapping;
+    ``start_time`` and ``end_time`` (ms since the epoch, or a datetime; naive means UTC) become the
+    offset of the first record whose timestamp is at or after them (Kafka's offsetsForTimes, as the
+    Spark source's startingTimestamp/endingTimestamp), so rows run from the first record at or
+    after ``start_time`` up to, not including, the first at or after ``end_time``. With
+    ``read_committed`` the records of aborted transactions and those from the last stable offset on
+    are left out, as a read_committed consumer leaves them.
+
+    Memory stays bounded by a few batches of at most ``batch_rows`` rows: the files are read as the
+    reader is consumed. A path holding no partition raises :class:`~kafkalog.errors.LogNotFoundError`.
+
+    No silent gaps: offsets in range that a partition's own files say existed but no ``.log`` holds
+    (a ``.log`` missing beside its indexes or snapshot, a log ending before its snapshot says it
+    did: :mod:`kafkalog.log.gaps`) raise :class:`~kafkalog.errors.DataLossError` naming the
+    partition and the offsets, before anything is read; with ``allow_gaps=True`` each is logged as
+    a warning and the rest is read (Spark's ``failOnDataLoss=false``)."""
+    want_topics = _as_set(topics, str)
+    want_parts = _as_set(partitions, int)
+    paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
+
+    def wants(topic: str, partition: int) -> bool:
+        return (want_topics is None or topic in want_topics) and (want_parts is None or partition in want_parts)
+
+    schema_of(columns)  # a wrong column fails before any listing
+    return scan_files(discover(paths, wants=wants), start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
+                      read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows)
+
+
+def schema_of(columns: Sequence[str] | None) -> pa.Schema:
+    """The schema :func:`scan` gives for ``columns`` (None: all of :data:`~kafkalog.fast.arrow.KAFKA_SCHEMA`)."""
+    cols = list(KAFKA_SCHEMA.names if columns is None else columns)
+    unknown = [c for c in cols if c not in KAFKA_SCHEMA.names]
+    if unknown or len(set(cols)) != len(cols):
+        raise ValueError(f"columns must be distinct names among {KAFKA_SCHEMA.names}; got {cols}")
+    return pa.schema([KAFKA_SCHEMA.field(c) for c in cols])
+
+
+def _warn(gap: Gap) -> None:
+    log.warning("%s (gaps allowed: reading on)", gap)
+
+
+def plan_all(
+    files: Iterable[PartitionFiles],
+    *,
+    start_offset: Offsets = None,
+    end_offset: Offsets = None,
+    start_time: Time = None,
+    end_time: Time = None,
+    read_committed: bool = False,
+    allow_gaps: bool = False,
+    on_gap: Callable[[Gap], None] = _warn,
+) -> list[PartitionPlan]:
+    """The plans of several partitions (see :func:`plan`), those with nothing in range left out.
+
+    Offsets in range that a partition's own files say existed but no ``.log`` holds are data loss
+    (:mod:`kafkalog.log.gaps`): one :class:`~kafkalog.errors.DataLossError` names every such range
+    of every partition, unless ``allow_gaps``, when each is passed to ``on_gap`` (default: a logged
+    warning) and the rest is read."""
+    t0, t1 = _ms(start_time), _ms(end_time)
+    plans = []
+    lost: list[Gap] = []
+    for pf in files:
+        p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
+                 read_committed=read_committed)
+        if p is None:
+            continue
+        lost.extend(g for g in pf.gaps() if g.end > p.start and (p.end is None or g.start < p.end))
+        plans.append(p)
+    if lost and not allow_gaps:
+        e = gaps_error(lost)
+        raise DataLossError(f"{e.message} (allow_gaps=True, --allow-gaps in the CLI, reads the rest with a warning)", file=e.file,
+                            offset=e.offset, gaps=e.gaps)
+    for g in lost:
+        on_gap(g)
+    return plans
+
+
+def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None = None, read_committed: bool = False,
+               batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """The Arrow batches of planned partitions, one partition after the other."""
+    cols = schema_of(columns).names
+    for p in plans:
+        yield from _read(p, cols, read_committed, batch_rows)
+
+
+def scan_files(
+    files: Iterable[PartitionFiles],
+    *,
+    start_offset: Offsets = None,
+    end_offset: Offsets = None,
+    start_time: Time = None,
+    end_time: Time = None,
+    read_committed: bool = False,
+    columns: Sequence[str] | None = None,
+    allow_gaps: bool = False,
+    batch_rows: int = BATCH_ROWS,
+) -> pa.RecordBatchReader:
+    """:func:`scan` of partitions already found (:func:`kafkalog.log.source.discover`, or another source of segments)."""
+    schema = schema_of(columns)
+    plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
+                     read_committed=read_committed, allow_gaps=allow_gaps)
+    return pa.RecordBatchReader.from_batches(schema, read_plans(plans, columns=schema.names, read_committed=read_committed,
+                                                               batch_rows=batch_rows))

@@ -1,0 +1,371 @@
+"""Data loss in a partition directory: offsets its own files say existed but no ``.log`` holds (SPEC §6.8).
+
+A reader that skips such offsets silently gives a wrong answer (a topic that reads as empty, a
+count that is short), so every reader asks this module first and fails, or warns when gaps are
+allowed (``--allow-gaps``, Spark's ``failOnDataLoss=false``)::
+
+    from kafkalog.log.gaps import find_gaps, raise_on_gaps
+    raise_on_gaps(find_gaps("data/customers-0"))        # DataLossError naming dir and offsets
+
+What counts (SPEC R-LOSS-01 to R-LOSS-03): a segment whose ``.index``, ``.timeindex`` or
+``.txnindex`` is there but whose ``.log`` is not lost the offsets from its base offset to the next
+segment's (or, for the last one, to the furthest offset the files claim); the last ``.log`` lost
+its tail when a producer snapshot or the last segment's own indexes say the log reached further,
+or, after a clean shutdown only, the log dir's ``recovery-point-offset-checkpoint`` does. Offsets
+below the log start offset were deleted on purpose (retention, DeleteRecords) and are not loss;
+nor is any hole inside the range of a segment whose ``.log`` is there, between its base offset and
+the next segment's: the cleaner removes records anywhere in that range and keeps the base offset
+(R-CMP-12), and a follower of a compacted leader rolls at the first offset it copies (R-ROLL-03).
+Only directories named ``<topic>-<partition>`` are judged (R-NAME-01: a broker loads no other).
+
+The directory may be local, a URL (``s3://bucket/data/orders-0``: read through fsspec, see
+:mod:`kafkalog.format.files`), or a path on an fsspec filesystem given as ``fs``. Claims are read
+before the ``.log`` they are checked against (R-LIVE-02): a writer appends before it indexes or
+snapshots, so a live directory is not reported for data being written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, BinaryIO
+
+from kafkalog.errors import DataLossError, KafkaLogError
+from kafkalog.format.checkpoints import read_offset_checkpoint
+from kafkalog.format.files import is_url, url_filesystem
+from kafkalog.format.index import OffsetIndex, TimeIndex
+from kafkalog.format.records.stream import LogReader
+from kafkalog.format.txnindex import read_txn_index
+
+if TYPE_CHECKING:
+    from fsspec.spec import AbstractFileSystem
+
+__all__ = ["Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "raise_on_gaps", "segment_bases"]
+
+#: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged)
+_SEGMENT = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
+_SWAPPED_LOG = re.compile(r"^(\d{20})\.log\.swap$")
+_DELETED_LOG = re.compile(r"^(\d{20})\.log\.deleted$")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
+
+RECOVERY_POINT = "recovery-point-offset-checkpoint"
+LOG_START = "log-start-offset-checkpoint"
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Offsets ``[start, end)`` of the partition in ``directory`` that no ``.log`` holds, and why the
+    files say they existed (``evidence``)."""
+
+    directory: str
+    start: int
+    end: int
+    evidence: str
+
+    @property
+    def last(self) -> int:
+        """The last missing offset (``end - 1``)."""
+        return self.end - 1
+
+    def message(self) -> str:
+        """One line naming the offsets and the evidence (without the directory)."""
+        span = f"offset {self.start} is" if self.end - self.start == 1 else f"offsets {self.start} to {self.last} are"
+        return f"{span} in no .log: {self.evidence}"
+
+    def __str__(self) -> str:
+        return f"{self.directory}: {self.message()}"
+
+
+def segment_bases(names: Iterable[str]) -> list[int]:
+    """The base offsets that a directory listing's segment files (``.log``, ``.index``,
+    ``.timeindex``, ``.txnindex``) name, sorted: each segment answers for the offsets up to the
+    next one's base offset (R-ROLL-03), whether or not its ``.log`` is there."""
+    return sorted({int(m[1]) for n in names if (m := _SEGMENT.match(n)) and m[2] != "snapshot"})
+
+
+def gaps_error(gaps: list[Gap]) -> DataLossError:
+    """One :class:`~kafkalog.errors.DataLossError` for the gaps of one or more partitions: the first
+    gap's directory and offset locate it, the message lists them all."""
+    first = gaps[0]
+    rest = "".join(f"; {g}" for g in gaps[1:])
+    return DataLossError(first.message() + rest, file=first.directory, offset=first.start, gaps=gaps)
+
+
+def raise_on_gaps(gaps: list[Gap]) -> None:
+    """Raise :func:`gaps_error` when there is any gap."""
+    if gaps:
+        raise gaps_error(gaps)
+
+
+# ------------------------------------------------------------------------------- file access
+class _Files:
+    """Listing and reading of one directory, local or on an fsspec filesystem."""
+
+    def __init__(self, directory: str, fs: AbstractFileSystem | None) -> None:
+        self.shown = directory
+        if fs is None and is_url(directory):
+            fs, directory = url_filesystem(directory)
+        self.fs = fs
+        self.dir = directory.rstrip("/") if fs is not None else directory
+
+    def join(self, name: str) -> str:
+        return f"{self.dir}/{name}" if self.fs is not None else os.path.join(self.dir, name)
+
+    def parent(self) -> str:
+        if self.fs is not None:
+            return posixpath.dirname(self.dir)
+        return os.path.dirname(os.path.abspath(self.dir))
+
+    def names(self) -> dict[str, int | None]:
+        """Every regular file of the directory, with its size."""
+        if self.fs is not None:
+            return {posixpath.basename(e["name"].rstrip("/")): e.get("size")
+                    for e in self.fs.ls(self.dir, detail=True) if e.get("type") == "file"}
+        out: dict[str, int | None] = {}
+        with os.scandir(self.dir) as it:
+            for e in it:
+                with contextlib.suppress(OSError):
+                    if e.is_file():
+                        out[e.name] = e.stat().st_size
+        return out
+
+    def has_segment_above(self, base: int) -> bool:
+        """Whether the directory, listed afresh, holds a segment file with a base offset above ``base``."""
+        if self.fs is not None:
+            self.fs.invalidate_cache(self.dir)
+        return any(b > base for b in segment_bases(self.names()))
+
+    def read(self, path: str) -> bytes:
+        if self.fs is not None:
+            return self.fs.cat_file(path)
+        with open(path, "rb") as f:
+            return f.read()
+
+    def open(self, path: str) -> BinaryIO:
+        if self.fs is not None:
+            return self.fs.open(path, "rb")
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+
+    def exists(self, path: str) -> bool:
+        return self.fs.exists(path) if self.fs is not None else os.path.exists(path)
+
+
+# ------------------------------------------------------------------------------- checkpoints
+@dataclass(frozen=True)
+class LogDirOffsets:
+    """What a log dir says of its partitions (§5.4): the log start offsets (an entry only when above
+    the first segment's base offset, R-RET-09) and, when the dir was shut down cleanly (it holds
+    ``.kafka_cleanshutdown``, R-RCV-01), the recovery points, each then the partition's log end
+    offset (R-RCV-02). A running broker rewrites the recovery points every minute, so a copy of its
+    dir may hold ones newer than the segments copied before them: they say nothing then. Read once
+    per log dir and pass it to :func:`find_gaps` for each of its partitions."""
+
+    log_start: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    log_end_at_shutdown: Mapping[tuple[str, int], int] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, log_dir: str, fs: AbstractFileSystem | None = None) -> LogDirOffsets:
+        """The checkpoints of ``log_dir`` (a path, URL, or path on ``fs``); a file that is absent
+        or unreadable counts as empty (``kafkalog verify`` reports a damaged one)."""
+        files = _Files(log_dir, fs)
+
+        def read(name: str) -> dict[tuple[str, int], int]:
+            try:
+                return read_offset_checkpoint(data=files.read(files.join(name)))
+            except (OSError, KafkaLogError):
+                return {}
+
+        try:
+            clean = files.exists(files.join(CLEAN_SHUTDOWN))
+        except OSError:
+            clean = False
+        return cls(read(LOG_START), read(RECOVERY_POINT) if clean else {})
+
+
+def _topic_partition(directory: str) -> tuple[str, int] | None:
+    m = _PARTITION_DIR.match(posixpath.basename(directory.replace(os.sep, "/").rstrip("/")))
+    return (m["topic"], int(m["partition"])) if m else None
+
+
+# ---------------------------------------------------------------------------------- detector
+@dataclass
+class _Claim:
+    end: int  # the log reached at least this offset (the offset after the last one it held)
+    what: str
+
+
+def find_gaps(
+    directory: str | os.PathLike[str],
+    *,
+    fs: AbstractFileSystem | None = None,
+    files: Mapping[str, int | None] | Iterable[str] | None = None,
+    checkpoints: LogDirOffsets | None = None,
+    tail: bool = True,
+) -> list[Gap]:
+    """The offset ranges of one partition directory that its files say existed but no ``.log``
+    holds, in offset order (empty: nothing is missing).
+
+    ``files`` is the directory's listing (file names, or names with sizes) when the caller has it;
+    otherwise the directory is listed. ``checkpoints`` are the log dir's offset checkpoints; when
+    None they are read from the directory's parent (absent files: none). ``tail=False`` leaves out
+    the tail of a last segment whose ``.log`` is there (no ``.log`` is opened): a reader that reads
+    that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself."""
+    shown = os.fspath(directory)
+    access = _Files(shown, fs)
+    names = list(files) if files is not None else list(access.names())
+    if checkpoints is None:
+        checkpoints = LogDirOffsets.read(access.parent(), access.fs)
+    tp = _topic_partition(shown)
+    if tp is None:
+        return []
+
+    by_base: dict[int, set[str]] = {}
+    snapshots: list[int] = []
+    deleted: set[int] = set()
+    for name in names:
+        if m := _SEGMENT.match(name):
+            base, suffix = int(m[1]), m[2]
+            if suffix == "snapshot":
+                snapshots.append(base)
+            else:
+                by_base.setdefault(base, set()).add(suffix)
+        elif m := _SWAPPED_LOG.match(name):  # an interrupted swap: the .swap stands for the .log (R-RCV-04)
+            by_base.setdefault(int(m[1]), set()).add("log")
+        elif m := _DELETED_LOG.match(name):
+            deleted.add(int(m[1]))
+    # a segment whose .log was renamed .deleted is leaving the log (retention R-RET-08, cleaner R-CMP-14):
+    # its index files may not be renamed yet
+    for base in deleted:
+        if "log" not in by_base.get(base, set()):
+            by_base.pop(base, None)
+    bases = sorted(by_base)
+    start = checkpoints.log_start.get(tp, 0)
+    if bases:
+        start = max(start, bases[0])  # R-RCV-08: the log start offset is at least the first segment's base
+    last = bases[-1] if bases else None
+
+    claims = _claims(access, tp, checkpoints, snapshots, last, by_base.get(last, set()) if last is not None else set())
+    gaps: list[Gap] = []
+    for i, base in enumerate(bases):
+        if "log" in by_base[base]:
+            continue
+        shown_files = ", ".join(f".{s}" for s in sorted(by_base[base]))
+        if i + 1 < len(bases):
+            hi, why = bases[i + 1], f"the next segment starts at {bases[i + 1]}"
+        else:
+            claim = max(claims, key=lambda c: c.end, default=None)
+            if claim is None or claim.end <= base:
+                continue  # an empty last segment: nothing it held is known
+            hi, why = claim.end, claim.what
+        lo = max(base, start)
+        if hi > lo:
+            gaps.append(Gap(shown, lo, hi, f"segment {base} has {shown_files} but no .log, and {why}"))
+    if (last is not None and "log" not in by_base[last]) or (last is not None and not tail):
+        return gaps
+    reach = [c for c in claims if c.end > max(start, last if last is not None else start)]
+    if not reach:
+        return gaps
+    claim = max(reach, key=lambda c: c.end)
+    if last is None:
+        gaps.append(Gap(shown, start, claim.end, f"the directory has no segment at all, and {claim.what}"))
+        return gaps
+    log_end = _log_end(access, last, by_base[last])
+    lo = max(log_end, start)
+    # a writer may have rolled and then cleaned the segment since the listing (only a segment that
+    # is no longer the last is cleaned): its records past log_end were then compacted away, and the
+    # offsets up to the new segment's base are explained (R-LOSS-02); the claims stand otherwise
+    if claim.end > lo and not access.has_segment_above(last):
+        log_name = f"{last:020d}.log"
+        gaps.append(Gap(shown, lo, claim.end, f"the last segment {log_name} ends at offset {log_end}, and {claim.what}"))
+    return gaps
+
+
+def claimed_end(directory: str, files: Iterable[str], checkpoints: LogDirOffsets) -> tuple[int, str] | None:
+    """The furthest log end that the names in a listing and the log dir's checkpoints claim (a
+    producer snapshot's name, a clean shutdown's recovery point: R-LOSS-03), with what claims it,
+    read from no file; None when nothing does."""
+    tp = _topic_partition(directory)
+    if tp is None:
+        return None
+    snapshots = [int(m[1]) for n in files if (m := _SEGMENT.match(n)) and m[2] == "snapshot"]
+    claims = _claims(_Files(directory, None), tp, checkpoints, snapshots, None, set())
+    best = max(claims, key=lambda c: c.end, default=None)
+    return None if best is None else (best.end, best.what)
+
+
+def _claims(
+    access: _Files, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: list[int], last: int | None, last_files: set[str],
+) -> list[_Claim]:
+    """Where the files say the log reached: each claim is an offset the log end was at or past.
+    Only files a writer makes after the data they claim count (R-LOSS-03): a producer snapshot is
+    written after the segment it is named by exists (a roll) or at close, an index entry after
+    the batch it points at, and a clean shutdown's recovery point after the last write."""
+    claims = [_Claim(s, f"the producer snapshot {s:020d}.snapshot says the log reached offset {s}") for s in snapshots]
+    if tp in checkpoints.log_end_at_shutdown:
+        end = checkpoints.log_end_at_shutdown[tp]
+        claims.append(_Claim(end, f"the log dir's {RECOVERY_POINT} says the log ended at offset {end} at its clean shutdown"))
+    if last is None:
+        return claims
+    stem = f"{last:020d}"
+    if "index" in last_files:
+        with contextlib.suppress(OSError, KafkaLogError):
+            idx = OffsetIndex.read(data=access.read(access.join(stem + ".index")), base_offset=last)
+            if len(idx):
+                o = int(idx.offsets[-1])
+                claims.append(_Claim(o + 1, f"{stem}.index has an entry for offset {o}"))
+    if "timeindex" in last_files:
+        with contextlib.suppress(OSError, KafkaLogError):
+            tidx = TimeIndex.read(data=access.read(access.join(stem + ".timeindex")), base_offset=last)
+            if len(tidx):
+                o = int(tidx.offsets[-1])
+                claims.append(_Claim(o + 1, f"{stem}.timeindex has an entry for offset {o}"))
+    if "txnindex" in last_files:
+        with contextlib.suppress(OSError, KafkaLogError):
+            txns = read_txn_index(data=access.read(access.join(stem + ".txnindex")))
+            if txns:
+                o = max(t.last_offset for t in txns)
+                claims.append(_Claim(o + 1, f"{stem}.txnindex has an aborted transaction ending at offset {o}"))
+    return claims
+
+
+def _log_end(access: _Files, base: int, files: set[str]) -> int:
+    """The offset after the last whole batch of segment ``base``'s ``.log`` (its base offset when it
+    holds none). The walk starts at the last index entry that lies inside the file, and steps back
+    an entry at a time when no whole batch follows it (a torn or zero-filled tail)."""
+    stem = f"{base:020d}"
+    path = access.join(stem + ".log")
+    if "log" in files and not access.exists(path):
+        path += ".swap"
+    positions = [0]
+    if "index" in files:
+        with contextlib.suppress(OSError, KafkaLogError):
+            idx = OffsetIndex.read(data=access.read(access.join(stem + ".index")), base_offset=base)
+            positions += [int(p) for p in idx.positions.tolist()]
+    try:
+        fh = access.open(path)
+    except FileNotFoundError:
+        return base  # renamed away since the listing (R-LIVE-03): nothing of it is known
+    with fh:
+        size = fh.seek(0, io.SEEK_END)
+        for pos in sorted({p for p in positions if p < size}, reverse=True):
+            end = _last_next_offset(fh, pos)
+            if end is not None:
+                return end
+    return base
+
+
+def _last_next_offset(fh: BinaryIO, pos: int) -> int | None:
+    """The next offset of the last whole batch from byte ``pos`` on, or None when there is none."""
+    fh.seek(pos)
+    end = None
+    reader = LogReader(fh, start=pos)
+    with contextlib.suppress(KafkaLogError):
+        for batch in reader.batches():
+            end = batch.last_offset + 1
+    return end

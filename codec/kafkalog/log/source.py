@@ -1,0 +1,348 @@
+"""Where a partition's files come from: the partitions under broker data dirs, partition dirs,
+globs of them, or URLs (``s3://bucket/dir``), each seen as an ordered list of segments on some
+storage. What ``kafkalog.scan``, ``info``, ``cat`` and ``export`` read is found here.
+
+A partition is a :class:`PartitionFiles`: its topic and partition, the :class:`Storage` its files
+live on, and its segments (:class:`SegmentFiles`, by base offset) and producer snapshots. Nothing
+here assumes a local disk: another source of segments (a tiered-storage bucket, say) only needs
+to make :class:`PartitionFiles` whose storage reads its files.
+
+Reading never writes: files are opened read-only and nothing is created.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, BinaryIO, Protocol
+
+from kafkalog.errors import KafkaLogError, LogNotFoundError
+from kafkalog.format.files import is_url, url_filesystem
+from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
+
+if TYPE_CHECKING:
+    from fsspec.spec import AbstractFileSystem
+
+__all__ = [
+    "Entry",
+    "LocalStorage",
+    "PartitionFiles",
+    "SegmentFiles",
+    "Storage",
+    "UrlStorage",
+    "discover",
+    "storage_for",
+]
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
+#: ``<topic>-<partition>``: any topic part is read (Kafka's naming rule is the writer's concern)
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
+#: a pending delete, a future replica, a stray: Kafka reads none of them as the partition's log
+_SKIPPED_DIR = re.compile(r"-(delete|future|stray)$")
+#: files that make a directory a partition dir even when it holds no segment (an empty partition)
+_PARTITION_FILES = frozenset({"partition.metadata", "leader-epoch-checkpoint"})
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One directory entry: its full path (as the storage names it), size and whether it is a directory."""
+
+    path: str
+    size: int
+    is_dir: bool
+
+    @property
+    def name(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class Storage(Protocol):
+    """The read-only file operations a partition source needs."""
+
+    def listdir(self, path: str) -> list[Entry]:
+        """The entries of a directory."""
+
+    def tree(self, path: str) -> dict[str, list[Entry]]:
+        """The files of a directory and of each of its sub-directories, keyed by directory."""
+
+    def open(self, path: str) -> BinaryIO:
+        """A seekable binary file opened for reading."""
+
+    def read(self, path: str) -> bytes:
+        """A whole (small) file."""
+
+    def isdir(self, path: str) -> bool: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def glob(self, pattern: str) -> list[str]: ...
+
+    def join(self, directory: str, name: str) -> str: ...
+
+    def display(self, path: str) -> str:
+        """The path as a user gave it (a URL keeps its protocol), for messages and output."""
+
+
+class LocalStorage:
+    """The local file system."""
+
+    def listdir(self, path: str) -> list[Entry]:
+        out = []
+        with os.scandir(path) as it:
+            for e in it:
+                try:
+                    is_dir = e.is_dir()
+                    size = 0 if is_dir else e.stat().st_size
+                except FileNotFoundError:
+                    continue  # removed while listed
+                out.append(Entry(e.path, size, is_dir))
+        return out
+
+    def tree(self, path: str) -> dict[str, list[Entry]]:
+        top = self.listdir(path)
+        out = {path: [e for e in top if not e.is_dir]}
+        for e in top:
+            if e.is_dir:
+                out[e.path] = [c for c in self.listdir(e.path) if not c.is_dir]
+        return out
+
+    def open(self, path: str) -> BinaryIO:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+
+    def read(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        return sorted(glob.glob(pattern))
+
+    def join(self, directory: str, name: str) -> str:
+        return os.path.join(directory, name)
+
+    def display(self, path: str) -> str:
+        return path
+
+
+class UrlStorage:
+    """An fsspec file system (``s3://`` and the others fsspec knows), its paths without the protocol."""
+
+    def __init__(self, fs: AbstractFileSystem) -> None:
+        self.fs = fs
+
+    def _call(self, path: str, call: Callable[[], object]) -> object:
+        try:
+            return call()
+        except (OSError, KafkaLogError):
+            raise
+        except Exception as e:  # noqa: BLE001 - any library's error (refused credentials, ...) is reported as the path's
+            raise OSError(f"{self.display(path)}: {type(e).__name__}: {e}") from e
+
+    def listdir(self, path: str) -> list[Entry]:
+        found = self._call(path, lambda: self.fs.ls(path, detail=True))
+        return [Entry(e["name"], int(e.get("size") or 0), e.get("type") == "directory") for e in found]  # type: ignore[attr-defined]
+
+    def tree(self, path: str) -> dict[str, list[Entry]]:
+        """From one recursive listing: on object storage listing each partition dir would be a request apiece."""
+        top = path.rstrip("/")
+        found = self._call(path, lambda: self.fs.find(top, withdirs=False, detail=True))
+        out: dict[str, list[Entry]] = {top: []}
+        for name, info in sorted(found.items()):  # type: ignore[attr-defined]
+            rel = name[len(top) + 1 :] if name.startswith(top + "/") else ""
+            parts = rel.split("/")
+            if not rel or len(parts) > 2:
+                continue
+            d = top if len(parts) == 1 else f"{top}/{parts[0]}"
+            out.setdefault(d, []).append(Entry(name, int(info.get("size") or 0), False))
+        return out
+
+    def open(self, path: str) -> BinaryIO:
+        return self._call(path, lambda: self.fs.open(path, "rb"))  # type: ignore[return-value]
+
+    def read(self, path: str) -> bytes:
+        return self._call(path, lambda: self.fs.cat_file(path))  # type: ignore[return-value]
+
+    def isdir(self, path: str) -> bool:
+        return bool(self._call(path, lambda: self.fs.isdir(path)))
+
+    def exists(self, path: str) -> bool:
+        return bool(self._call(path, lambda: self.fs.exists(path)))
+
+    def glob(self, pattern: str) -> list[str]:
+        return sorted(self._call(pattern, lambda: self.fs.glob(pattern)))  # type: ignore[call-overload]
+
+    def join(self, directory: str, name: str) -> str:
+        return f"{directory.rstrip('/')}/{name}"
+
+    def display(self, path: str) -> str:
+        return self.fs.unstrip_protocol(path)
+
+
+def storage_for(path: str) -> tuple[Storage, str]:
+    """The storage ``path`` lives on and the path within it."""
+    if is_url(path):
+        fs, stripped = url_filesystem(path)
+        return UrlStorage(fs), stripped
+    return LocalStorage(), path
+
+
+@dataclass(frozen=True)
+class SegmentFiles:
+    """One segment: its base offset, its ``.log`` (None when only its indexes are there) and the
+    ``.log``'s size when listed, and the index files found beside it."""
+
+    base_offset: int
+    log: str | None
+    size: int = 0
+    index: str | None = None
+    timeindex: str | None = None
+    txnindex: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionFiles:
+    """One topic-partition's files: segments by base offset, producer snapshots by offset.
+
+    ``log_dir`` holds what its data dir's checkpoints say (the log start offset, and the log end
+    at a clean shutdown); ``listing`` is every file name of the directory with its size, as
+    listed (what :mod:`kafkalog.log.gaps` judges)."""
+
+    storage: Storage = field(repr=False, compare=False)
+    topic: str
+    partition: int
+    dir: str
+    segments: tuple[SegmentFiles, ...]
+    snapshots: tuple[tuple[int, str], ...] = ()
+    log_dir: LogDirOffsets = field(default_factory=LogDirOffsets, repr=False, compare=False)
+    listing: tuple[tuple[str, int], ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def log_start_checkpoint(self) -> int | None:
+        """The partition's entry in its data dir's ``log-start-offset-checkpoint``, if any."""
+        return self.log_dir.log_start.get((self.topic, self.partition))
+
+    @property
+    def name(self) -> str:
+        """``<topic>-<partition>``."""
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def logs(self) -> list[SegmentFiles]:
+        """The segments whose ``.log`` is there, by base offset."""
+        return [s for s in self.segments if s.log is not None]
+
+    def display(self, path: str | None = None) -> str:
+        """A file of the partition (default: its directory) as the user named it."""
+        return self.storage.display(self.dir if path is None else path)
+
+    def gaps(self) -> list[Gap]:
+        """Offsets the partition's own files say existed but no ``.log`` holds (data loss: :func:`kafkalog.log.gaps.find_gaps`)."""
+        fs = self.storage.fs if isinstance(self.storage, UrlStorage) else None
+        found = find_gaps(self.dir, fs=fs, files=dict(self.listing), checkpoints=self.log_dir)
+        shown = self.display()
+        return [Gap(shown, g.start, g.end, g.evidence) for g in found] if shown != self.dir else found
+
+
+def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: LogDirOffsets) -> PartitionFiles | None:
+    """The partition a directory's files describe, or None when they hold no Kafka partition file."""
+    groups: dict[int, dict[str, tuple[str, int]]] = {}
+    snapshots = []
+    partition_file = False
+    for e in files:
+        m = _SEGMENT_FILE.match(e.name)
+        if m is None:
+            partition_file |= e.name in _PARTITION_FILES
+            continue
+        base, suffix = int(m[1]), m[2]
+        if suffix == "snapshot":
+            snapshots.append((base, e.path))
+        else:
+            groups.setdefault(base, {})[suffix] = (e.path, e.size)
+    if not groups and not snapshots and not partition_file:
+        return None
+    name = directory.rstrip("/").rsplit("/", 1)[-1]
+    if os.sep != "/":
+        name = name.rsplit(os.sep, 1)[-1]
+    m = _PARTITION_DIR.match(name)
+    if m is None:
+        raise KafkaLogError("holds Kafka files but its name is not <topic>-<partition>, so its topic and partition are unknown",
+                            file=storage.display(directory))
+    topic, partition = m["topic"], int(m["partition"])
+    segments = []
+    for base, found in sorted(groups.items()):
+        log, size = found.get("log", (None, 0))
+        segments.append(SegmentFiles(base, log, size, found.get("index", (None,))[0], found.get("timeindex", (None,))[0],
+                                     found.get("txnindex", (None,))[0]))
+    return PartitionFiles(storage, topic, partition, directory, tuple(segments), tuple(sorted(snapshots)), log_dir,
+                          tuple((e.name, e.size) for e in files))
+
+
+def _log_dir(storage: Storage, directory: str) -> LogDirOffsets:
+    """What a data dir's checkpoints say (nothing when they are absent or unreadable: a log then
+    starts at its first segment, as Kafka falls back)."""
+    return LogDirOffsets.read(directory, storage.fs if isinstance(storage, UrlStorage) else None)
+
+
+def _parent(storage: Storage, directory: str) -> str:
+    d = directory.rstrip("/")
+    if isinstance(storage, UrlStorage):
+        return d.rsplit("/", 1)[0] if "/" in d else d
+    return os.path.dirname(os.path.abspath(d))
+
+
+def _expand(storage: Storage, path: str) -> list[str]:
+    if any(c in path for c in "*?["):
+        return [p for p in storage.glob(path) if storage.isdir(p)]
+    if not storage.isdir(path):
+        what = "not a directory" if storage.exists(path) else "no such directory"
+        raise LogNotFoundError(f"{what}: give a broker data dir, a partition dir or a glob of them", file=storage.display(path))
+    return [path]
+
+
+def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
+    """Every partition under ``paths`` (each a broker data dir, a partition dir or a glob of them,
+    local or a URL), sorted by topic and partition; ``wants(topic, partition)`` false skips one.
+
+    A directory named ``<topic>-<partition>`` holding segment files, snapshots, ``partition.metadata``
+    or ``leader-epoch-checkpoint`` is a partition (an empty one too); ``-delete``, ``-future`` and
+    ``-stray`` directories are skipped, as Kafka skips them. The same partition found twice (two
+    paths naming it) is read once. A path holding no partition raises
+    :class:`~kafkalog.errors.LogNotFoundError`."""
+    found: dict[tuple[str, int], PartitionFiles] = {}
+    for raw in [paths] if isinstance(paths, str) else paths:
+        storage, path = storage_for(os.fspath(raw))
+        roots = _expand(storage, path)
+        count = 0
+        for root in roots:
+            tree = storage.tree(root)
+            own = tree.get(root.rstrip("/") if isinstance(storage, UrlStorage) else root, [])
+            is_partition = any(_SEGMENT_FILE.match(e.name) or e.name in _PARTITION_FILES for e in own)
+            # a partition dir's checkpoints are its data dir's: the parent's
+            log_dir = _log_dir(storage, _parent(storage, root) if is_partition else root)
+            me = _partition(storage, root, own, log_dir) if is_partition else None
+            parts = [me] if me is not None else [
+                _partition(storage, d, files, log_dir)
+                for d, files in sorted(tree.items())
+                if d != root and d.rstrip("/") != root.rstrip("/") and not _SKIPPED_DIR.search(d.rstrip("/"))
+                and _PARTITION_DIR.match(d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1])
+            ]
+            for p in parts:
+                if p is None:
+                    continue
+                count += 1
+                if wants is None or wants(p.topic, p.partition):
+                    found.setdefault((p.topic, p.partition), p)
+        if roots and not count:
+            raise LogNotFoundError("no Kafka partition directories (<topic>-<partition> holding Kafka files) found",
+                                   file=storage.display(path))
+        if not roots:
+            raise LogNotFoundError("the glob matches no directory", file=storage.display(path))
+    return sorted(found.values(), key=lambda p: (p.topic, p.partition))

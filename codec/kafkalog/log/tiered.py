@@ -1,0 +1,252 @@
+"""One partition across tiers: the segments a tiered-storage plug-in holds, then the broker's local
+ones, read as one log (SPEC Appendix D.6, R-TIER-07).
+
+A broker with tiered storage copies closed segments to an object store and keeps only its newest
+segments on disk, often a few that are also in the store. :func:`open_tiered` lists the objects
+Aiven's plug-in wrote under a prefix (local directory or ``s3://...``; a segment counts once its
+``.rsm-manifest`` is there, R-TIER-01) and, optionally, a broker data dir or partition dirs, and
+gives one :class:`TieredPartition` per topic-partition: remote segments by start offset, then local
+ones by base offset. Each offset is given once (segments or batches already covered are skipped),
+and a hole between one segment's last offset and the next segment is data loss: it raises
+:class:`~kafkalog.errors.DataLossError` (with :class:`kafkalog.log.gaps.Gap` entries) unless gaps are allowed, in which case it is recorded and
+logged. Offsets missing *inside* a segment are compaction's doing and are not holes. A read of an
+offset range opens only the segments that can hold it: a narrow read of a remote segment fetches
+its manifest, its ``.indexes`` and the chunks holding the offsets asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalog.format.files import is_url, url_filesystem
+from kafkalog.format.index import OffsetIndex
+from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, open_store, parse_object_key
+from kafkalog.log.gaps import Gap, gaps_error
+
+__all__ = ["TieredPartition", "TieredSegment", "open_tiered"]
+
+log = logging.getLogger(__name__)
+
+_LOCAL_LOG = re.compile(r"^(\d{20})\.log$")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$", re.S)
+
+
+@dataclass(frozen=True)
+class TieredSegment:
+    """One segment of the merged log: a remote one (``remote`` set) or a local ``.log`` file.
+
+    ``base_offset`` comes from the name (the plug-in's key carries the start offset); the last
+    offset is the manifest's ``endOffset`` for a remote segment (read when first needed), and for a
+    local one the next local segment's base offset minus one (None for the newest)."""
+
+    base_offset: int
+    name: str  # the .log's path or URL
+    rel: str  # the name relative to the root it was found under, with "/"
+    remote: RemoteSegment | None = None
+    local_last: int | None = None
+
+    @property
+    def tier(self) -> str:
+        """``remote`` or ``local``."""
+        return "remote" if self.remote is not None else "local"
+
+    @property
+    def last_offset(self) -> int | None:
+        """The last offset the segment answers for (None: the broker's newest segment, still growing)."""
+        return self.remote.manifest.end_offset if self.remote is not None else self.local_last
+
+    def batches(self, start_offset: int) -> Iterator[Batch]:
+        """Batches holding offsets at or past ``start_offset``, read from the indexed position before it."""
+        if self.remote is not None:
+            yield from self.remote.batches(start_offset=start_offset if start_offset > self.base_offset else None)
+            return
+        start = 0
+        if start_offset > self.base_offset:
+            try:
+                _off, pos = OffsetIndex.read(self.name[: -len(".log")] + ".index").lookup(start_offset)
+                start = max(pos, 0)
+            except OSError:
+                start = 0  # no index: read from the start of the segment
+        with LogReader(self.name, start=start) as reader:
+            for b in reader.batches():
+                if b.last_offset >= start_offset:
+                    yield b
+
+
+@dataclass
+class TieredPartition:
+    """One topic-partition across tiers; ``segments`` in reading order (remote by start offset, then local)."""
+
+    topic: str
+    partition: int
+    segments: list[TieredSegment]
+    allow_gaps: bool = False
+    gaps: list[Gap] = field(default_factory=list)  # holes met so far (gaps allowed)
+
+    @property
+    def name(self) -> str:
+        """``<topic>-<partition>``."""
+        return f"{self.topic}-{self.partition}"
+
+    def plan(self, start_offset: int | None = None, end_offset: int | None = None) -> list[tuple[TieredSegment, int]]:
+        """(segment, first offset it gives) for the segments that give offsets in ``[start_offset,
+        end_offset)``: each segment from the first offset not yet given; a segment whose offsets
+        were all given is skipped; a hole before a segment is data loss (R-TIER-07).
+
+        With ``start_offset``, reading starts at the last segment whose base offset is at or below
+        it, and segments before that one are not opened (a remote one's manifest is not even
+        fetched); segments from ``end_offset`` on are not either."""
+        segs = self.segments
+        if start_offset is not None:
+            first = max((i for i, s in enumerate(segs) if s.base_offset <= start_offset), default=0)
+            segs = segs[first:]
+        if end_offset is not None:
+            segs = [s for s in segs if s.base_offset < end_offset]
+        pieces: list[tuple[TieredSegment, int]] = []
+        nxt: int | None = None
+        for seg in segs:
+            last = seg.last_offset
+            if nxt is not None and last is not None and last < nxt:
+                continue  # every offset it holds came from an earlier segment (the same data in both tiers)
+            if nxt is not None and seg.base_offset > nxt:
+                self._hole(Gap(_folder(seg.name), nxt, seg.base_offset, f"the segment before ends at offset {nxt - 1} and the "
+                               f"next one, {seg.tier} segment {_basename(seg.name)}, starts at {seg.base_offset}"))
+            pieces.append((seg, seg.base_offset if nxt is None else max(nxt, seg.base_offset)))
+            if last is None:
+                break  # the broker's newest segment: nothing after it
+            nxt = last + 1
+        return pieces
+
+    def _hole(self, gap: Gap) -> None:
+        if not self.allow_gaps:
+            raise gaps_error([gap])
+        log.warning("data loss in %s: %s; continuing (gaps allowed)", self.name, gap)
+        if gap not in self.gaps:
+            self.gaps.append(gap)
+
+    def batches(
+        self, start_offset: int | None = None, end_offset: int | None = None
+    ) -> Iterator[tuple[TieredSegment, Batch, int, int | None]]:
+        """(segment, batch, first, stop) for every batch holding offsets in ``[start_offset,
+        end_offset)``, in offset order: the batch's records in ``[first, stop)`` are the ones this
+        segment gives (below ``first`` an earlier segment gave them, from ``stop`` a later one does;
+        :meth:`records` keeps only those)."""
+        pieces = self.plan(start_offset, end_offset)
+        for i, (seg, lo) in enumerate(pieces):
+            hi = pieces[i + 1][1] if i + 1 < len(pieces) else None
+            if start_offset is not None and hi is not None and hi <= start_offset:
+                continue
+            first = lo if start_offset is None else max(lo, start_offset)
+            stop = hi if end_offset is None else end_offset if hi is None else min(hi, end_offset)
+            for b in seg.batches(first):
+                if stop is not None and b.base_offset >= stop:
+                    break
+                yield seg, b, first, stop
+                if stop is not None and b.last_offset >= stop - 1:
+                    break  # the rest is past ``stop``: not even the next header is read (its chunk is not fetched)
+
+    def records(self, start_offset: int | None = None, end_offset: int | None = None) -> Iterator[tuple[TieredSegment, Batch, Any]]:
+        """(segment, batch, record) for every record with an offset in ``[start_offset, end_offset)``, each offset once."""
+        for seg, b, first, stop in self.batches(start_offset, end_offset):
+            for r in b.records():
+                if first <= r.offset and (stop is None or r.offset < stop):
+                    yield seg, b, r
+
+
+def _folder(name: str) -> str:
+    return name.rsplit("/", 1)[0] if "/" in name else "."
+
+
+def _basename(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def _remote_segments(prefix: str, keys: Keyring | None, warnings: list[str]) -> dict[tuple[str, int], list[TieredSegment]]:
+    """The plug-in's segments under ``prefix`` by (topic, partition), from one listing (manifests are
+    read when a segment is planned)."""
+    store = open_store(prefix)
+    by_main: dict[str, dict[str, Any]] = {}
+    for key, _size in store.list(""):
+        k = parse_object_key(key)
+        if k is not None:
+            by_main.setdefault(k.main, {})[k.suffix] = k
+    out: dict[tuple[str, int], list[TieredSegment]] = {}
+    for main, parts in sorted(by_main.items()):
+        if "rsm-manifest" not in parts:
+            message = (f"{store.display(main + '.log')}: a tiered segment without its .rsm-manifest (the plug-in writes it "
+                       "last: an unfinished or failed upload): ignored")
+            warnings.append(message)
+            log.warning("%s", message)
+            continue
+        k = parts["rsm-manifest"]
+        seg = RemoteSegment(store, main, keys)
+        out.setdefault((k.topic, k.partition), []).append(TieredSegment(k.start_offset, seg.name("log"), f"{main}.log", seg))
+    for segs in out.values():
+        segs.sort(key=lambda s: (s.base_offset, s.rel))
+    return out
+
+
+def _local_partition_dirs(root: str) -> list[str]:
+    """``root`` if it holds segments, else every directory under it that does."""
+    found = []
+    for dirpath, dirs, names in os.walk(root):
+        dirs.sort()
+        if any(_LOCAL_LOG.match(n) for n in names):
+            found.append(dirpath)
+    return sorted(found)
+
+
+def _local_segments(roots: Sequence[str]) -> dict[tuple[str, int], list[TieredSegment]]:
+    """The broker's segments under ``roots`` (data dirs or partition dirs) by (topic, partition)."""
+    out: dict[tuple[str, int], list[TieredSegment]] = {}
+    for root in roots:
+        if is_url(root):
+            raise ValueError(f"{root}: the broker's segments are read from a local directory")
+        if not os.path.isdir(root):
+            raise FileNotFoundError(root)
+        for pdir in _local_partition_dirs(root):
+            m = _PARTITION_DIR.match(os.path.basename(os.path.abspath(pdir)))
+            if m is None:
+                continue
+            bases = sorted(int(mm[1]) for n in os.listdir(pdir) if (mm := _LOCAL_LOG.match(n)))
+            segs = out.setdefault((m["topic"], int(m["partition"])), [])
+            for i, base in enumerate(bases):
+                path = os.path.join(pdir, f"{base:020d}.log")
+                rel = os.path.relpath(path, root if root != pdir else os.path.dirname(os.path.abspath(pdir))).replace(os.sep, "/")
+                segs.append(TieredSegment(base, path, rel, local_last=bases[i + 1] - 1 if i + 1 < len(bases) else None))
+    return out
+
+
+def open_tiered(
+    remote: str,
+    local: str | Sequence[str] | None = None,
+    *,
+    keys: Keyring | None = None,
+    allow_gaps: bool = False,
+    warnings: list[str] | None = None,
+) -> list[TieredPartition]:
+    """Every topic-partition under the plug-in's prefix ``remote`` (a directory or URL) and the
+    broker dirs ``local``, each as one log across tiers, sorted by (topic, partition).
+
+    ``keys`` unwraps the data keys of encrypted segments. Segments without a manifest are skipped
+    and described in ``warnings``. Raises :class:`DataLossError` for a hole between segments unless
+    ``allow_gaps``. Nothing is written."""
+    warnings = [] if warnings is None else warnings
+    if is_url(remote):
+        fs, path = url_filesystem(remote)
+        if not fs.exists(path):
+            raise FileNotFoundError(remote)
+    elif not os.path.isdir(remote):
+        raise FileNotFoundError(remote)
+    remote_segs = _remote_segments(remote, keys, warnings)
+    local_segs = _local_segments([local] if isinstance(local, str) else list(local or ()))
+    parts = []
+    for tp in sorted(set(remote_segs) | set(local_segs)):
+        parts.append(TieredPartition(tp[0], tp[1], remote_segs.get(tp, []) + local_segs.get(tp, []), allow_gaps))
+    return parts

@@ -1,0 +1,321 @@
+"""``kafkalog export``: the records of data dirs, partition dirs, globs or URLs written as Parquet, JSON
+lines or CSV, Hive-partitioned (``OUT/topic=T/partition=P/part-00000.parquet``), as ``kafkalog.scan``
+reads them.
+
+Every file is written under a temporary name beginning with ``.`` in its target directory (readers
+of Hive-partitioned data sets skip such names), flushed and fsynced, then renamed to its final name
+and the directory fsynced: a run that fails or is interrupted leaves no file under a final name
+that is not complete (a temporary file is removed on the way out; after a crash one may remain, hidden).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, unlink
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kafkalog.dataset.scan import PartitionPlan
+
+__all__ = ["FILE_COLUMNS", "export", "register"]
+
+#: The columns each file holds: topic and partition are in its path (``topic=T/partition=P``), as Hive and Spark lay it out.
+FILE_COLUMNS = ("key", "value", "offset", "timestamp", "timestampType", "headers")
+_SUFFIX = {"parquet": ".parquet", "jsonl": ".jsonl", "csv": ".csv"}
+
+
+def _parse_time(value: str) -> int:
+    """Milliseconds since the epoch, or an ISO 8601 time (no zone: UTC)."""
+    from datetime import UTC, datetime
+
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{value!r} is neither milliseconds since the epoch nor an ISO 8601 time") from None
+    return int((t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+class _Progress:
+    """One line on stderr while exporting, when stderr is a terminal: partitions, rows, rows/s."""
+
+    def __init__(self, total: int) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.total = total
+        self.done = 0
+        self.rows = 0
+        self.t0 = time.monotonic()
+        self.last = 0.0
+
+    def add(self, rows: int, partition_done: bool = False) -> None:
+        self.rows += rows
+        self.done += partition_done
+        now = time.monotonic()
+        if self.enabled and (now - self.last > 0.2 or partition_done and self.done == self.total):
+            self.last = now
+            rate = self.rows / max(now - self.t0, 1e-9)
+            width = 30
+            filled = width * self.done // max(self.total, 1)
+            sys.stderr.write(f"\r\x1b[K[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} partitions, "
+                             f"{self.rows:,} rows ({rate:,.0f} rows/s)")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _AtomicFile:
+    """A file written under a hidden temporary name and renamed into place only when complete."""
+
+    def __init__(self, final: str) -> None:
+        self.final = final
+        directory, name = os.path.split(final)
+        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+        self.f: BinaryIO = open(self.tmp, "wb")  # noqa: SIM115 - closed in commit/abort
+
+    def commit(self) -> None:
+        """fsync, close, rename into place, fsync the directory; on failure the temporary file is removed."""
+        try:
+            self.f.flush()
+            os.fsync(self.f.fileno())
+            self.f.close()
+            os.replace(self.tmp, self.final)
+        except BaseException:
+            self.abort()
+            raise
+        _fsync_dir(os.path.dirname(self.final))
+
+    def abort(self) -> None:
+        if not self.f.closed:
+            self.f.close()
+        unlink(self.tmp)
+
+
+def _binary_encoder(how: str) -> Any:
+    import base64
+
+    from kafkalog.tools.cat import text
+
+    if how == "base64":
+        return lambda b: None if b is None else base64.b64encode(b).decode("ascii")
+    if how == "hex":
+        return lambda b: None if b is None else b.hex()
+    return lambda b: None if b is None else text(b)
+
+
+def _rows(batch: pa.RecordBatch, encode: Any) -> Iterator[dict[str, Any]]:
+    """The rows of a batch with key, value and header values encoded as text, timestamps in ms."""
+    import pyarrow as pa
+
+    cols = {name: batch.column(name) for name in batch.schema.names}
+    if "timestamp" in cols:
+        cols["timestamp"] = cols["timestamp"].cast(pa.int64()).to_numpy(zero_copy_only=False) // 1000
+    lists = {name: (c.tolist() if hasattr(c, "tolist") else c.to_pylist()) for name, c in cols.items()}
+    for i in range(batch.num_rows):
+        row = {name: v[i] for name, v in lists.items()}
+        for name in ("key", "value"):
+            if name in row:
+                row[name] = encode(row[name])
+        if "headers" in row and row["headers"] is not None:
+            row["headers"] = [{"key": h["key"], "value": encode(h["value"])} for h in row["headers"]]
+        yield row
+
+
+def _write_parquet(f: BinaryIO, batches: Iterator[pa.RecordBatch], schema: pa.Schema, compression: str, progress: _Progress) -> int:
+    import pyarrow.parquet as pq
+
+    n = 0
+    # dictionaries only where values repeat, statistics only where min/max prune (not on keys and values):
+    # both cost more than they give on Kafka payloads
+    numeric = [c for c in ("offset", "timestamp", "timestampType") if c in schema.names]
+    with pq.ParquetWriter(f, schema, compression=compression, use_dictionary=["timestampType", "headers.list.element.key"],
+                          write_statistics=numeric) as w:
+        for b in batches:
+            w.write_batch(b)
+            n += b.num_rows
+            progress.add(b.num_rows)
+    return n
+
+
+def _write_jsonl(f: BinaryIO, batches: Iterator[pa.RecordBatch], encode: Any, progress: _Progress) -> int:
+    import json
+
+    n = 0
+    for b in batches:
+        lines = [json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in _rows(b, encode)]
+        if lines:
+            f.write(("\n".join(lines) + "\n").encode("utf-8"))
+        n += b.num_rows
+        progress.add(b.num_rows)
+    return n
+
+
+def _write_csv(f: BinaryIO, batches: Iterator[pa.RecordBatch], names: list[str], encode: Any, progress: _Progress) -> int:
+    import csv
+    import io
+    import json
+
+    n = 0
+    text = io.TextIOWrapper(f, encoding="utf-8", newline="", write_through=True)
+    w = csv.writer(text)
+    w.writerow(names)
+    for b in batches:
+        for r in _rows(b, encode):
+            if "headers" in r:
+                r["headers"] = "" if r["headers"] is None else json.dumps(r["headers"], separators=(",", ":"), ensure_ascii=False)
+            w.writerow(["" if r[c] is None else r[c] for c in names])
+        n += b.num_rows
+        progress.add(b.num_rows)
+    text.flush()
+    text.detach()
+    return n
+
+
+def export(
+    plans: list[PartitionPlan], out: str, *, fmt: str = "parquet", columns: list[str] | None = None, read_committed: bool = False,
+    compression: str = "snappy", binary: str = "base64", progress: _Progress | None = None, batch_rows: int | None = None,
+) -> tuple[int, int]:
+    """Write each planned partition to ``out/topic=T/partition=P/part-00000.<fmt>`` (partitions with
+    no row in range get no file); returns (files, rows)."""
+    from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
+
+    cols = [c for c in (columns or FILE_COLUMNS) if c not in ("topic", "partition")]
+    schema = schema_of(cols)
+    encode = _binary_encoder(binary)
+    progress = progress or _Progress(len(plans))
+    files = rows = 0
+    # a finished file is fsynced and renamed by a second thread while the next partition is decoded and
+    # written (fsync waits on the disk, not the CPU); its rename still follows its fsync, and every
+    # commit is waited for before the run ends or its error is raised
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkalog-export-commit") as committer:
+        pending: list[Future[None]] = []
+        try:
+            for p in plans:
+                batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS)
+                first = next(batches, None)
+                if first is None:
+                    progress.add(0, partition_done=True)
+                    continue
+                directory = os.path.join(out, f"topic={p.topic}", f"partition={p.partition}")
+                os.makedirs(directory, exist_ok=True)
+
+                def chained(first: pa.RecordBatch = first, rest: Iterator[pa.RecordBatch] = batches) -> Iterator[pa.RecordBatch]:
+                    yield first
+                    yield from rest
+
+                target = _AtomicFile(os.path.join(directory, "part-00000" + _SUFFIX[fmt]))
+                try:
+                    if fmt == "parquet":
+                        n = _write_parquet(target.f, chained(), schema, compression, progress)
+                    elif fmt == "jsonl":
+                        n = _write_jsonl(target.f, chained(), encode, progress)
+                    else:
+                        n = _write_csv(target.f, chained(), schema.names, encode, progress)
+                except BaseException:
+                    target.abort()
+                    raise
+                pending.append(committer.submit(target.commit))
+                files += 1
+                rows += n
+                progress.add(0, partition_done=True)
+        finally:
+            for f in pending:
+                f.exception()  # wait: no temporary file is left behind by a commit in flight
+        for f in pending:
+            f.result()  # a failed commit (its temporary file removed) fails the run
+    return files, rows
+
+
+def _command(args: argparse.Namespace) -> int:
+    from kafkalog.dataset.scan import plan_all
+    from kafkalog.errors import LogNotFoundError
+    from kafkalog.log.source import discover
+
+    if args.format != "parquet" and args.compression != "snappy":
+        raise UsageError("--compression applies to --format parquet only")
+    if args.batch_rows is not None and args.batch_rows < 1:
+        raise UsageError(f"--batch-rows must be positive, got {args.batch_rows}")
+    columns = args.columns.split(",") if args.columns else None
+    if columns:
+        from kafkalog.fast.arrow import KAFKA_SCHEMA
+
+        if unknown := [c for c in columns if c not in KAFKA_SCHEMA.names]:
+            raise UsageError(f"--columns: unknown {', '.join(unknown)} (known: {', '.join(KAFKA_SCHEMA.names)})")
+    topics = set(args.topic) if args.topic else None
+    parts = set(args.partition) if args.partition else None
+    try:
+        files = discover(args.paths, wants=lambda t, p: (topics is None or t in topics) and (parts is None or p in parts))
+    except LogNotFoundError as e:
+        print(f"kafkalog export: {e}", file=sys.stderr)
+        return EXIT_IO
+    committed = args.isolation == "read_committed"
+    plans = plan_all(files, start_offset=args.start_offset, end_offset=args.end_offset,
+                     start_time=None if args.start_time is None else _parse_time(args.start_time),
+                     end_time=None if args.end_time is None else _parse_time(args.end_time), read_committed=committed,
+                     allow_gaps=args.allow_gaps,
+                     on_gap=lambda g: print(f"kafkalog export: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
+    os.makedirs(args.output, exist_ok=True)
+    progress = _Progress(len(plans))
+    t0 = time.monotonic()
+    try:
+        n_files, rows = export(plans, args.output, fmt=args.format, columns=columns, read_committed=committed, compression=args.compression,
+                               binary=args.binary, progress=progress, batch_rows=args.batch_rows)
+    finally:
+        progress.close()
+    took = time.monotonic() - t0
+    print(f"exported {rows:,} rows of {len(plans)} partitions to {n_files} {args.format} files under {args.output} in {took:.1f} s",
+          file=sys.stderr)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------- the command
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``kafkalog export`` to the command line."""
+    e = sub.add_parser("export", help="write records as Parquet, JSON lines or CSV, Hive-partitioned by topic and partition", description=(
+        "Write the records of data dirs, partition dirs, globs or URLs (as kafkalog.scan reads them: no transaction "
+        "markers) to OUT/topic=T/partition=P/part-00000.{parquet,jsonl,csv}, one file per partition with rows. Files "
+        "hold key, value, offset, timestamp, timestampType and headers (topic and partition are in the path); JSON and "
+        "CSV give keys and values as base64 (--binary) and timestamps in ms. Each file is written under a hidden "
+        "temporary name, fsynced and renamed: a failed run leaves no partial file under a final name. A progress bar "
+        "shows on a terminal."))
+    e.add_argument("paths", nargs="+", metavar="PATH")
+    e.add_argument("-o", "--output", required=True, metavar="OUT", help="the directory to write into (created if needed; files of the same names are replaced)")
+    e.add_argument("--format", choices=["parquet", "jsonl", "csv"], default="parquet", help="default: parquet")
+    e.add_argument("-t", "--topic", action="append", metavar="TOPIC", help="only this topic (repeatable)")
+    e.add_argument("-p", "--partition", action="append", type=int, metavar="N", help="only this partition (repeatable)")
+    e.add_argument("--start-offset", type=int, metavar="N", help="from this offset of each partition (inclusive)")
+    e.add_argument("--end-offset", type=int, metavar="N", help="up to this offset of each partition (exclusive)")
+    e.add_argument("--start-time", metavar="TIME", help=(
+        "from the first record at or after this time (ms since the epoch, or ISO 8601; resolved per partition through the "
+        "time index, as Kafka's offsetsForTimes)"))
+    e.add_argument("--end-time", metavar="TIME", help="up to, not including, the first record at or after this time")
+    e.add_argument("--isolation", choices=["read_uncommitted", "read_committed"], default="read_uncommitted", help=(
+        "read_committed: leave out aborted transactions and everything from the last stable offset on"))
+    e.add_argument("--columns", metavar="A,B,...", help=f"the columns to write (default: {','.join(FILE_COLUMNS)})")
+    e.add_argument("--compression", choices=["snappy", "zstd", "lz4", "gzip", "none"], default="snappy", help="Parquet compression (default: snappy)")
+    e.add_argument("--binary", choices=["base64", "hex", "text"], default="base64", help=(
+        "JSON and CSV: keys and values as base64 (default, lossless), hex, or text (UTF-8, other bytes escaped as \\xNN: lossy)"))
+    e.add_argument("--batch-rows", type=int, metavar="N", help="records per batch read, so per Parquet row group at most (default 32768)")
+    e.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    e.set_defaults(func=_command)

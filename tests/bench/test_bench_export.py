@@ -1,0 +1,26 @@
+"""Smoke test of bench/export.py: one copy of the bundled cp760 set, one round (no timing checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from helpers import GOLDEN, bench_script
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[ModuleType]:
+    yield from bench_script("export")
+
+
+def test_one_copy(bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = bench.main(["--set", str(GOLDEN / "real" / "cp760-flink-on-prem"), "--copies", "2", "--repeat", "1", "--cache", str(tmp_path),
+                     "--formats", "parquet,jsonl"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "export parquet" in out and "export jsonl" in out and "scan" in out
+    assert "same rows" in out
+    assert len({p.name.rpartition("-")[0].rsplit("_c", 1)[1] for p in (tmp_path / "data").iterdir()}) == 2  # two copies

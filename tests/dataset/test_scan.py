@@ -1,0 +1,263 @@
+"""``kafkalog.scan`` against Kafka's own dump of the same files: every golden-real set (bundled in
+golden/real, and ../shared/golden-real), golden/kafka's log dirs, read_committed against the
+transaction markers and ``.txnindex`` entries Kafka's dump shows, and the pushed-down filters."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import kafkalog
+from helpers import GOLDEN, SHARED, need_shared, read_jsonl, real_set_root, real_sets
+from kafkalog.errors import LogNotFoundError
+from kafkalog.fast.arrow import KAFKA_SCHEMA
+
+Row = tuple[str, int, int, bytes | None, bytes | None, int]
+
+
+def _hex(v: str | None) -> bytes | None:
+    return None if v is None else bytes.fromhex(v)
+
+
+def _partition_of(file: str) -> tuple[str, int]:
+    d = file.rsplit("/", 2)[-2]
+    topic, _, part = d.rpartition("-")
+    return topic, int(part)
+
+
+def log_starts(root: Path) -> dict[tuple[str, int], int]:
+    """The data dir's ``log-start-offset-checkpoint`` (Kafka's file: version, count, then ``topic partition offset`` lines)."""
+    f = root / "log-start-offset-checkpoint"
+    if not f.exists():
+        return {}
+    lines = f.read_text().splitlines()[2:]
+    return {(t, int(p)): int(o) for t, p, o in (line.rsplit(" ", 2) for line in lines if line.strip())}
+
+
+def kafka_rows(expected: list[dict], starts: dict[tuple[str, int], int] | None = None) -> list[Row]:
+    """What a consumer of every partition receives, by Kafka's dump: each ``.log``'s records in
+    order from the partition's log start offset (``starts``), control batches left out (Kafka's
+    dump marks them), partitions sorted."""
+    out: dict[tuple[str, int], list[Row]] = defaultdict(list)
+    control = False
+    for o in expected:
+        if not o["file"].endswith(".log"):
+            continue
+        if o["type"] == "batch":
+            control = bool(o.get("isControlBatch"))
+        elif o["type"] == "record" and not control:
+            tp = _partition_of(o["file"])
+            if o["offset"] >= (starts or {}).get(tp, 0):
+                out[tp].append((*tp, o["offset"], _hex(o["key"]), _hex(o["value"]), o["timestamp"]))
+    return [r for tp in sorted(out) for r in out[tp]]
+
+
+def scanned_rows(reader: pa.RecordBatchReader) -> list[Row]:
+    t = reader.read_all()
+    ts = t.column("timestamp").cast(pa.int64()).to_pylist()
+    return [
+        (topic, part, off, key, value, None if us is None else us // 1000)
+        for topic, part, off, key, value, us in zip(*(t.column(c).to_pylist() for c in ("topic", "partition", "offset", "key", "value")), ts,
+                                                   strict=True)
+    ]
+
+
+SETS = [pytest.param(s, e, id=f"bundled-{n}") for n, s, e in real_sets(GOLDEN / "real")]
+SHARED_SETS = [pytest.param(s, e, id=f"shared-{n}", marks=pytest.mark.shared) for n, s, e in real_sets(SHARED / "golden-real")]
+
+
+@pytest.mark.parametrize("set_dir,expected_file", SETS + SHARED_SETS)
+def test_scan_returns_the_records_of_kafkas_dump(set_dir: Path, expected_file: Path) -> None:
+    expected = read_jsonl(expected_file)
+    root = real_set_root(set_dir, expected)
+    reader = kafkalog.scan(root, allow_gaps=True)
+    assert reader.schema == KAFKA_SCHEMA
+    assert scanned_rows(reader) == kafka_rows(expected, log_starts(root))
+    # from offset 0: also the records below the log start offset that the files still hold
+    assert scanned_rows(kafkalog.scan(root, start_offset=0, allow_gaps=True)) == kafka_rows(expected)
+
+
+def test_shared_sets_are_there_when_shared_is() -> None:
+    need_shared("golden-real")
+    assert SHARED_SETS, "../shared/golden-real has no expected dumps"
+
+
+def _logdir_expected() -> list[dict]:
+    return read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl")
+
+
+def committed_rows(expected: list[dict], partition_dir: str) -> list[tuple[int, bytes | None]]:
+    """A read_committed consumer's (offset, value)s, from Kafka's dump alone: the ``.txnindex``
+    entries (aborted ranges), the markers, and the last stable offset (the first offset of a
+    transaction no marker has closed yet)."""
+    lines = [o for o in expected if o["file"].startswith(partition_dir + "/")]
+    aborted = [(o["producerId"], o["firstOffset"], o["lastOffset"]) for o in lines if o["type"] == "abortedTxn"]
+    open_txn: dict[int, int] = {}
+    batches = []
+    for o in lines:
+        if o["type"] == "batch" and o["file"].endswith(".log"):
+            batches.append(dict(o, records=[]))
+            if o["isTransactional"]:
+                if o["isControlBatch"]:
+                    open_txn.pop(o["producerId"], None)
+                else:
+                    open_txn.setdefault(o["producerId"], o["baseOffset"])
+        elif o["type"] == "record" and o["file"].endswith(".log"):
+            batches[-1]["records"].append(o)
+    lso = min(open_txn.values(), default=None)
+    out = []
+    for b in batches:
+        if b["isControlBatch"]:
+            continue
+        if b["isTransactional"] and any(pid == b["producerId"] and lo <= b["baseOffset"] <= hi for pid, lo, hi in aborted):
+            continue
+        out.extend((r["offset"], _hex(r["value"])) for r in b["records"] if lso is None or r["offset"] < lso)
+    return out
+
+
+@pytest.mark.parametrize("name", ["transactional-0", "golden-0"])
+def test_read_committed_leaves_out_aborted_and_undecided_transactions(name: str) -> None:
+    expected = _logdir_expected()
+    want = committed_rows(expected, name)
+    t = kafkalog.scan(GOLDEN / "kafka" / "logdir" / name, read_committed=True, columns=["offset", "value"]).read_all()
+    assert list(zip(t.column("offset").to_pylist(), t.column("value").to_pylist(), strict=True)) == want
+    everything = kafkalog.scan(GOLDEN / "kafka" / "logdir" / name).read_all()
+    assert everything.num_rows > len(want)  # the test can tell the two apart
+
+
+def test_a_data_dir_a_glob_and_partition_dirs_give_the_same_rows() -> None:
+    logdir = GOLDEN / "kafka" / "logdir"
+    whole = scanned_rows(kafkalog.scan(logdir))
+    globbed = scanned_rows(kafkalog.scan(str(logdir / "*-[0-9]")))
+    listed = scanned_rows(kafkalog.scan(sorted(str(p) for p in logdir.iterdir() if p.is_dir())))
+    assert whole == globbed == listed
+    assert {r[0] for r in whole} >= {"golden", "transactional", "compacted"}
+
+
+def test_topics_partitions_and_columns() -> None:
+    logdir = GOLDEN / "kafka" / "logdir"
+    t = kafkalog.scan(logdir, topics="compacted", partitions=[1], columns=["offset", "topic", "partition"]).read_all()
+    assert t.schema.names == ["offset", "topic", "partition"]
+    assert set(t.column("topic").to_pylist()) == {"compacted"} and set(t.column("partition").to_pylist()) == {1}
+    with pytest.raises(ValueError, match="columns"):
+        kafkalog.scan(logdir, columns=["nope"])
+
+
+def test_an_empty_result_still_has_the_schema() -> None:
+    t = kafkalog.scan(GOLDEN / "kafka" / "logdir", topics="no-such-topic").read_all()
+    assert t.num_rows == 0 and t.schema == KAFKA_SCHEMA
+    t = kafkalog.scan(GOLDEN / "kafka" / "logdir" / "golden-0", start_offset=10**9).read_all()
+    assert t.num_rows == 0 and t.schema == KAFKA_SCHEMA
+
+
+def _dump_records(name: str) -> list[dict]:
+    expected = _logdir_expected()
+    control = False
+    out = []
+    for o in expected:
+        if not o["file"].startswith(name + "/") or not o["file"].endswith(".log"):
+            continue
+        if o["type"] == "batch":
+            control = o["isControlBatch"]
+        elif o["type"] == "record" and not control:
+            out.append(o)
+    return out
+
+
+def test_offset_range_across_segments() -> None:
+    records = _dump_records("golden-0")
+    offsets = [r["offset"] for r in records]
+    lo, hi = offsets[len(offsets) // 4], offsets[3 * len(offsets) // 4]
+    t = kafkalog.scan(GOLDEN / "kafka" / "logdir" / "golden-0", start_offset=lo, end_offset=hi, columns=["offset"]).read_all()
+    assert t.column("offset").to_pylist() == [o for o in offsets if lo <= o < hi]
+    per = kafkalog.scan(GOLDEN / "kafka" / "logdir" / "golden-0", start_offset={("golden", 0): hi}, columns=["offset"]).read_all()
+    assert per.column("offset").to_pylist() == [o for o in offsets if o >= hi]
+
+
+def test_time_range_is_resolved_as_kafka_resolves_offsets_for_times() -> None:
+    records = _dump_records("golden-0")
+    times = sorted({r["timestamp"] for r in records})
+    t0, t1 = times[len(times) // 3], times[2 * len(times) // 3]
+
+    def first_at_or_after(t: int) -> int:  # ListOffsets by timestamp: the first record (offset order) at or after t
+        return next(r["offset"] for r in records if r["timestamp"] >= t)
+
+    want = [r["offset"] for r in records if first_at_or_after(t0) <= r["offset"] < first_at_or_after(t1)]
+    t = kafkalog.scan(GOLDEN / "kafka" / "logdir" / "golden-0", start_time=t0, end_time=t1, columns=["offset"]).read_all()
+    assert t.column("offset").to_pylist() == want and want
+
+
+def test_a_path_without_partitions_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(LogNotFoundError, match="no Kafka partition"):
+        kafkalog.scan(tmp_path)
+    with pytest.raises(LogNotFoundError, match="no such directory"):
+        kafkalog.scan(tmp_path / "absent")
+
+
+def test_import_kafkalog_does_not_load_pyarrow_until_scan_is_used() -> None:
+    code = ("import sys, kafkalog; assert 'pyarrow' not in sys.modules, 'pyarrow imported'; "
+            "kafkalog.scan; assert 'pyarrow' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_partition_after_an_unclean_shutdown(tmp_path: Path) -> None:
+    """The README's scratch ``data/orders-0``: a torn last batch, the last segment's indexes and every
+    producer snapshot missing. Both isolation levels give what Kafka's dump says a consumer gets,
+    and the directory is left as it was."""
+    from scratch import ORDERS, consumer_truth, fingerprint, make_scratch, orders_batches
+
+    scratch = make_scratch(tmp_path / "scratch")
+    before = fingerprint(scratch)
+    committed, uncommitted, _lso = consumer_truth(orders_batches())
+    assert committed != uncommitted
+    for read_committed, want in ((False, uncommitted), (True, committed)):
+        t = kafkalog.scan(scratch / "data", read_committed=read_committed, columns=["offset", "topic"]).read_all()
+        assert t.column("offset").to_pylist() == want
+        assert set(t.column("topic").to_pylist()) == {"orders"}
+        small = kafkalog.scan(scratch / ORDERS, read_committed=read_committed, columns=["offset"], batch_rows=7)
+        assert [o for b in small for o in b.column("offset").to_pylist()] == want
+    assert fingerprint(scratch) == before
+
+
+def test_no_silent_gaps_on_cp760(caplog: pytest.LogCaptureFixture) -> None:
+    """customers-0 and products-0 have indexes and a snapshot at 17081/17097 but no .log: scan fails
+    naming them, unless gaps are allowed; then it warns and reads the rest."""
+    from kafkalog.errors import DataLossError
+
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    with pytest.raises(DataLossError, match="customers-0") as err:
+        kafkalog.scan(data)
+    assert "products-0" in str(err.value) and "17080" in str(err.value) and "allow_gaps" in str(err.value)
+    with pytest.raises(DataLossError):
+        kafkalog.scan(data, topics="customers")
+    assert kafkalog.scan(data, topics="orders").read_all().num_rows > 0  # a partition without loss reads as before
+    with caplog.at_level("WARNING"):
+        t = kafkalog.scan(data, allow_gaps=True, columns=["topic"]).read_all()
+    assert "customers" not in t.column("topic").to_pylist() and t.num_rows > 0
+    assert "customers-0" in caplog.text and "products-0" in caplog.text
+
+
+def test_a_missing_segment_in_the_middle(tmp_path: Path) -> None:
+    """golden-0 with its second .log removed (indexes kept): the offsets it held are data loss;
+    offsets outside them read without complaint."""
+    import shutil
+
+    from kafkalog.errors import DataLossError
+
+    d = tmp_path / "golden-0"
+    shutil.copytree(GOLDEN / "kafka" / "logdir" / "golden-0", d)
+    logs = sorted(d.glob("*.log"))
+    gone, nxt = logs[1], logs[2]
+    gone.unlink()
+    lo, hi = int(gone.stem), int(nxt.stem)
+    with pytest.raises(DataLossError, match=f"offsets {lo} to {hi - 1}"):
+        kafkalog.scan(d)
+    assert kafkalog.scan(d, end_offset=lo).read_all().num_rows > 0
+    assert kafkalog.scan(d, start_offset=hi).read_all().num_rows > 0
+    offsets = kafkalog.scan(d, allow_gaps=True, columns=["offset"]).read_all().column("offset").to_pylist()
+    assert offsets and not [o for o in offsets if lo <= o < hi]

@@ -1,0 +1,126 @@
+"""``kafkalog cat`` on kcat's flags, against Kafka's dump of the same files. Printed keys and values
+are checked by undoing the escapes with Python's own ``codecs.escape_decode``: the bytes must be
+the record's, and no line may hold a control character."""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+import pytest
+
+from helpers import GOLDEN, need_shared, read_jsonl
+from kafkalog.tools.cli import main
+
+LOGDIR = GOLDEN / "kafka" / "logdir"
+
+
+def _records(expected: list[dict], partition_dir: str) -> list[dict]:
+    """Kafka's dump of one partition's records, control batches left out."""
+    out, control = [], False
+    for o in expected:
+        if not o["file"].startswith(partition_dir + "/") or not o["file"].endswith(".log"):
+            continue
+        if o["type"] == "batch":
+            control = o["isControlBatch"]
+        elif o["type"] == "record" and not control:
+            out.append(o)
+    return out
+
+
+def _unescape(line: str) -> bytes:
+    assert not any(ord(c) < 0x20 or ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 for c in line), repr(line)
+    return codecs.escape_decode(line.encode("utf-8"))[0]
+
+
+def _cat(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
+    code = main(["cat", *args])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_the_last_five_values_of_orders_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's acceptance command: kcat -C -t orders -p 0 -o -5 -e, at rest."""
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    expected = _records(read_jsonl(data.parents[1] / "expected" / "cp760-flink-on-prem.jsonl.gz"), "orders-0")
+    code, lines = _cat(capsys, str(data), "-t", "orders", "-p", "0", "-o", "-5", "-e")
+    assert code == 0
+    assert [_unescape(v) for v in lines] == [bytes.fromhex(r["value"]) for r in expected[-5:]]
+
+
+def test_format_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    records = _records(read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl"), "golden-0")
+    code, lines = _cat(capsys, str(LOGDIR / "golden-0"), "-f", "%t|%p|%o|%T|%K|%S|%k|%s|%h|%%\\n", "-Z")
+    assert code == 0 and len(lines) == len(records)
+    for line, r in zip(lines, records, strict=True):
+        topic, part, off, ts, ksize, vsize, key, value, headers, pct = line.split("|")
+        assert (topic, int(part), int(off), int(ts), pct) == ("golden", 0, r["offset"], r["timestamp"], "%")
+        assert (int(ksize), int(vsize)) == (r["keySize"], r["valueSize"])
+        assert key == "NULL" if r["key"] is None else _unescape(key) == bytes.fromhex(r["key"])
+        assert value == "NULL" if r["value"] is None else _unescape(value) == bytes.fromhex(r["value"])
+        want_headers = ",".join(f"{h['key']}={'NULL' if h['value'] is None else bytes.fromhex(h['value']).decode()}" for h in r["headers"])
+        assert headers == want_headers
+
+
+def test_offsets_beginning_end_absolute_and_by_time(capsys: pytest.CaptureFixture[str]) -> None:
+    records = _records(read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl"), "golden-0")
+    path = str(LOGDIR / "golden-0")
+    offsets = [r["offset"] for r in records]
+    assert _cat(capsys, path, "-f", "%o\\n")[1] == [str(o) for o in offsets]
+    assert _cat(capsys, path, "-f", "%o\\n", "-o", "end", "-e") == (0, [])
+    mid = offsets[len(offsets) // 2]
+    assert _cat(capsys, path, "-f", "%o\\n", "-o", str(mid), "-c", "3")[1] == [str(o) for o in offsets if o >= mid][:3]
+    t = sorted(r["timestamp"] for r in records)[len(records) // 2]
+    first = next(r["offset"] for r in records if r["timestamp"] >= t)  # ListOffsets: the first record at or after t
+    assert _cat(capsys, path, "-f", "%o\\n", "-o", f"s@{t}", "-c", "1")[1] == [str(first)]
+    stop = next(r["offset"] for r in records if r["timestamp"] >= t)
+    assert _cat(capsys, path, "-f", "%o\\n", "-o", f"e@{t}")[1] == [str(o) for o in offsets if o < stop]
+
+
+def test_count_spans_partitions_and_read_committed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = _cat(capsys, str(LOGDIR), "-t", "compacted", "-c", "5", "-f", "%t-%p@%o\\n")
+    assert code == 0 and len(lines) == 5
+    dump = [o for o in read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl") if o["file"].startswith("transactional-0/")]
+    aborted = [(o["producerId"], o["firstOffset"], o["lastOffset"]) for o in dump if o["type"] == "abortedTxn"]
+    assert aborted
+    producer_of = {}  # offset -> producer id of its transactional batch
+    for o in dump:
+        if o["type"] == "batch" and o["file"].endswith(".log") and o["isTransactional"]:
+            producer_of.update({off: o["producerId"] for off in range(o["baseOffset"], o["lastOffset"] + 1)})
+    every = [int(o) for o in _cat(capsys, str(LOGDIR / "transactional-0"), "-f", "%o\\n")[1]]
+    committed = [int(o) for o in _cat(capsys, str(LOGDIR / "transactional-0"), "-f", "%o\\n", "--isolation", "read_committed")[1]]
+    dropped = set(every) - set(committed)
+    assert dropped and set(committed) < set(every)
+    assert not [o for o in committed for pid, lo, hi in aborted if lo <= o <= hi and producer_of.get(o) == pid]
+
+
+@pytest.mark.parametrize("args", [["-o", "sideways"], ["-f", "%q"], ["-f", "\\q"], ["-c", "-1"]])
+def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cat", str(LOGDIR / "golden-0"), *args]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_missing_path_and_no_match_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cat", str(tmp_path / "absent")]) == 3
+    assert main(["cat", str(LOGDIR), "-t", "no-such-topic"]) == 3
+    capsys.readouterr()
+
+
+def test_data_loss_fails_unless_gaps_are_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    assert main(["cat", str(data), "-t", "customers", "-e"]) == 1
+    err = capsys.readouterr().err
+    assert "customers-0" in err and "0 to 17080" in err and "Traceback" not in err
+    assert main(["cat", str(data), "-t", "customers", "--allow-gaps", "-e"]) == 0
+    assert "warning" in capsys.readouterr().err
+
+
+def test_minus_n_stops_at_the_log_start_offset(capsys: pytest.CaptureFixture[str]) -> None:
+    """A repartition topic whose records below 1734 were deleted (DeleteRecords): the data dir's
+    log-start-offset-checkpoint says so, and -o -100 starts there, as a consumer's seek would."""
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    topic = "_confluent-controlcenter-7-6-0-1-aggregatedTopicPartitionTableWindows-ONE_MINUTE-repartition"
+    lines = (data / "log-start-offset-checkpoint").read_text().splitlines()[2:]
+    start = next(int(o) for t, _p, o in (line.rsplit(" ", 2) for line in lines) if t == topic)
+    assert start > 0
+    code, out = _cat(capsys, str(data), "-t", topic, "-o", "-100", "-f", "%o\\n")
+    assert code == 0 and int(out[0]) == start
