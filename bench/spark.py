@@ -11,7 +11,10 @@ beside it; later runs reuse both. Then, in one ``local[N]`` session, ``count()``
 ``sum(length(value))`` run through ``format("kafkalog")`` (the full Kafka schema, and with the
 schema narrowed to the columns the query uses, which is how a Python source is pruned: none for
 ``count()``, ``value`` for the sum) and
-through ``format("parquet")``. A third source, ``floor``, is a Python data source that decodes
+through ``format("parquet")``, over two layouts of the same rows: the files written above (one per
+segment) and the files Spark writes itself with ``df.write.parquet`` from a ``kafkalog`` read (one
+per input partition, Spark's row groups: the layout a user converting a topic gets, and the faster
+one to read). A third source, ``floor``, is a Python data source that decodes
 nothing: it returns prebuilt Arrow columns of the same shape, one input partition per kafkalog
 partition and the same number of rows, so its time is what Spark's Python Data Source API costs
 before any decoding (the ratio kafkalog can reach at best). Each figure is the best of
@@ -23,8 +26,8 @@ The second table is real broker data: ``--copies`` copies (default 16) of a gold
 (default ``../shared/golden-real/cp760-flink-on-prem``; ``all`` merges every set), each copy's
 topics renamed (``<topic>_c03``) so that they stay distinct partitions, in one log dir. Its
 query is ``select count(*), sum(length(value))`` with the default schema (and with the schema
-narrowed to ``value``), against Parquet holding the same rows (one file per partition, snappy)
-and against the floor source serving exactly the Arrow batches kafkalog returns, per input
+narrowed to ``value``), against Parquet holding the same rows (one file per partition, snappy, and
+as ``df.write.parquet`` lays it out) and against the floor source serving exactly the Arrow batches kafkalog returns, per input
 partition (written once to Arrow IPC files and memory-mapped by the floor's ``read``: no
 decoding). ``--master`` runs on another master (a standalone cluster: ``spark://host:port``);
 ``--cluster`` starts one for the run, as the tests do (a master and two 1-core workers from
@@ -179,6 +182,17 @@ def real_parquet(root: Path, log: Path) -> Path:
     return out
 
 
+def spark_parquet(spark: SparkSession, log: Path, out: Path) -> Path:
+    """The default read's rows of ``log`` written by Spark itself, ``df.write.parquet(out)``: one
+    file per input partition of the read, Spark's row groups and snappy, the layout a Spark user
+    gets when converting the topic (read back faster than one file per partition dir). Reused
+    when present (Spark's ``_SUCCESS`` marker)."""
+    if (out / "_SUCCESS").exists():
+        return out
+    spark.read.format("kafkalog").load(str(log)).write.mode("overwrite").parquet(str(out))
+    return out
+
+
 def floor_files(root: Path, log: Path, columns: list[str]) -> str:
     """kafkalog's own Arrow batches of each input partition of ``log`` (read in this process),
     one Arrow IPC file per partition, for the floor source to serve; returns their dir. Rewritten
@@ -325,6 +339,8 @@ def print_rows(title: str, rows: int, cores: int, results: dict[str, tuple[float
     return ok
 
 
+#: Parquet as ``df.write.parquet`` lays it out (beside ``parquet``: one file per partition or segment)
+SPARK_PARQUET = "parquet as df.write.parquet lays it out"
 #: The default read's columns (what the real-data table's floor serves), and the narrowed schema's.
 DEFAULT_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 NARROW_COLUMNS = ("value",)
@@ -342,6 +358,7 @@ def real_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> boo
         sets = [args.real_set]
     log, rows = copy_real(args.cache, sets, args.copies)
     parquet = real_parquet(args.cache, log)
+    spark_written = spark_parquet(spark, log, args.cache / "real" / "parquet-spark")
     files = sum(1 for f in log.glob("*/*.log") if not f.parent.name.startswith("__") and f.stat().st_size)
     floors = {cols: floor_files(args.cache, log, list(cols)) for cols in (DEFAULT_COLUMNS, NARROW_COLUMNS)}
     narrow = StructType([f for f in source_schema().fields if f.name in NARROW_COLUMNS])
@@ -352,6 +369,7 @@ def real_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> boo
         floor: lambda: spark.read.format("kafkalog_floor_ipc").option("dir", floors[DEFAULT_COLUMNS]).load(),
         floor_narrow: lambda: spark.read.format("kafkalog_floor_ipc").schema(narrow).option("dir", floors[NARROW_COLUMNS]).load(),
         "parquet": lambda: spark.read.parquet(str(parquet)),
+        SPARK_PARQUET: lambda: spark.read.parquet(str(spark_written)),
     }
     names = ", ".join(s.name for s in sets)
     print(f"\n{rows:,} rows (the default read) in {files} non-empty .log files: {args.copies} copies of {names}; "
@@ -372,6 +390,7 @@ def synthetic_table(spark: SparkSession, args: argparse.Namespace, cores: int) -
 
     part, records = generate_log(args.cache, args.gigabytes)
     parquet = generate_parquet(args.cache, part)
+    spark_written = spark_parquet(spark, part, args.cache / "parquet-spark")
     log_bytes = sum(f.stat().st_size for f in part.glob("*.log"))
     reader = KafkaLogReader({"path": str(part)}, StructType([]))
     spark.dataSource.register(floor_source([sum(b.num_rows for b in reader.read(p)) for p in reader.partitions()]))
@@ -381,6 +400,7 @@ def synthetic_table(spark: SparkSession, args: argparse.Namespace, cores: int) -
         "floor (Python data source, no decoding)": lambda _narrow: spark.read.format("kafkalog_floor").load(),
         "floor, schema narrowed": lambda narrow: spark.read.format("kafkalog_floor").schema(narrow).load(),
         "parquet": lambda _narrow: spark.read.parquet(str(parquet)),
+        SPARK_PARQUET: lambda _narrow: spark.read.parquet(str(spark_written)),
     }
     #: query -> (the columns it needs, as a schema; the query)
     queries: dict[str, tuple[str | StructType, Callable[[DataFrame], object]]] = {

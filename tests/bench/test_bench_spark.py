@@ -41,6 +41,7 @@ def test_table_has_a_row_per_query_and_source(bench: ModuleType, spark, tmp_path
     assert {(r[0], r[1]) for r in rows[1:]} == {
         (q, s) for q in ("count()", "sum(length(value))") for s in (
             "kafkalog", "kafkalog, schema narrowed", "floor (Python data source, no decoding)", "floor, schema narrowed", "parquet",
+            "parquet as df.write.parquet lays it out",
         )
     }
     by_source = {(r[0], r[1]): r for r in rows[1:]}
@@ -63,7 +64,9 @@ def test_real_table_copies_a_set_and_agrees_with_parquet(bench: ModuleType, spar
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     assert [r[1] for r in rows[1:]] == [
         "kafkalog", "kafkalog, schema narrowed", "floor (the same Arrow batches, no decoding)", "floor, schema narrowed", "parquet",
+        "parquet as df.write.parquet lays it out",
     ]
+    assert (tmp_path / "real" / "parquet-spark" / "_SUCCESS").exists()  # written by Spark itself
 
 
 def test_cluster_and_master_are_exclusive(bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
