@@ -90,6 +90,11 @@ def test_a_missing_tiered_segment_is_data_loss_unless_gaps_are_allowed(tmp_path:
     assert rows(kafkalog.scan(broker, tiered=remote, start_offset=102)) == [w for w in kafka_records() if w[0] >= 102]
 
 
+def test_read_committed_across_tiers_reads_what_it_reads_of_the_whole_dir(tmp_path: Path) -> None:
+    whole = rows(kafkalog.scan(GOLDEN / "kafka" / "logdir" / "golden-0", read_committed=True))
+    assert rows(kafkalog.scan(broker_dir(tmp_path), tiered=AIVEN / "encryption", private_keys=KEYS, read_committed=True)) == whole
+
+
 def test_a_wrong_or_missing_prefix_is_reported(tmp_path: Path) -> None:
     with pytest.raises(LogNotFoundError):
         kafkalog.scan(tiered=tmp_path / "nowhere")
@@ -113,3 +118,39 @@ def test_a_local_segment_overlapping_the_remote_ones_is_read_from_the_first_offs
     for lo in (None, 150, 200):
         got = rows(kafkalog.scan(d.parent, tiered=AIVEN / "plain", start_offset=lo))
         assert got == [w for w in want if lo is None or w[0] >= lo], lo
+
+
+BUCKET = "kafkalog-tiered-scan"
+
+
+@pytest.fixture
+def aws(s3, monkeypatch):  # noqa: ANN001, ANN201 - fixtures
+    """The plug-in's objects of the compression+encryption mode on the S3 server, the AWS variables pointing at it."""
+    import s3fs
+
+    import s3_server
+
+    s3_server.upload(s3, BUCKET, list(s3_server.tree(AIVEN / "compression-encryption", "aiven")))
+    for k, v in s3.env().items():
+        monkeypatch.setenv(k, v)
+    s3fs.S3FileSystem.clear_instance_cache()
+    return s3
+
+
+@pytest.mark.s3
+@pytest.mark.rule("R-TIER-07")
+def test_scan_reads_the_tiered_objects_from_s3(aws, tmp_path: Path) -> None:  # noqa: ANN001
+    broker = broker_dir(tmp_path)
+    assert rows(kafkalog.scan(broker, tiered=f"s3://{BUCKET}/aiven", private_keys=KEYS)) == kafka_records()
+    # a narrow range: the manifests (to order the segments), and of segment 146 only its .indexes and some chunks
+    seen = len(aws.requests())
+    assert [r[0] for r in rows(kafkalog.scan(broker, tiered=f"s3://{BUCKET}/aiven", private_keys=KEYS, start_offset=180, end_offset=182))] == [180, 181]
+    fetched: dict[str, int] = {}
+    for r in aws.requests()[seen:]:
+        if r["method"] == "GET" and r["path"].startswith(f"/{BUCKET}/aiven/"):
+            name = r["path"].rsplit("/", 1)[1]
+            fetched[name] = fetched.get(name, 0) + r["bytes"]
+    stem = "00000000000000000146-Txf2Fq7KP2ucLraPiJZ7SQ"
+    assert {n for n in fetched if not n.endswith(".rsm-manifest")} <= {f"{stem}.indexes", f"{stem}.log"}, fetched
+    whole = (AIVEN / "compression-encryption" / PARTITION / f"{stem}.log").stat().st_size
+    assert 0 < fetched[f"{stem}.log"] < whole / 2, (fetched, whole)
