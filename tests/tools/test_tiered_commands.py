@@ -74,6 +74,13 @@ def test_info_reports_a_missing_tiered_segment_as_data_loss(tmp_path: Path, caps
     assert main(["info", "--json", "--tiered", str(remote)]) == 0
     s = json.loads(capsys.readouterr().out)
     assert [(g["start"], g["end"]) for g in s["dataLoss"]] == [(51, 102)]
+    # cat fails on it (exit 1, naming the offsets) unless --allow-gaps
+    assert main(["cat", "--tiered", str(remote), "-f", "%o\\n"]) == 1
+    assert "51" in capsys.readouterr().err
+    assert main(["cat", "--tiered", str(remote), "-f", "%o\\n", "--allow-gaps"]) == 0
+    run = capsys.readouterr()
+    assert [int(x) for x in run.out.split()] == [o["offset"] for o in kafka_records() if o["offset"] < 190 and not 51 <= o["offset"] <= 101]
+    assert "warning" in run.err
 
 
 @pytest.mark.rule("R-TIER-07")

@@ -87,13 +87,16 @@ def missing_or_empty(command: str, paths: Sequence[str], wanted: Callable[[str],
     return None
 
 
-def add_tiered_options(parser: argparse.ArgumentParser, across: str = "as one log: each offset once") -> None:
+def add_tiered_options(
+    parser: argparse.ArgumentParser,
+    across: str = "as one log: each offset once; a hole between segments in range is data loss (exit 1; --allow-gaps reads on)",
+) -> None:
     """``--tiered PREFIX`` and ``--private-key ID=FILE`` (repeatable), as every command that reads
     partitions across tiers takes them (SPEC D.6); ``across`` says what the command makes of it."""
     parser.add_argument("--tiered", metavar="PREFIX", help=(
         "read each partition across tiers: the segments Aiven's tiered-storage plug-in stored under PREFIX (a "
         "directory or s3://...), then the broker's under the PATHs (its data dir or partition dirs, optional), "
-        f"{across}; a hole between segments is data loss (exit 1)"))
+        f"{across}"))
     parser.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
         "for tiered segments Aiven's plug-in encrypted: the private key (PEM) of key pair ID, as the plug-in's "
         "encryption.key.pairs.ID.private.key.file; repeatable"))

@@ -749,7 +749,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "print only what a consumer with this isolation.level receives from each partition directory: the batches it "
         "takes records from and those records (no control records; read_committed: no aborted data, nothing past the "
         "last stable offset); the directory is read as a whole, read-only"))
-    add_tiered_options(d, "as one log: each offset once, the batches with the object or file they came from")
+    add_tiered_options(d, "as one log: each offset once, the batches with the object or file they came from; a hole between "
+                       "segments is data loss (exit 1)")
     d.add_argument("--allow-gaps", action="store_true", help=(
         "dump partition directories whose files say offsets existed that no .log holds (a .log missing beside its "
         "index or snapshot, a log ending before its snapshot), warning on stderr; without it the dump fails naming "

@@ -104,6 +104,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "failed on); 3 when a path is missing or holds no partition."))
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("--json", action="store_true", help="one JSON object per partition")
-    add_tiered_options(p, "as one log (its remote segments' manifests and indexes read, not their chunks, but for the "
-                       "last batches of a partition with no local segment)")
+    add_tiered_options(p, "as one log: its log start and end offsets across tiers, a hole between segments listed as data loss")
     p.set_defaults(func=_command)
