@@ -90,6 +90,17 @@ def test_a_missing_tiered_segment_is_data_loss_unless_gaps_are_allowed(tmp_path:
     assert rows(kafkalog.scan(broker, tiered=remote, start_offset=102)) == [w for w in kafka_records() if w[0] >= 102]
 
 
+def test_times_select_across_tiers_as_offsetsForTimes_does(tmp_path: Path) -> None:
+    """From the first record whose timestamp is at or after the time, through the remote segments'
+    time indexes (parts of .indexes) or the broker's .timeindex."""
+    broker = broker_dir(tmp_path)
+    want = kafka_records()
+    for at in (want[60][1], want[200][1]):  # one in the remote tier, one in the local one
+        first = next(w[0] for w in want if w[1] >= at)
+        got = rows(kafkalog.scan(broker, tiered=AIVEN / "compression", start_time=at))
+        assert got == [w for w in want if w[0] >= first] and got
+
+
 def test_read_committed_across_tiers_reads_what_it_reads_of_the_whole_dir(tmp_path: Path) -> None:
     whole = rows(kafkalog.scan(GOLDEN / "kafka" / "logdir" / "golden-0", read_committed=True))
     assert rows(kafkalog.scan(broker_dir(tmp_path), tiered=AIVEN / "encryption", private_keys=KEYS, read_committed=True)) == whole
