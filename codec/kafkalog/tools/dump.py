@@ -679,9 +679,7 @@ def _command(args: argparse.Namespace) -> int:
     if args.tiered is not None:
         if args.isolation is not None:
             raise UsageError("--tiered and --isolation cannot be combined")
-        opts.tiered, opts.allow_gaps = args.tiered, args.allow_gaps
-    elif args.allow_gaps:
-        raise UsageError("--allow-gaps applies to --tiered")
+        opts.tiered = args.tiered
     check_tiered_paths(args)
     opts.keys = private_keys(args)
     if args.isolation is not None:
