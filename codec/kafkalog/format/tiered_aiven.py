@@ -35,8 +35,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import zstandard
-
 from kafkalog.errors import (
     CorruptChunkError,
     DataKeyError,
@@ -343,6 +341,8 @@ def _chunk_sizes(text: str, where: str) -> list[int]:
     """The ``variable`` index's ``transformedChunks``: base64 of one zstd frame of ChunkSizesBinaryCodec
     bytes (count, then base, width and count-1 values above the base in that width, then the last
     value in full; all big-endian)."""
+    import zstandard  # here: a verify or dump of plain segments never loads it (tests/test_startup.py)
+
     try:
         raw = base64.b64decode(text, validate=True)
         data = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
@@ -512,6 +512,8 @@ class RemoteSegment:
         if self.manifest.encryption is not None:
             data = self._decrypt(data, where, chunk.transformed_position, what)
         if self.manifest.compression:
+            import zstandard
+
             try:
                 d = zstandard.ZstdDecompressor().decompressobj()
                 out = d.decompress(data)
