@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -26,6 +27,9 @@ from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.gaps import Gap, gaps_error
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.source import PartitionFiles, SegmentFiles, discover
+
+if TYPE_CHECKING:
+    from kafkalog.format.tiered_aiven import Keyring
 
 log = logging.getLogger(__name__)
 
@@ -88,19 +92,21 @@ def _offset_for(spec: Offsets, pf: PartitionFiles) -> int | None:
 
 def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
     """The byte ranges of the segments holding offsets ``[start, end)``, cut at ``.index`` entries:
-    a segment entirely outside the range is not opened."""
+    a segment entirely outside the range is not opened. A segment gives offsets from its
+    :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's."""
     logs = pf.logs
     out = []
     for n, seg in enumerate(logs):
-        nxt = logs[n + 1].base_offset if n + 1 < len(logs) else None
-        if not seg.size or (nxt is not None and nxt <= start) or (end is not None and seg.base_offset >= end):
+        nxt = logs[n + 1].first if n + 1 < len(logs) else None
+        if not seg.size or (nxt is not None and nxt <= start) or (end is not None and seg.first >= end):
             continue
-        first, last = start > seg.base_offset, end is not None and (nxt is None or end < nxt)
+        lo = max(start, seg.first)
+        first, last = lo > seg.base_offset, end is not None and (nxt is None or end < nxt)
         idx = offset_index(pf, seg) if first or last else None
         pos, stop = 0, None
         if idx is not None and len(idx):
             if first:
-                pos = idx.lookup(start)[1]
+                pos = idx.lookup(lo)[1]
             if last:
                 # the append that holds ``end - 1`` ends before the next index entry after the first one at or past it
                 k = int(idx.offsets.searchsorted(end, side="left"))
@@ -162,21 +168,29 @@ def _as_set(v: object, kind: type) -> set | None:
 def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int) -> Iterator[pa.RecordBatch]:
     storage = p.files.storage
 
-    def readers() -> Iterator[LogReader]:
-        for sl in p.slices:
+    def readers(slices: list[Slice]) -> Iterator[LogReader]:
+        for sl in slices:
             with storage.open(sl.segment.log) as f, LogReader(f, name=p.files.display(sl.segment.log), start=sl.start,  # type: ignore[arg-type]
                                                               end=sl.end if sl.end is not None else sl.segment.size or None) as reader:
                 yield reader
 
-    for batch in read_partition(
-        readers(), topic=p.topic, partition=p.partition, start=p.start, end=p.end, aborted=p.aborted, last_stable_offset=p.last_stable_offset,
-        read_committed=read_committed, include_headers="headers" in columns, columns=columns, max_rows=batch_rows,
-    ):
-        yield batch if batch.schema.names == columns else batch.select(columns)
+    # a segment whose first offsets an earlier one gave (tiered storage's overlap) starts a run read from its own first offset
+    runs: list[list[Slice]] = []
+    for sl in p.slices:
+        if not runs or sl.segment.first_offset is not None:
+            runs.append([])
+        runs[-1].append(sl)
+    for run in runs:
+        for batch in read_partition(
+            readers(run), topic=p.topic, partition=p.partition, start=max(p.start, run[0].segment.first), end=p.end, aborted=p.aborted,
+            last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
+            max_rows=batch_rows,
+        ):
+            yield batch if batch.schema.names == columns else batch.select(columns)
 
 
 def scan(
-    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     *,
     topics: str | Iterable[str] | None = None,
     partitions: int | Iterable[int] | None = None,
@@ -188,6 +202,8 @@ def scan(
     columns: Sequence[str] | None = None,
     allow_gaps: bool = False,
     batch_rows: int = BATCH_ROWS,
+    tiered: str | os.PathLike[str] | None = None,
+    private_keys: Mapping[str, str | os.PathLike[str]] | Keyring | None = None,
 ) -> pa.RecordBatchReader:
     """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
     Kafka consumers of each partition would receive them: partition by partition (sorted by topic
@@ -222,16 +238,33 @@ def scan(
     (a ``.log`` missing beside its indexes or snapshot, a log ending before its snapshot says it
     did: :mod:`kafkalog.log.gaps`) raise :class:`~kafkalog.errors.DataLossError` naming the
     partition and the offsets, before anything is read; with ``allow_gaps=True`` each is logged as
-    a warning and the rest is read (Spark's ``failOnDataLoss=false``)."""
+    a warning and the rest is read (Spark's ``failOnDataLoss=false``).
+
+    Tiered storage: ``tiered`` is a prefix (a directory or ``s3://...``) holding the objects Aiven's
+    tiered-storage plug-in wrote, and ``path`` then the broker's local data or partition dirs
+    (optional). Each partition is one log across tiers (SPEC D.6,
+    :meth:`kafkalog.log.tiered.TieredPartition.files`): remote segments, then local ones, each
+    offset once; a hole between segments is data loss as above. ``private_keys`` maps the
+    plug-in's key-pair ids to private key (PEM) files, for encrypted segments."""
     want_topics = _as_set(topics, str)
     want_parts = _as_set(partitions, int)
-    paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
+    paths = [] if path is None else [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
 
     def wants(topic: str, partition: int) -> bool:
         return (want_topics is None or topic in want_topics) and (want_parts is None or partition in want_parts)
 
     schema_of(columns)  # a wrong column fails before any listing
-    return scan_files(discover(paths, wants=wants), start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
+    if tiered is not None:
+        from kafkalog.format.tiered_aiven import Keyring, read_private_keys
+        from kafkalog.log.tiered import tiered_files
+
+        keys = private_keys if isinstance(private_keys, Keyring) else read_private_keys({k: os.fspath(v) for k, v in (private_keys or {}).items()})
+        files = tiered_files(os.fspath(tiered), paths, keys=keys, wants=wants)
+    elif not paths:
+        raise ValueError("scan needs a path (or tiered=PREFIX)")
+    else:
+        files = discover(paths, wants=wants)
+    return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                       read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows)
 
 

@@ -311,7 +311,8 @@ def aborted_transactions(pf: PartitionFiles, start: int, end: int | None) -> lis
         except KafkaLogError as e:
             raise e.located(file=pf.display(seg.txnindex)) from None
         out.extend(t for t in entries if t.last_offset >= start and (end is None or t.first_offset < end))
-    return sorted(out, key=lambda t: (t.first_offset, t.producer_id))
+    # a segment in both tiers of tiered storage lists its aborted transactions twice: each counts once
+    return sorted(set(out), key=lambda t: (t.first_offset, t.producer_id))
 
 
 def offset_for_timestamp(pf: PartitionFiles, timestamp: int) -> int | None:

@@ -197,7 +197,11 @@ def storage_for(path: str) -> tuple[Storage, str]:
 @dataclass(frozen=True)
 class SegmentFiles:
     """One segment: its base offset, its ``.log`` (None when only its indexes are there) and the
-    ``.log``'s size when listed, and the index files found beside it."""
+    ``.log``'s size when listed, and the index files found beside it.
+
+    ``first_offset``: the first offset read from it, when an earlier segment already gave the ones
+    before (a segment in both tiers of tiered storage, or two leaders' copies overlapping; see
+    :meth:`kafkalog.log.tiered.TieredPartition.files`); None: from its base offset."""
 
     base_offset: int
     log: str | None
@@ -205,6 +209,12 @@ class SegmentFiles:
     index: str | None = None
     timeindex: str | None = None
     txnindex: str | None = None
+    first_offset: int | None = None
+
+    @property
+    def first(self) -> int:
+        """The first offset read from the segment."""
+        return self.base_offset if self.first_offset is None else self.first_offset
 
 
 @dataclass(frozen=True)

@@ -19,21 +19,24 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
+from kafkalog.errors import LogNotFoundError
 from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.format.index import OffsetIndex
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, open_store, parse_object_key
 from kafkalog.log.gaps import Gap, gaps_error
+from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles
 
-__all__ = ["TieredPartition", "TieredSegment", "open_tiered"]
+__all__ = ["TieredFiles", "TieredPartition", "TieredSegment", "TieredStorage", "open_tiered", "tiered_files"]
 
 log = logging.getLogger(__name__)
 
 _LOCAL_LOG = re.compile(r"^(\d{20})\.log$")
+_LOCAL_SNAPSHOT = re.compile(r"^(\d{20})\.snapshot$")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$", re.S)
 
 
@@ -94,10 +97,13 @@ class TieredPartition:
         """``<topic>-<partition>``."""
         return f"{self.topic}-{self.partition}"
 
-    def plan(self, start_offset: int | None = None, end_offset: int | None = None) -> list[tuple[TieredSegment, int]]:
+    def plan(
+        self, start_offset: int | None = None, end_offset: int | None = None, *, on_hole: Callable[[Gap], None] | None = None
+    ) -> list[tuple[TieredSegment, int]]:
         """(segment, first offset it gives) for the segments that give offsets in ``[start_offset,
         end_offset)``: each segment from the first offset not yet given; a segment whose offsets
-        were all given is skipped; a hole before a segment is data loss (R-TIER-07).
+        were all given is skipped; a hole before a segment is data loss (R-TIER-07), raised unless
+        gaps are allowed, or passed to ``on_hole`` when given (the caller judges it).
 
         With ``start_offset``, reading starts at the last segment whose base offset is at or below
         it, and segments before that one are not opened (a remote one's manifest is not even
@@ -115,7 +121,7 @@ class TieredPartition:
             if nxt is not None and last is not None and last < nxt:
                 continue  # every offset it holds came from an earlier segment (the same data in both tiers)
             if nxt is not None and seg.base_offset > nxt:
-                self._hole(Gap(_folder(seg.name), nxt, seg.base_offset, f"the segment before ends at offset {nxt - 1} and the "
+                (on_hole or self._hole)(Gap(_folder(seg.name), nxt, seg.base_offset, f"the segment before ends at offset {nxt - 1} and the "
                                f"next one, {seg.tier} segment {_basename(seg.name)}, starts at {seg.base_offset}"))
             pieces.append((seg, seg.base_offset if nxt is None else max(nxt, seg.base_offset)))
             if last is None:
@@ -157,6 +163,104 @@ class TieredPartition:
             for r in b.records():
                 if first <= r.offset and (stop is None or r.offset < stop):
                     yield seg, b, r
+
+
+    def files(self) -> TieredFiles:
+        """The partition as :class:`~kafkalog.log.source.PartitionFiles`, so that what reads a
+        partition dir (``kafkalog.scan``, ``info``, ``cat``, ``export``: :mod:`kafkalog.log.plan`)
+        reads it across tiers: the segments :meth:`plan` keeps, each with the first offset it gives
+        (``first_offset``, set where an earlier segment holds the ones before), a remote one's
+        ``.log`` and index parts read through its objects (:class:`TieredStorage`). Holes between
+        segments are not raised here but reported by :meth:`TieredFiles.gaps`, so that the reader
+        judges them against the offsets it reads, as it judges a partition dir's. Fetches every
+        remote segment's manifest."""
+        storage = TieredStorage()
+        holes: list[Gap] = []
+        segments = []
+        snapshots: list[tuple[int, str]] = []
+        for seg, first in self.plan(on_hole=holes.append):
+            given = None if first == seg.base_offset else first
+            if seg.remote is not None:
+                parts = storage.add(seg.remote)
+                segments.append(SegmentFiles(seg.base_offset, seg.name, seg.remote.size, parts.get("offset"), parts.get("timestamp"),
+                                             parts.get("transaction"), first_offset=given))
+                if "producerSnapshot" in parts:
+                    # Kafka uploads the snapshot taken at the next segment's base offset (RemoteLogManager)
+                    snapshots.append((seg.remote.manifest.end_offset + 1, parts["producerSnapshot"]))
+                continue
+            stem = seg.name[: -len(".log")]
+            found = {suffix: f"{stem}.{suffix}" for suffix in ("index", "timeindex", "txnindex") if os.path.isfile(f"{stem}.{suffix}")}
+            segments.append(SegmentFiles(seg.base_offset, seg.name, os.path.getsize(seg.name), found.get("index"), found.get("timeindex"),
+                                         found.get("txnindex"), first_offset=given))
+        for d in sorted({os.path.dirname(s.name) for s in self.segments if s.remote is None}):
+            snapshots.extend((int(m[1]), os.path.join(d, n)) for n in os.listdir(d) if (m := _LOCAL_SNAPSHOT.match(n)))
+        where = _folder(self.segments[0].name) if self.segments else self.name
+        return TieredFiles(storage, self.topic, self.partition, where, tuple(segments), tuple(sorted(snapshots)), lost=tuple(holes))
+
+
+class TieredStorage(LocalStorage):
+    """What :class:`TieredFiles` reads: remote segments' ``.log`` and ``.indexes`` parts through the
+    plug-in's objects (named by the object's path or URL, a part as ``<.indexes>#<part>``), and
+    the broker's local files as the local file system has them."""
+
+    def __init__(self) -> None:
+        self._logs: dict[str, RemoteSegment] = {}
+        self._parts: dict[str, tuple[RemoteSegment, str]] = {}
+
+    def add(self, seg: RemoteSegment) -> dict[str, str]:
+        """Make ``seg``'s ``.log`` and the ``.indexes`` parts its manifest lists readable; their names by part."""
+        self._logs[seg.name("log")] = seg
+        parts = {}
+        for part in seg.manifest.indexes:
+            name = f"{seg.name('indexes')}#{part}"
+            self._parts[name] = (seg, part)
+            parts[part] = name
+        return parts
+
+    def open(self, path: str) -> BinaryIO:
+        seg = self._logs.get(path)
+        return seg.open_log() if seg is not None else super().open(path)  # type: ignore[return-value]
+
+    def read(self, path: str) -> bytes:
+        found = self._parts.get(path)
+        if found is None:
+            return super().read(path)
+        seg, part = found
+        return seg.index_part(part) or b""
+
+
+@dataclass(frozen=True)
+class TieredFiles(PartitionFiles):
+    """A partition read across tiers (:meth:`TieredPartition.files`): its data loss is the holes
+    between segments (``lost``), not what a directory's checkpoints say."""
+
+    lost: tuple[Gap, ...] = field(default=(), compare=False)
+
+    def gaps(self) -> list[Gap]:
+        """The holes between the tiers' segments (R-TIER-07)."""
+        return list(self.lost)
+
+
+def tiered_files(
+    remote: str,
+    local: str | Sequence[str] | None = None,
+    *,
+    keys: Keyring | None = None,
+    wants: Callable[[str, int], bool] | None = None,
+    warnings: list[str] | None = None,
+) -> list[PartitionFiles]:
+    """:func:`open_tiered`'s partitions as :class:`~kafkalog.log.source.PartitionFiles` (see
+    :meth:`TieredPartition.files`), those ``wants(topic, partition)`` rejects left out. A missing
+    prefix or broker dir, or one holding no partition, raises :class:`~kafkalog.errors.LogNotFoundError`
+    as :func:`kafkalog.log.source.discover` does."""
+    try:
+        parts = open_tiered(remote, local, keys=keys, allow_gaps=True, warnings=warnings)
+    except FileNotFoundError as e:
+        raise LogNotFoundError("no such directory: give the tiered-storage prefix and the broker's data or partition dirs",
+                               file=str(e.args[0])) from None
+    if not parts:
+        raise LogNotFoundError("no tiered segment (.rsm-manifest) and no broker segment found", file=remote)
+    return [p.files() for p in parts if wants is None or wants(p.topic, p.partition)]
 
 
 def _folder(name: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError
+from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, partitions_of
 
 __all__ = ["compile_format", "register", "text"]
 
@@ -123,7 +123,6 @@ def _command(args: argparse.Namespace) -> int:
     from kafkalog.dataset.scan import plan_all, read_plans
     from kafkalog.errors import LogNotFoundError
     from kafkalog.log.plan import describe
-    from kafkalog.log.source import discover
 
     start = parse_offsets(args.offset or ["beginning"])
     if args.count is not None and args.count < 0:
@@ -132,12 +131,12 @@ def _command(args: argparse.Namespace) -> int:
     topics = set(args.topic) if args.topic else None
     parts = set(args.partition) if args.partition else None
     try:
-        files = discover(args.paths, wants=lambda t, p: (topics is None or t in topics) and (parts is None or p in parts))
+        files = partitions_of(args, wants=lambda t, p: (topics is None or t in topics) and (parts is None or p in parts))
     except LogNotFoundError as e:
         print(f"kafkalog cat: {e}", file=sys.stderr)
         return EXIT_IO
     if not files:
-        print(f"kafkalog cat: no partition of {' '.join(args.paths)} matches the -t/-p given", file=sys.stderr)
+        print(f"kafkalog cat: no partition of {' '.join(args.paths + ([args.tiered] if args.tiered else []))} matches the -t/-p given", file=sys.stderr)
         return EXIT_IO
     committed = args.isolation == "read_committed"
     starts: dict[tuple[str, int], int] | None = None
@@ -178,7 +177,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "are text: bytes that are not UTF-8 and control characters are escaped (\\xNN, \\n, ...), never printed raw. "
         "Flags as kcat's consumer mode. The files at rest get no new data, so the command always ends at their end; "
         "-e is accepted as kcat's 'exit at the end'."))
-    c.add_argument("paths", nargs="+", metavar="PATH")
+    c.add_argument("paths", nargs="*", metavar="PATH")
     c.add_argument("-t", "--topic", action="append", metavar="TOPIC", help="only this topic (repeatable; default: every topic)")
     c.add_argument("-p", "--partition", action="append", type=int, metavar="N", help="only this partition (repeatable; default: all)")
     c.add_argument("-o", "--offset", action="append", metavar="OFFSET", help=(
@@ -195,4 +194,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "read_committed: leave out aborted transactions and everything from the last stable offset on (-N and end "
         "then count from the last stable offset)"))
     c.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    add_tiered_options(c)
     c.set_defaults(func=_command)

@@ -8,9 +8,18 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-__all__ = ["EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "is_kafka_file", "missing_or_empty", "unlink"]
+if TYPE_CHECKING:
+    import argparse
+
+    from kafkalog.format.tiered_aiven import Keyring
+    from kafkalog.log.source import PartitionFiles
+
+__all__ = [
+    "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_tiered_options", "is_kafka_file",
+    "check_tiered_paths", "missing_or_empty", "partitions_of", "private_keys", "unlink",
+]
 
 EXIT_OK = 0
 EXIT_BAD_DATA = 1
@@ -76,6 +85,62 @@ def missing_or_empty(command: str, paths: Sequence[str], wanted: Callable[[str],
                   "leader-epoch-checkpoint or partition.metadata under it)", file=sys.stderr)
             return EXIT_IO
     return None
+
+
+def add_tiered_options(
+    parser: argparse.ArgumentParser,
+    across: str = "as one log: each offset once; a hole between segments in range is data loss (exit 1; --allow-gaps reads on)",
+) -> None:
+    """``--tiered PREFIX`` and ``--private-key ID=FILE`` (repeatable), as every command that reads
+    partitions across tiers takes them (SPEC D.6); ``across`` says what the command makes of it."""
+    parser.add_argument("--tiered", metavar="PREFIX", help=(
+        "read each partition across tiers: the segments Aiven's tiered-storage plug-in stored under PREFIX (a "
+        "directory or s3://...), then the broker's under the PATHs (its data dir or partition dirs, optional), "
+        f"{across}"))
+    parser.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
+        "for tiered segments Aiven's plug-in encrypted: the private key (PEM) of key pair ID, as the plug-in's "
+        "encryption.key.pairs.ID.private.key.file; repeatable"))
+
+
+def private_keys(args: argparse.Namespace) -> Keyring | None:
+    """The keyring ``--private-key`` gives (None without one); a malformed ``ID=FILE`` is a usage
+    error, an unreadable file an OSError (exit 3)."""
+    if not args.private_key:
+        return None
+    from kafkalog.format.tiered_aiven import read_private_keys
+
+    try:
+        return read_private_keys(args.private_key)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def check_tiered_paths(args: argparse.Namespace) -> None:
+    """With ``--tiered`` the PATHs are the broker's local directories (none is fine); without it
+    at least one PATH is needed."""
+    from kafkalog.format.files import is_url
+
+    if args.tiered is None:
+        if not args.paths:
+            raise UsageError("no PATH given")
+        return
+    for p in args.paths:
+        if is_url(p) or os.path.isfile(p):
+            raise UsageError(f"with --tiered, the PATHs are the broker's local data or partition directories, not {p}")
+
+
+def partitions_of(args: argparse.Namespace, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
+    """The partitions the command line names: under the PATHs, or with ``--tiered`` across tiers
+    (:func:`kafkalog.log.tiered.tiered_files`). Raises :class:`~kafkalog.errors.LogNotFoundError`
+    when there are none."""
+    check_tiered_paths(args)
+    if args.tiered is not None:
+        from kafkalog.log.tiered import tiered_files
+
+        return tiered_files(args.tiered, args.paths, keys=private_keys(args), wants=wants)
+    from kafkalog.log.source import discover
+
+    return discover(args.paths, wants=wants)
 
 
 #: State files of a log dir that are not segment files (checkpoints, meta.properties, KRaft's bootstrap)

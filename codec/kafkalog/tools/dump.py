@@ -29,7 +29,18 @@ from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
-from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress, UsageError, missing_or_empty
+from kafkalog.tools.command import (
+    EXIT_BAD_DATA,
+    EXIT_IO,
+    EXIT_OK,
+    EXIT_USAGE,
+    Progress,
+    UsageError,
+    add_tiered_options,
+    check_tiered_paths,
+    missing_or_empty,
+    private_keys,
+)
 
 if TYPE_CHECKING:
     from kafkalog.format.tiered_aiven import Keyring, RemoteSegment
@@ -668,21 +679,9 @@ def _command(args: argparse.Namespace) -> int:
     if args.tiered is not None:
         if args.isolation is not None:
             raise UsageError("--tiered and --isolation cannot be combined")
-        opts.tiered, opts.allow_gaps = args.tiered, args.allow_gaps
-        for p in args.paths:
-            if is_url(p) or os.path.isfile(p):
-                raise UsageError(f"with --tiered, the PATHs are the broker's local data or partition directories, not {p}")
-    elif args.allow_gaps:
-        raise UsageError("--allow-gaps applies to --tiered")
-    elif not args.paths:
-        raise UsageError("no PATH given")
-    if args.private_key:
-        from kafkalog.format.tiered_aiven import read_private_keys
-
-        try:
-            opts.keys = read_private_keys(args.private_key)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
+        opts.tiered = args.tiered
+    check_tiered_paths(args)
+    opts.keys = private_keys(args)
     if args.isolation is not None:
         from kafkalog.tools.dump import partition_dirs
 
@@ -748,14 +747,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "print only what a consumer with this isolation.level receives from each partition directory: the batches it "
         "takes records from and those records (no control records; read_committed: no aborted data, nothing past the "
         "last stable offset); the directory is read as a whole, read-only"))
-    d.add_argument("--tiered", metavar="PREFIX", help=(
-        "read each partition across tiers: the segments Aiven's tiered-storage plug-in stored under PREFIX (a "
-        "directory or s3://...), then the broker's under the PATHs (its data dir or partition dirs, optional), as one "
-        "log: each offset once, the batches with the object or file they came from; a hole between segments is data "
-        "loss (exit 1)"))
-    d.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
-        "for tiered segments Aiven's plug-in encrypted: the private key (PEM) of key pair ID, as the plug-in's "
-        "encryption.key.pairs.ID.private.key.file; repeatable"))
+    add_tiered_options(d, "as one log: each offset once, the batches with the object or file they came from; a hole between "
+                       "segments is data loss (exit 1)")
     d.add_argument("--allow-gaps", action="store_true", help=(
         "dump partition directories whose files say offsets existed that no .log holds (a .log missing beside its "
         "index or snapshot, a log ending before its snapshot), warning on stderr; without it the dump fails naming "

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, unlink
+from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, partitions_of, unlink
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -250,7 +250,6 @@ def export(
 def _command(args: argparse.Namespace) -> int:
     from kafkalog.dataset.scan import plan_all
     from kafkalog.errors import LogNotFoundError
-    from kafkalog.log.source import discover
 
     if args.format != "parquet" and args.compression != "snappy":
         raise UsageError("--compression applies to --format parquet only")
@@ -265,7 +264,7 @@ def _command(args: argparse.Namespace) -> int:
     topics = set(args.topic) if args.topic else None
     parts = set(args.partition) if args.partition else None
     try:
-        files = discover(args.paths, wants=lambda t, p: (topics is None or t in topics) and (parts is None or p in parts))
+        files = partitions_of(args, wants=lambda t, p: (topics is None or t in topics) and (parts is None or p in parts))
     except LogNotFoundError as e:
         print(f"kafkalog export: {e}", file=sys.stderr)
         return EXIT_IO
@@ -299,7 +298,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "CSV give keys and values as base64 (--binary) and timestamps in ms. Each file is written under a hidden "
         "temporary name, fsynced and renamed: a failed run leaves no partial file under a final name. A progress bar "
         "shows on a terminal."))
-    e.add_argument("paths", nargs="+", metavar="PATH")
+    e.add_argument("paths", nargs="*", metavar="PATH")
     e.add_argument("-o", "--output", required=True, metavar="OUT", help="the directory to write into (created if needed; files of the same names are replaced)")
     e.add_argument("--format", choices=["parquet", "jsonl", "csv"], default="parquet", help="default: parquet")
     e.add_argument("-t", "--topic", action="append", metavar="TOPIC", help="only this topic (repeatable)")
@@ -318,4 +317,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "JSON and CSV: keys and values as base64 (default, lossless), hex, or text (UTF-8, other bytes escaped as \\xNN: lossy)"))
     e.add_argument("--batch-rows", type=int, metavar="N", help="records per batch read, so per Parquet row group at most (default 32768)")
     e.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    add_tiered_options(e)
     e.set_defaults(func=_command)

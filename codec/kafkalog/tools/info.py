@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK
+from kafkalog.tools.command import EXIT_IO, EXIT_OK, add_tiered_options, partitions_of
 
 if TYPE_CHECKING:
     from kafkalog.log.plan import PartitionSummary
@@ -73,10 +73,9 @@ def _command(args: argparse.Namespace) -> int:
 
     from kafkalog.errors import LogNotFoundError
     from kafkalog.log.plan import describe
-    from kafkalog.log.source import discover
 
     try:
-        partitions = discover(args.paths)
+        partitions = partitions_of(args)
     except LogNotFoundError as e:
         print(f"kafkalog info: {e}", file=sys.stderr)
         return EXIT_IO
@@ -103,6 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "damaged files. Reads the indexes, the snapshot and the last batches only, never whole segments. A table, or "
         "one JSON object per partition with --json. Exit 0 whatever the files hold (problems are reported, not "
         "failed on); 3 when a path is missing or holds no partition."))
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("--json", action="store_true", help="one JSON object per partition")
+    add_tiered_options(p, "as one log: its log start and end offsets across tiers, a hole between segments listed as data loss")
     p.set_defaults(func=_command)
