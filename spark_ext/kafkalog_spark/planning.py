@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fsspec.spec import AbstractFileSystem
 from pyspark.sql.datasource import InputPartition
 
-from kafkalog.log.gaps import Gap, LogDirOffsets, claimed_end, find_gaps, segment_bases
+from kafkalog.log.gaps import Gap, LogDirOffsets, claimed_end, find_gaps
 
 from .errors import DataLossError, SourceOptionError
 from .filters import RowFilter
@@ -150,10 +150,18 @@ class PartitionLog:
         self.tails = {} if tails is None else tails
         self._advanced: set[str] = set()
         self.gaps: list[tuple[int, int]] = []
+        log_dirs = {} if log_dirs is None else log_dirs
+        self._orphans = {r.dir: self._orphan_gaps(r, log_dirs) for r in replicas}
         self.pieces = self._merge()
         #: offsets the replicas' own files say existed but no ``.log`` holds (SPEC §6.8), less those
         #: another replica holds; ``log_dirs`` caches each log dir's checkpoints across partitions
-        self.lost = self._lost(replicas, {} if log_dirs is None else log_dirs)
+        self.lost = self._lost(replicas, log_dirs)
+
+    def _orphan_gaps(self, r: Replica, log_dirs: dict[str, LogDirOffsets]) -> list[Gap]:
+        parent = posixpath.dirname(r.dir.rstrip("/"))
+        if parent not in log_dirs:
+            log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
+        return find_gaps(r.dir, fs=self.fs, files=r.names, checkpoints=log_dirs[parent], tail=False)
 
     @property
     def name(self) -> str:
@@ -182,7 +190,7 @@ class PartitionLog:
             # a segment answers for offsets up to the next segment's base, also one whose .log is
             # missing (its offsets are lost, or held by another replica: SPEC §6.8); a tiered
             # segment's manifest says where it ends
-            bases = sorted(set(segment_bases(r.names)).union(s.base_offset for s in segs))
+            bases = sorted({g.start for g in self._orphans[r.dir]}.union(s.base_offset for s in segs))
             for s in segs:
                 j = bisect.bisect_right(bases, s.base_offset)
                 if s.next_offset is not None:
@@ -221,7 +229,7 @@ class PartitionLog:
             parent = posixpath.dirname(r.dir.rstrip("/"))
             if parent not in log_dirs:
                 log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
-            found.extend((r, g) for g in find_gaps(r.dir, fs=self.fs, files=r.names, checkpoints=log_dirs[parent], tail=False))
+            found.extend((r, g) for g in self._orphans[r.dir])
             if r.segments and (c := claimed_end(r.dir, r.names, log_dirs[parent])) is not None:
                 claims.append(c)
         #: the furthest claimed log end, for the read of the last segment (single replica)

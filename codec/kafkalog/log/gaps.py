@@ -244,6 +244,14 @@ def find_gaps(
     for base in deleted:
         if "log" not in by_base.get(base, set()):
             by_base.pop(base, None)
+    # a listing may lose a file renamed while it was taken (fsspec's local ls drops an entry whose
+    # stat fails): an orphan stands only if its .log is still absent under every name now
+    for base in [b for b, found in by_base.items() if "log" not in found]:
+        stem = access.join(f"{base:020d}")
+        if access.exists(stem + ".log") or access.exists(stem + ".log.swap"):
+            by_base[base].add("log")
+        elif access.exists(stem + ".log.deleted"):
+            del by_base[base]  # leaving the log (R-RET-08, R-CMP-14)
     bases = sorted(by_base)
     start = checkpoints.log_start.get(tp, 0)
     if bases:
