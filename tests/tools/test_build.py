@@ -29,7 +29,10 @@ def _has_v2_log_append_time(path: Path) -> bool:
 def _expected_lines(path: Path) -> list[dict]:
     """Kafka's own dump lines for one golden .log file."""
     rel = path.relative_to(GOLDEN / "kafka")
-    dump_file = GOLDEN / "kafka" / "dump" / f"{rel.parts[0]}.jsonl"
+    if rel.parts[0] == "internal":  # internal/<partition>/F.log: Kafka's dump is internal/dump/<partition>.jsonl
+        dump_file = GOLDEN / "kafka" / "internal" / "dump" / f"{rel.parts[1]}.jsonl"
+    else:
+        dump_file = GOLDEN / "kafka" / "dump" / f"{rel.parts[0]}.jsonl"
     name = "/".join(rel.parts[1:])
     return [d for d in read_jsonl(dump_file) if d["file"] == name]
 

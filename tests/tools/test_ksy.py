@@ -31,8 +31,15 @@ KSY = GOLDEN / "kafka_log.ksy"
 CACHE = REPO / ".cache" / "kaitai"
 NPM_PACKAGES = ("kaitai-struct-compiler@0.11.0", "yaml@2.9.1")
 # bad/ and the writer cases' before-open/ (a torn tail, a flipped byte: recovery's inputs) hold damaged files on purpose
-LOGS = sorted(p for p in GOLDEN.rglob("*.log") if not {"bad", "before-open"} & set(p.relative_to(GOLDEN).parts))
-CORPUS_GOOD = sorted(p for p in (GOLDEN / "corpus").iterdir() if p.is_dir() and p.name != "bad" and list(p.glob("*.log")))
+#: every segment file in golden/ (not the bad corpus, and not the tiered-storage plug-in's ``.log`` objects,
+#: which hold chunks that are compressed or encrypted: SPEC Appendix D)
+LOGS = sorted(
+    p for p in GOLDEN.rglob("*.log")
+    if not {"bad", "before-open", "tiered"} & set(p.relative_to(GOLDEN).parts) and not p.parent.name.startswith("aiven-")
+)
+CORPUS_GOOD = sorted(
+    p for p in (GOLDEN / "corpus").iterdir() if p.is_dir() and p.name != "bad" and not p.name.startswith("aiven-") and list(p.glob("*.log"))
+)
 
 _COMPILE_JS = """
 const fs = require("fs"), path = require("path");
