@@ -42,9 +42,9 @@ def _kafka_offsets(log: Path) -> list[int]:
 def test_dump_reads_a_segment_renamed_to_deleted_after_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = _copy(tmp_path)
     seg = d / "00000000000000000051.log"
-    listing = list(dump_mod.walk(d))
+    listing = dump_mod._listed(str(d))
     seg.rename(str(seg) + ".deleted")  # retention ran between the listing and the open
-    monkeypatch.setattr(dump_mod, "walk", lambda _root: iter(listing))
+    monkeypatch.setattr(dump_mod, "_listed", lambda _root: listing)
     out, err = io.StringIO(), io.StringIO()
     res = dump([str(d)], DumpOptions(fmt="json"), out=out, err=err)
     assert res.errors == []
@@ -55,9 +55,10 @@ def test_dump_reads_a_segment_renamed_to_deleted_after_listing(tmp_path: Path, m
 @pytest.mark.rule("R-LIVE-03")
 def test_dump_warns_when_a_listed_file_is_gone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = _copy(tmp_path)
-    listing = list(dump_mod.walk(d))
-    (d / "00000000000000000051.log").unlink()  # deleted for good after file.delete.delay.ms
-    monkeypatch.setattr(dump_mod, "walk", lambda _root: iter(listing))
+    listing = dump_mod._listed(str(d))
+    for f in d.glob("00000000000000000051.*"):  # the segment's files deleted for good after file.delete.delay.ms
+        f.unlink()
+    monkeypatch.setattr(dump_mod, "_listed", lambda _root: listing)
     out, err = io.StringIO(), io.StringIO()
     res = dump([str(d)], DumpOptions(fmt="json"), out=out, err=err)
     assert res.errors == []

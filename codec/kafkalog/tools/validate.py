@@ -976,9 +976,9 @@ def _verify_dir(
     for attempt in range(CHANGED_DIR_ATTEMPTS):
         before = _listing(d)
         part = VerifyReport()
-        _Dir(d, targets, part, progress, max_message_bytes).run()
-        if walked:
+        if walked:  # before the segments: what the indexes claim is read before the logs (R-LIVE-02)
             _data_loss(d, part)
+        _Dir(d, targets, part, progress, max_message_bytes).run()
         if part.ok or _listing(d) == before or attempt == CHANGED_DIR_ATTEMPTS - 1:
             break
         if walked:  # the directory was named: verify the files it holds now
