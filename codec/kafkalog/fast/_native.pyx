@@ -3,8 +3,8 @@
 frames (R-ZSTD-01..R-ZSTD-03) and the batch CRC-32C (R-PRIM-07).
 
 No codec library ships headers here, and each is already loaded by its Python package, so the
-functions are bound at import by address (:mod:`kafkalog.fast.native` finds them with ctypes, as
-the numba path did): ``LZ4_decompress_safe`` exported by python-lz4's extension, the crc32c
+functions are bound at import by address (:mod:`kafkalog.fast.native` finds them
+with ctypes): ``LZ4_decompress_safe`` exported by python-lz4's extension, the crc32c
 package's own CRC function (its SSE 4.2 one when it chose hardware, else slicing-by-8), and
 ``ZSTD_decompressStream`` with its helpers from the system's libzstd (the zstandard package hides
 its symbols). An unbound function reports failure, and callers check :func:`bound` first.

@@ -24,7 +24,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -1455,19 +1454,3 @@ def _compiled_kernels() -> Kernels | None:
 COMPILED = _compiled_kernels()
 #: The kernels in use: :data:`COMPILED` when there, else :data:`PURE`.
 kernels = COMPILED or PURE
-
-
-# ---- for kafkalog.fast.objects and kafkalog.fast.partitioner until they are ported to Cython (#29, part B):
-# their numba decorators become no-ops, so they run their plain paths.
-ACCELERATED = False
-
-
-def _jit(f: Callable[..., Any]) -> Callable[..., Any]:
-    return f
-
-
-_jit_inline = _jit
-
-
-def _source_digest(*modules: str) -> str:
-    return "/".join(modules)
