@@ -73,7 +73,10 @@ def _spark_slices_once(d: Path, reads: Reads) -> None:
     from kafkalog_spark.source import KafkaLogReader, source_schema
 
     schema = source_schema()
-    reader = KafkaLogReader({"path": str(d)}, schema)
+    # the writer's retention deletes whole segments (their .deleted names too) while a plan is read:
+    # with failOnDataLoss=true that is a DataLossError, as in Spark's Kafka source, and correct; this
+    # test asks what is read to be consistent, so such a segment is skipped with a warning
+    reader = KafkaLogReader({"path": str(d), "failOnDataLoss": "false"}, schema)
     recs = []
     for part in reader.partitions():
         for rb in reader.read(part):
