@@ -101,3 +101,18 @@ def test_small_verify_loads_no_codec_library() -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     unwanted = set(CODECS) | {"pyarrow", "construct", "numba"} | ({"crc32c"} if objects.COMPILED else set())
     assert not names & unwanted, sorted(names & unwanted)
+
+
+@pytest.mark.parametrize("command", [
+    ["cat", str(GOLDEN / "kafka" / "logdir"), "-t", "golden", "-p", "0", "-o", "-2", "-e"],
+    ["export", str(GOLDEN / "kafka" / "logdir"), "-t", "golden", "-o", "{tmp}"],
+    ["info", str(GOLDEN / "kafka" / "logdir"), "--json"],
+], ids=["cat", "export", "info"])
+def test_arrow_commands_do_not_import_pandas(command: list[str], tmp_path: Path) -> None:
+    """The commands that build Arrow batches need numpy and pyarrow, not pandas (a 0.4 s import,
+    more than the rest of a small ``cat``): ``pa.array`` of a numpy array imports it, so batches
+    are built from buffers."""
+    names, run = _imported("-m", "kafkalog", *[a.replace("{tmp}", str(tmp_path / "out")) for a in command], env=_env(False))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "pyarrow" in names or command[0] == "info"
+    assert "pandas" not in names

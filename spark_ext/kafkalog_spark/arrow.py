@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from kafkalog.fast.arrow import KAFKA_SCHEMA, BatchFields, columns_to_arrow, constant_string
+from kafkalog.fast.arrow import KAFKA_SCHEMA, BatchFields, columns_to_arrow, constant_string, numeric
 from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_columns
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import Batch
@@ -103,7 +103,7 @@ def _metadata(picked: list[tuple[Piece, np.ndarray | None, BatchFields]], name: 
             }[name]
             values = np.repeat(per_batch, counts)
         parts.append(values if mask is None else values[mask])
-    return pa.array(np.concatenate(parts) if parts else np.empty(0, np.int64), type=ARROW_TYPES[name])
+    return numeric(np.concatenate(parts) if parts else np.empty(0, np.int64), ARROW_TYPES[name])
 
 
 def pieces_to_arrow(

@@ -11,6 +11,7 @@ time (:func:`kafkalog.fast.arrow.read_partition`), so memory holds a few batches
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -270,6 +271,12 @@ def scan(
 
 def schema_of(columns: Sequence[str] | None) -> pa.Schema:
     """The schema :func:`scan` gives for ``columns`` (None: all of :data:`~kafkalog.fast.arrow.KAFKA_SCHEMA`)."""
+    return _schema_of(None if columns is None else tuple(columns))
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_of(columns: tuple[str, ...] | None) -> pa.Schema:
+    # asked for once per partition read: building a pyarrow schema costs more than a small partition's rows
     cols = list(KAFKA_SCHEMA.names if columns is None else columns)
     unknown = [c for c in cols if c not in KAFKA_SCHEMA.names]
     if unknown or len(set(cols)) != len(cols):

@@ -218,7 +218,11 @@ def find_gaps(
     that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself."""
     shown = os.fspath(directory)
     access = _Files(shown, fs)
-    names = list(files) if files is not None else list(access.names())
+    listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
+    names = list(listed)
+    # a file listed empty holds no entry to read (a live one may have grown since, but only with
+    # data its .log, listed earlier or read later, holds too): the usual empty partition opens nothing
+    empty = {n for n, size in listed.items() if size == 0} if isinstance(listed, Mapping) else set()
     if checkpoints is None:
         checkpoints = LogDirOffsets.read(access.parent(), access.fs)
     tp = _topic_partition(shown)
@@ -258,7 +262,9 @@ def find_gaps(
         start = max(start, bases[0])  # R-RCV-08: the log start offset is at least the first segment's base
     last = bases[-1] if bases else None
 
-    claims = _claims(access, tp, checkpoints, snapshots, last, by_base.get(last, set()) if last is not None else set())
+    last_files = {x for x in by_base.get(last, set()) if f"{last:020d}.{x}" not in empty} if last is not None else set()
+    indexes: dict[int, OffsetIndex] = {}
+    claims = _claims(access, tp, checkpoints, snapshots, last, last_files, indexes)
     gaps: list[Gap] = []
     for i, base in enumerate(bases):
         if "log" in by_base[base]:
@@ -283,7 +289,7 @@ def find_gaps(
     if last is None:
         gaps.append(Gap(shown, start, claim.end, f"the directory has no segment at all, and {claim.what}"))
         return gaps
-    log_end = _log_end(access, last, by_base[last])
+    log_end = _log_end(access, last, by_base[last], indexes.get(last))
     lo = max(log_end, start)
     # a writer may have rolled and then cleaned the segment since the listing (only a segment that
     # is no longer the last is cleaned): its records past log_end were then compacted away, and the
@@ -309,11 +315,13 @@ def claimed_end(directory: str, files: Iterable[str], checkpoints: LogDirOffsets
 
 def _claims(
     access: _Files, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: list[int], last: int | None, last_files: set[str],
+    indexes: dict[int, OffsetIndex] | None = None,
 ) -> list[_Claim]:
     """Where the files say the log reached: each claim is an offset the log end was at or past.
     Only files a writer makes after the data they claim count (R-LOSS-03): a producer snapshot is
     written after the segment it is named by exists (a roll) or at close, an index entry after
-    the batch it points at, and a clean shutdown's recovery point after the last write."""
+    the batch it points at, and a clean shutdown's recovery point after the last write. The last
+    segment's offset index, once read, is left in ``indexes`` for :func:`_log_end`."""
     claims = [_Claim(s, f"the producer snapshot {s:020d}.snapshot says the log reached offset {s}") for s in snapshots]
     if tp in checkpoints.log_end_at_shutdown:
         end = checkpoints.log_end_at_shutdown[tp]
@@ -324,6 +332,8 @@ def _claims(
     if "index" in last_files:
         with contextlib.suppress(OSError, KafkaLogError):
             idx = OffsetIndex.read(data=access.read(access.join(stem + ".index")), base_offset=last)
+            if indexes is not None:
+                indexes[last] = idx
             if len(idx):
                 o = int(idx.offsets[-1])
                 claims.append(_Claim(o + 1, f"{stem}.index has an entry for offset {o}"))
@@ -342,19 +352,21 @@ def _claims(
     return claims
 
 
-def _log_end(access: _Files, base: int, files: set[str]) -> int:
+def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None = None) -> int:
     """The offset after the last whole batch of segment ``base``'s ``.log`` (its base offset when it
     holds none). The walk starts at the last index entry that lies inside the file, and steps back
-    an entry at a time when no whole batch follows it (a torn or zero-filled tail)."""
+    an entry at a time when no whole batch follows it (a torn or zero-filled tail). ``idx``: the
+    segment's offset index when the caller read it already."""
     stem = f"{base:020d}"
     path = access.join(stem + ".log")
     if "log" in files and not access.exists(path):
         path += ".swap"
     positions = [0]
-    if "index" in files:
+    if idx is None and "index" in files:
         with contextlib.suppress(OSError, KafkaLogError):
             idx = OffsetIndex.read(data=access.read(access.join(stem + ".index")), base_offset=base)
-            positions += [int(p) for p in idx.positions.tolist()]
+    if idx is not None:
+        positions += [int(p) for p in idx.positions.tolist()]
     try:
         fh = access.open(path)
     except FileNotFoundError:
