@@ -386,6 +386,30 @@ def test_record_is_an_immutable_tuple_of_its_fields() -> None:
         _ = r < r  # type: ignore[operator]
 
 
+@compiled_only
+def test_compiled_field_reads_are_member_descriptors_over_the_items() -> None:
+    """With the extension, Record's fields are the compiled module's member descriptors (reads
+    CPython specializes), each reading its own item, read-only and documented as before; the
+    descriptors are made once and only for tuple subtypes."""
+    from kafkalog import LegacyRecord, Record
+    from kafkalog.format.records.record import RECORD_FIELDS
+
+    assert {type(Record.__dict__[name]).__name__ for name in RECORD_FIELDS} == {"member_descriptor"}
+    assert Record.__dict__["key"].__doc__ == "Key bytes, or None."
+    r = Record(2**40, -7, b"k", None, (("h", None),), 9, 33, 1, 5)
+    assert [getattr(r, name) for name in RECORD_FIELDS] == list(r) == [2**40, -7, b"k", None, (("h", None),), 9, 33, 1, 5]
+    legacy = LegacyRecord(1, 2, b"k", b"v", magic=1, checksum=7, is_valid=False, size_in_bytes=40, attributes=0)
+    assert (legacy.offset, legacy.key, legacy.value, legacy.checksum) == (1, b"k", b"v", 7)
+    with pytest.raises(AttributeError):
+        r.value = b"x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Record.__dict__["key"].__get__((1, 2, 3))  # a plain tuple is not a record
+    with pytest.raises(ValueError):
+        objects._objects.item_members(Record, RECORD_FIELDS, RECORD_FIELDS)  # once per process
+    with pytest.raises(ValueError):
+        objects._objects.item_members(dict, ("a",), ("b",))
+
+
 @pytest.mark.rule("R-V2-16")
 def test_sequence_wraps_in_java_int_arithmetic(impl: str) -> None:
     """DefaultRecordBatch.incrementSequence (commit 1eb7644) compares ``sequence > Integer.MAX_VALUE -

@@ -21,7 +21,9 @@ class TimestampType(Enum):
         return self.value
 
 
-try:  # the C accessor namedtuple uses (CPython); a property over itemgetter elsewhere
+# the C accessor namedtuple uses (CPython); a property over itemgetter elsewhere. The compiled record
+# walker (kafkalog.fast.objects) replaces them with member descriptors over the same items when it loads.
+try:
     from collections import _tuplegetter as _field
 except ImportError:  # pragma: no cover
     from operator import itemgetter as _itemgetter
