@@ -112,23 +112,37 @@ def test_arrow_tables_alike(use, seed: int) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("hardware", [True, False], ids=["instruction", "table"])
 def test_crc32c_matches_the_crc32c_package(hardware: bool) -> None:
-    """The framing's CRC-32C (R-PRIM-07), with the CPU's instruction and with the table, against the
-    crc32c package (Kafka's check value for "123456789" is 0xe3069283, SPEC's table)."""
+    """The compiled core's one CRC-32C (R-PRIM-07; the framing's, cimported from ``_native``), with
+    the CPU's instruction and with the tables, against the crc32c package (Kafka's check value for
+    "123456789" is 0xe3069283, SPEC's table); and the framing finds a batch whose CRC it breaks."""
     import crc32c
 
-    from kafkalog.fast import _columnar
+    from kafkalog.fast import _columnar, _native
 
-    was = _columnar._hardware_crc(hardware)
+    was = _native._hardware_crc(hardware)
     try:
-        assert _columnar.crc32c(b"123456789") == 0xE3069283
+        assert _native.crc32c_of(b"123456789") == 0xE3069283
         rnd = random.Random(5)
         for n in [*range(0, 70), 1000, 4096 + 5, 65536 + 7]:
             data = rnd.randbytes(n + 3)
-            assert _columnar.crc32c(data[3:]) == crc32c.crc32c(data[3:]), n
-            assert _columnar.crc32c(memoryview(data)[3:]) == crc32c.crc32c(data[3:]), n  # unaligned
-        assert _columnar.crc32c(np.frombuffer(data, np.uint8)) == crc32c.crc32c(data)
+            assert _native.crc32c_of(data[3:]) == crc32c.crc32c(data[3:]), n
+            assert _native.crc32c_of(memoryview(data)[3:]) == crc32c.crc32c(data[3:]), n  # unaligned
+            assert _native.crc32c(data, 3, n) == crc32c.crc32c(data[3:]), n
+        assert _native.crc32c_of(np.frombuffer(data, np.uint8)) == crc32c.crc32c(data)
+        first, second = RecordBatchBuilder(0), RecordBatchBuilder(3)
+        for i in range(3):
+            first.append(1_700_000_000_000, None, b"v%d" % i, offset=i)
+        for i in range(2):
+            second.append(1_700_000_000_000, None, b"w%d" % i, offset=3 + i)
+        log = bytearray(first.build() + second.build())
+        meta = np.zeros((8, 12), np.int64)
+        buf = np.frombuffer(bytes(log), np.uint8)
+        assert _columnar._frame_chunk(buf, 0, len(buf), False, 1 << 20, 1 << 20, meta, True)[2] == 2
+        log[-1] ^= 1  # the second batch's last byte: its CRC no longer matches
+        buf = np.frombuffer(bytes(log), np.uint8)
+        assert _columnar._frame_chunk(buf, 0, len(buf), False, 1 << 20, 1 << 20, meta, True)[2] == 1
     finally:
-        _columnar._hardware_crc(was)
+        _native._hardware_crc(was)
 
 
 def test_kernels_refuse_arrays_they_cannot_hold() -> None:

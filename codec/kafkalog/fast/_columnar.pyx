@@ -11,6 +11,7 @@ executor's Python workers, a thread pool) decode at the same time.
 """
 
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from kafkalog.fast._native cimport DCtx, crc32c_c, lz4_block_c, lz4_bound, zstd_bound, zstd_frames_c
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
@@ -64,93 +65,6 @@ cdef enum:
     MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0 (R-LOG-04)
     ATTR_COMPRESSION_MASK = 0x07
     ATTR_TIMESTAMP_TYPE = 0x08
-
-
-# ------------------------------------------------------------------------------ CRC-32C
-cdef extern from *:
-    """
-    /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as Kafka's Crc32C: the CPU's
-       instruction where there is one (SSE 4.2 on x86-64, checked at run time; ARMv8 CRC when the
-       compiler targets it), else a table, a byte at a time. */
-    #include <stdint.h>
-    #include <stddef.h>
-    #include <string.h>
-    static uint32_t kafkalog_crc_table[256];
-    static int kafkalog_crc_hw = 0;
-    #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
-      #include <nmmintrin.h>
-      #if defined(_MSC_VER) && !defined(__clang__)
-        #include <intrin.h>
-        #define KAFKALOG_SSE42
-        static int kafkalog_has_hw(void) { int r[4]; __cpuid(r, 1); return (r[2] >> 20) & 1; }
-      #else
-        #define KAFKALOG_SSE42 __attribute__((target("sse4.2")))
-        static int kafkalog_has_hw(void) { __builtin_cpu_init(); return __builtin_cpu_supports("sse4.2"); }
-      #endif
-      KAFKALOG_SSE42 static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) {
-          uint64_t c64 = c;
-          while (n >= 8) { uint64_t w; memcpy(&w, p, 8); c64 = _mm_crc32_u64(c64, w); p += 8; n -= 8; }
-          c = (uint32_t)c64;
-          while (n--) c = _mm_crc32_u8(c, *p++);
-          return c;
-      }
-    #elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
-      #include <arm_acle.h>
-      static int kafkalog_has_hw(void) { return 1; }
-      static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) {
-          while (n >= 8) { uint64_t w; memcpy(&w, p, 8); c = __crc32cd(c, w); p += 8; n -= 8; }
-          while (n--) c = __crc32cb(c, *p++);
-          return c;
-      }
-    #else
-      static int kafkalog_has_hw(void) { return 0; }
-      static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) { (void)p; (void)n; return c; }
-    #endif
-    static void kafkalog_crc_init(void) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-            kafkalog_crc_table[i] = c;
-        }
-        kafkalog_crc_hw = kafkalog_has_hw();
-    }
-    static uint32_t kafkalog_crc32c(const uint8_t* p, size_t n) {
-        uint32_t c = 0xFFFFFFFFu;
-        if (kafkalog_crc_hw) {
-            c = kafkalog_crc_hw_run(c, p, n);
-        } else {
-            while (n--) c = kafkalog_crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
-        }
-        return c ^ 0xFFFFFFFFu;
-    }
-    """
-    void kafkalog_crc_init() noexcept nogil
-    uint32_t kafkalog_crc32c(const uint8_t* p, size_t n) noexcept nogil
-    int kafkalog_crc_hw
-
-kafkalog_crc_init()
-
-
-def _hardware_crc(bint on) -> bool:
-    """Use the CPU's CRC instruction (when it has one: the default) or the table; returns whether
-    the instruction was in use. For tests, which hold both ways to the crc32c package."""
-    global kafkalog_crc_hw
-    cdef bint was = kafkalog_crc_hw
-    kafkalog_crc_init()
-    if not on:
-        kafkalog_crc_hw = 0
-    return was
-
-
-def crc32c(data) -> int:
-    """The CRC-32C of ``data`` (any buffer of bytes), as the framing computes a batch's (R-PRIM-07)."""
-    cdef _Held held = _Held()
-    cdef Py_ssize_t n
-    cdef const uint8_t* p = _bytes(held, data, &n)
-    cdef uint32_t c
-    with nogil:
-        c = kafkalog_crc32c(p, n)
-    return c
 
 
 # ------------------------------------------------------------------------------ buffers
@@ -647,7 +561,7 @@ def _frame_chunk(buf, Py_ssize_t pos, Py_ssize_t end, bint compressed, Py_ssize_
             if n == cap:  # no room even for one batch: a caller's bug
                 status = E_ARGUMENTS
                 break
-            if verify_crc and kafkalog_crc32c(b + pos + CRC_START, 12 + size - CRC_START) != <uint32_t>_be32(b, pos + 17):
+            if verify_crc and crc32c_c(b + pos + CRC_START, 12 + size - CRC_START) != <uint32_t>_be32(b, pos + 17):
                 status = F_CRC
                 break
             m[n * META_COLUMNS + M_POS] = pos
@@ -924,7 +838,8 @@ cdef Py_ssize_t _lz4_frame(const uint8_t* data, Py_ssize_t pos, Py_ssize_t end, 
     Kafka writes it (its 7-byte header, 64 KiB blocks without checksums; R-LZ4-01 ff.): the end of
     what was written, ``NATIVE_ROOM`` when ``dbuf`` lacks room, or ``NATIVE_BAD`` for anything
     else (which the codec module then reads and reports). Blocks are decompressed by ``lz4_block``
-    (:func:`kafkalog.fast.native.lz4_block`); the frame walk and stored blocks are done here."""
+    (:func:`kafkalog.fast.native.lz4_block`), through its C function ``lz4_block_c`` when that is
+    bound; the frame walk and stored blocks are done here."""
     cdef Py_ssize_t start = at, j
     cdef int64_t size, got
     cdef bint stored
@@ -951,7 +866,10 @@ cdef Py_ssize_t _lz4_frame(const uint8_t* data, Py_ssize_t pos, Py_ssize_t end, 
             memcpy(dbuf + at, data + pos, size)
             at += size
         else:
-            got = lz4_block(data_obj, pos, size, dbuf_obj, at, LZ4_BLOCK)
+            if lz4_bound():  # the C function itself, the span checked above: no Python call per block
+                got = lz4_block_c(data + pos, size, dbuf + at, LZ4_BLOCK)
+            else:
+                got = lz4_block(data_obj, pos, size, dbuf_obj, at, LZ4_BLOCK)
             if got < 0 or got > LZ4_BLOCK:
                 return NATIVE_BAD
             at += got
@@ -986,6 +904,7 @@ def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_byt
     if nstate < 2 or n > nmeta or n > nareas or len(lz4_header) != 7:
         raise ValueError("state, meta and areas must cover the batches")
     cdef const uint8_t* header = lz4_header
+    cdef void* ctx = (<DCtx>zstd).ptr if isinstance(zstd, DCtx) and zstd_bound() else NULL
     cdef int64_t at = st[1], start, count, codec, room, got, pos, end
     cdef Py_ssize_t i
     if at < 0 or at > ndbuf:
@@ -1007,7 +926,10 @@ def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_byt
                 at = _lz4_frame(d, pos, end, data, out, ndbuf, dbuf, at, max_size, header, lz4_block)
             else:  # zstd, the only other codec ``codecs`` may hold
                 room = ndbuf - at
-                got = zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
+                if ctx != NULL:  # the C function itself, the spans checked above
+                    got = zstd_frames_c(ctx, d + pos, end - pos, out + at, min(room, max_size + 1))
+                else:
+                    got = zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
                 if got == NATIVE_ROOM and room > max_size:
                     got = NATIVE_BAD  # more than max_size bytes: the codec module says so
                 if got > room:

@@ -7,7 +7,6 @@ cdef int64_t zstd_frames_c(void* dctx, const unsigned char* src, size_t size, un
 cdef uint32_t crc32c_c(const unsigned char* src, size_t size) noexcept nogil
 cdef bint lz4_bound() noexcept nogil
 cdef bint zstd_bound() noexcept nogil
-cdef bint crc_bound() noexcept nogil
 
 cdef class DCtx:
     cdef void* ptr

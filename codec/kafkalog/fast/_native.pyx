@@ -4,10 +4,13 @@ frames (R-ZSTD-01..R-ZSTD-03) and the batch CRC-32C (R-PRIM-07).
 
 No codec library ships headers here, and each is already loaded by its Python package, so the
 functions are bound at import by address (:mod:`kafkalog.fast.native` finds them
-with ctypes): ``LZ4_decompress_safe`` exported by python-lz4's extension, the crc32c
-package's own CRC function (its SSE 4.2 one when it chose hardware, else slicing-by-8), and
+with ctypes): ``LZ4_decompress_safe`` exported by python-lz4's extension, and
 ``ZSTD_decompressStream`` with its helpers from the system's libzstd (the zstandard package hides
 its symbols). An unbound function reports failure, and callers check :func:`bound` first.
+
+The CRC-32C is this module's own (the CPU's instruction, else slicing-by-8 tables), the only one in
+the compiled core: the chunk framing of ``_columnar`` calls it through ``_native.pxd``, and the
+format layer's small-batch checks through :func:`crc32c_of`, with no import of the crc32c package.
 
 zstd is streamed, as Kafka's zstd-jni reads it (the one-shot ``ZSTD_decompressDCtx`` of libzstd
 1.5.4 accepts payloads that streaming rejects as corrupt), straight into the caller's buffer
@@ -41,7 +44,6 @@ ctypedef struct ZSTD_outBuffer:
     size_t pos
 
 ctypedef int (*lz4_fn)(const char*, char*, int, int) noexcept nogil
-ctypedef uint32_t (*crc_fn)(uint32_t, const unsigned char*, size_t) noexcept nogil
 ctypedef size_t (*stream_fn)(void*, ZSTD_outBuffer*, ZSTD_inBuffer*) noexcept nogil
 ctypedef size_t (*reset_fn)(void*, int) noexcept nogil
 ctypedef unsigned (*is_error_fn)(size_t) noexcept nogil
@@ -51,7 +53,6 @@ ctypedef size_t (*free_fn)(void*) noexcept nogil
 ctypedef size_t (*set_parameter_fn)(void*, int, int) noexcept nogil
 
 cdef lz4_fn _lz4 = NULL
-cdef crc_fn _crc = NULL
 cdef stream_fn _stream = NULL
 cdef reset_fn _reset = NULL
 cdef is_error_fn _is_error = NULL
@@ -61,14 +62,13 @@ cdef free_fn _free = NULL
 cdef set_parameter_fn _set_parameter = NULL
 
 
-def bind(lz4, crc, zstd) -> None:
+def bind(lz4, zstd) -> None:
     """Bind the C functions to their addresses (ints, or None when not found): ``lz4`` is
-    LZ4_decompress_safe, ``crc`` the crc32c package's ``crc(crc, data, length)``, ``zstd`` a dict
-    of libzstd's ZSTD_decompressStream, ZSTD_DCtx_reset, ZSTD_isError, ZSTD_getErrorCode,
-    ZSTD_createDCtx, ZSTD_freeDCtx and ZSTD_DCtx_setParameter (all or none)."""
-    global _lz4, _crc, _stream, _reset, _is_error, _error_code, _create, _free, _set_parameter
+    LZ4_decompress_safe, ``zstd`` a dict of libzstd's ZSTD_decompressStream, ZSTD_DCtx_reset,
+    ZSTD_isError, ZSTD_getErrorCode, ZSTD_createDCtx, ZSTD_freeDCtx and ZSTD_DCtx_setParameter (all
+    or none)."""
+    global _lz4, _stream, _reset, _is_error, _error_code, _create, _free, _set_parameter
     _lz4 = <lz4_fn><uintptr_t>(lz4 or 0)
-    _crc = <crc_fn><uintptr_t>(crc or 0)
     z = zstd or {}
     names = ("ZSTD_decompressStream", "ZSTD_DCtx_reset", "ZSTD_isError", "ZSTD_getErrorCode", "ZSTD_createDCtx",
              "ZSTD_freeDCtx", "ZSTD_DCtx_setParameter")
@@ -84,8 +84,8 @@ def bind(lz4, crc, zstd) -> None:
 
 
 def bound() -> tuple:
-    """(lz4, zstd, crc): which functions are bound."""
-    return lz4_bound(), zstd_bound(), crc_bound()
+    """(lz4, zstd): which functions are bound."""
+    return lz4_bound(), zstd_bound()
 
 
 cdef bint lz4_bound() noexcept nogil:
@@ -94,10 +94,6 @@ cdef bint lz4_bound() noexcept nogil:
 
 cdef bint zstd_bound() noexcept nogil:
     return _stream != NULL
-
-
-cdef bint crc_bound() noexcept nogil:
-    return _crc != NULL
 
 
 cdef class DCtx:
@@ -159,34 +155,49 @@ cdef int64_t zstd_frames_c(void* dctx, const unsigned char* src, size_t size, un
     return <int64_t>outb.pos
 
 
-cdef uint32_t crc32c_c(const unsigned char* src, size_t size) noexcept nogil:
-    """The CRC-32C (Castagnoli) of ``src[:size]``, as Kafka's batch CRC (0 when unbound)."""
-    if _crc == NULL:
-        return 0
-    return _crc(0xFFFFFFFFU, src, size) ^ 0xFFFFFFFFU
 
 
 cdef extern from *:
     """
-    /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), for the format layer's per-batch checks:
-       the SSE 4.2 instruction where the CPU has it (x86-64 with GCC or Clang), else slicing-by-8
-       tables. Kept here so that a small command need not import the crc32c package (whose import
-       reads package metadata and costs more than the command's work). */
+    /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as Kafka's Crc32C (R-PRIM-07): the CPU's
+       instruction where there is one (SSE 4.2 on x86-64, checked at run time; ARMv8 CRC when the
+       compiler targets it), else slicing-by-8 tables. The one CRC of the compiled core: the chunk
+       framing (cimported through _native.pxd) and the format layer's per-batch checks use it, so
+       that a small command need not import the crc32c package (whose import reads package
+       metadata and costs more than the command's work). */
     #include <stdint.h>
+    #include <stddef.h>
     #include <string.h>
     static uint32_t kafkalog_crc_table[8][256];
     static int kafkalog_crc_hw = 0;
-
-    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __attribute__((target("sse4.2")))
-    static uint32_t kafkalog_crc32c_hw(uint32_t crc, const unsigned char *p, size_t n) {
-        uint64_t c = crc;
-        while (n >= 8) { uint64_t v; memcpy(&v, p, 8); c = __builtin_ia32_crc32di(c, v); p += 8; n -= 8; }
-        crc = (uint32_t)c;
-        while (n--) crc = __builtin_ia32_crc32qi(crc, *p++);
-        return crc;
-    }
-    #define KAFKALOG_CRC_HW 1
+    #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
+      #include <nmmintrin.h>
+      #if defined(_MSC_VER) && !defined(__clang__)
+        #include <intrin.h>
+        #define KAFKALOG_SSE42
+        static int kafkalog_has_hw(void) { int r[4]; __cpuid(r, 1); return (r[2] >> 20) & 1; }
+      #else
+        #define KAFKALOG_SSE42 __attribute__((target("sse4.2")))
+        static int kafkalog_has_hw(void) { __builtin_cpu_init(); return __builtin_cpu_supports("sse4.2"); }
+      #endif
+      KAFKALOG_SSE42 static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) {
+          uint64_t c64 = c;
+          while (n >= 8) { uint64_t w; memcpy(&w, p, 8); c64 = _mm_crc32_u64(c64, w); p += 8; n -= 8; }
+          c = (uint32_t)c64;
+          while (n--) c = _mm_crc32_u8(c, *p++);
+          return c;
+      }
+    #elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
+      #include <arm_acle.h>
+      static int kafkalog_has_hw(void) { return 1; }
+      static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) {
+          while (n >= 8) { uint64_t w; memcpy(&w, p, 8); c = __crc32cd(c, w); p += 8; n -= 8; }
+          while (n--) c = __crc32cb(c, *p++);
+          return c;
+      }
+    #else
+      static int kafkalog_has_hw(void) { return 0; }
+      static uint32_t kafkalog_crc_hw_run(uint32_t c, const uint8_t* p, size_t n) { (void)p; (void)n; return c; }
     #endif
 
     static void kafkalog_crc32c_init(void) {
@@ -198,17 +209,12 @@ cdef extern from *:
         for (uint32_t i = 0; i < 256; i++)
             for (int t = 1; t < 8; t++)
                 kafkalog_crc_table[t][i] = (kafkalog_crc_table[t - 1][i] >> 8) ^ kafkalog_crc_table[0][kafkalog_crc_table[t - 1][i] & 0xFF];
-    #ifdef KAFKALOG_CRC_HW
-        __builtin_cpu_init();
-        kafkalog_crc_hw = __builtin_cpu_supports("sse4.2");
-    #endif
+        kafkalog_crc_hw = kafkalog_has_hw();
     }
 
     static uint32_t kafkalog_crc32c(const unsigned char *p, size_t n) {
         uint32_t crc = 0xFFFFFFFFu;
-    #ifdef KAFKALOG_CRC_HW
-        if (kafkalog_crc_hw) return kafkalog_crc32c_hw(crc, p, n) ^ 0xFFFFFFFFu;
-    #endif
+        if (kafkalog_crc_hw) return kafkalog_crc_hw_run(crc, p, n) ^ 0xFFFFFFFFu;
         while (n >= 8) {
             uint32_t lo = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
             lo ^= crc;
@@ -228,6 +234,22 @@ cdef extern from *:
 
 
 kafkalog_crc32c_init()
+
+
+def _hardware_crc(bint on) -> bool:
+    """Use the CPU's CRC instruction (when it has one: the default) or the tables; returns whether
+    the instruction was in use. For tests, which hold both ways to the crc32c package."""
+    global kafkalog_crc_hw
+    cdef bint was = kafkalog_crc_hw
+    kafkalog_crc32c_init()
+    if not on:
+        kafkalog_crc_hw = 0
+    return was
+
+
+cdef uint32_t crc32c_c(const unsigned char* src, size_t size) noexcept nogil:
+    """The CRC-32C (Castagnoli) of ``src[:size]``, as Kafka's batch CRC (R-PRIM-07)."""
+    return kafkalog_crc32c(src, size)
 
 
 def crc32c_of(data) -> int:

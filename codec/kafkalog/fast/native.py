@@ -13,10 +13,9 @@ Without the extension (not built, or ``KAFKALOG_NO_EXTENSIONS=1``) the same help
 Python over cramjam and zstandard, so the loop that calls them runs unchanged; with the extension
 and a library missing, :data:`LZ4` / :data:`ZSTD` are False and the decoder keeps its per-batch path.
 
-Batch CRCs are checked the same way: :func:`crc32c` calls the crc32c package's own C function
-(its SSE 4.2 one when the package chose hardware, else its slicing-by-8), found in its extension,
-so that the chunk framing checks every batch's CRC without a Python call per batch; :data:`CRC`
-says whether that is available (else the caller checks each batch from Python).
+Batch CRCs are checked in C too: :func:`crc32c` is the extension's own CRC-32C (the CPU's
+instruction, else slicing-by-8 tables), the one the chunk framing calls per batch; without the
+extension it is the crc32c package's. :data:`CRC` says whether the chunk loop may check CRCs with it.
 """
 
 from __future__ import annotations
@@ -44,22 +43,6 @@ def _lz4_address() -> int | None:
         import lz4.block._block as ext
 
         return ctypes.cast(ctypes.CDLL(ext.__file__).LZ4_decompress_safe, ctypes.c_void_p).value
-    except (ImportError, OSError, AttributeError):
-        return None
-
-
-def _crc32c_address() -> int | None:
-    """Address of the crc32c package's CRC-32C function that it uses itself (``crc(crc, data, length)``,
-    pre- and post-inverted by the caller), or None when its extension does not export it."""
-    import ctypes
-
-    try:
-        import crc32c as package
-        from crc32c import _crc32c as ext
-
-        lib = ctypes.CDLL(ext.__file__)
-        f = lib._crc32c_hw_adler if package.hardware_based else lib._crc32c_sw_slicing_by_8
-        return ctypes.cast(f, ctypes.c_void_p).value
     except (ImportError, OSError, AttributeError):
         return None
 
@@ -154,11 +137,12 @@ def _plain_crc32c(src: Any, pos: int, size: int) -> int:
 _native: Any = compiled("_native")
 
 #: The names :func:`_bind` sets, on first use of any of them (module ``__getattr__``): finding the
-#: libraries' functions imports lz4, crc32c and ctypes, which a command with no compressed batch
+#: libraries' functions imports lz4 and ctypes, which a command with no compressed batch
 #: (and no large one) does without.
 #:
 #: ``lz4_block``, ``zstd_frames``, ``crc32c``: the helpers (the extension's, else the plain twins).
-#: ``NATIVE_LZ4``, ``NATIVE_ZSTD``, ``NATIVE_CRC``: whether the extension found each C function.
+#: ``NATIVE_LZ4``, ``NATIVE_ZSTD``: whether the extension found each library's C function;
+#: ``NATIVE_CRC``: whether the CRC is the extension's own (it is whenever the extension is there).
 #: ``LZ4``, ``ZSTD``, ``CRC``: whether the chunk loop may decompress lz4 / zstd with the helpers
 #: and check CRCs with :func:`crc32c` (the extension calling C, or plain Python without it);
 #: tests turn them off to take the per-batch path.
@@ -174,10 +158,10 @@ def _bind() -> None:
         found = dict(lz4_block=_plain_lz4_block, zstd_frames=_plain_zstd_frames, crc32c=_plain_crc32c,
                      NATIVE_LZ4=False, NATIVE_ZSTD=False, NATIVE_CRC=False, LZ4=True, ZSTD=True, CRC=True)
         if _native is not None:  # pragma: no branch - depends on the build
-            _native.bind(_lz4_address(), _crc32c_address(), _zstd_addresses())
-            lz4, zstd, crc = _native.bound()
+            _native.bind(_lz4_address(), _zstd_addresses())
+            lz4, zstd = _native.bound()
             found.update(lz4_block=_native.lz4_block, zstd_frames=_native.zstd_frames, crc32c=_native.crc32c,
-                         NATIVE_LZ4=lz4, NATIVE_ZSTD=zstd, NATIVE_CRC=crc, LZ4=lz4, ZSTD=zstd, CRC=crc)
+                         NATIVE_LZ4=lz4, NATIVE_ZSTD=zstd, NATIVE_CRC=True, LZ4=lz4, ZSTD=zstd, CRC=True)
         globals().update(found)
 
 
