@@ -3,7 +3,7 @@
 
 Rows, all measured in this run:
 
-1. **start-up**: wall time and peak RSS of fresh processes: ``python -c pass`` (the interpreter
+1. **start-up**: wall time and peak RSS (the process's own, read at its exit) of fresh processes: ``python -c pass`` (the interpreter
    alone), ``import kafkalog``, ``import aiokafka.record.default_records`` (a peer's decoder),
    ``kafkalog dump --json`` of a small segment (``golden/kafka/records/v2-none``), and ``kafkalog
    verify golden/kafka/logdir/golden-0``. The first of ``--repeat`` runs is listed apart (nothing
@@ -42,29 +42,63 @@ import verify as verify_bench  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 SMALL_LOG = REPO / "golden" / "kafka" / "records" / "v2-none" / "00000000000000000000.log"
 LOG_DIR = REPO / "golden" / "kafka" / "logdir" / "golden-0"
-KAFKALOG = [sys.executable, "-m", "kafkalog"]
+
+
+#: Run first in each start-up child: at exit it writes the process's peak RSS (KiB) to the file
+#: descriptor named by KAFKALOG_BENCH_FD. On Linux that is VmHWM, the high-water mark of the memory
+#: the program itself mapped since exec. wait4's ru_maxrss is not: exec keeps the high-water mark of
+#: the memory the child inherited from its parent (here, this benchmark with its decoders loaded).
+_REPORT_PEAK = """import atexit as _a, os as _o
+def _peak():
+    try:
+        with open('/proc/self/status') as f:
+            kib = next(int(line.split()[1]) for line in f if line.startswith('VmHWM:'))
+    except (OSError, StopIteration):
+        import resource, sys
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // (1024 if sys.platform == 'darwin' else 1)
+    _o.write(int(_o.environ['KAFKALOG_BENCH_FD']), str(kib).encode())
+_a.register(_peak)
+"""
+
+
+def _python(code: str) -> list[str]:
+    return [sys.executable, "-c", _REPORT_PEAK + code]
+
+
+def _kafkalog(*args: str) -> list[str]:
+    """``python -m kafkalog ARGS``, as runpy runs it for ``-m``, after the peak-RSS hook."""
+    return _python("import runpy, sys\nsys.argv[0] = 'kafkalog'\nrunpy.run_module('kafkalog', run_name='__main__', alter_sys=True)") + list(args)
 
 
 def commands() -> list[tuple[str, list[str]]]:
     """(label, argv) of each start-up row."""
     return [
-        ("python -c pass", [sys.executable, "-c", "pass"]),
-        ("import kafkalog", [sys.executable, "-c", "import kafkalog"]),
-        ("import aiokafka.record.default_records", [sys.executable, "-c", "import aiokafka.record.default_records"]),
-        (f"kafkalog dump --json {SMALL_LOG.relative_to(REPO)} ({SMALL_LOG.stat().st_size:,} B)", [*KAFKALOG, "dump", "--json", str(SMALL_LOG)]),
-        (f"kafkalog verify {LOG_DIR.relative_to(REPO)}", [*KAFKALOG, "verify", str(LOG_DIR)]),
+        ("python -c pass", _python("pass")),
+        ("import kafkalog", _python("import kafkalog")),
+        ("import aiokafka.record.default_records", _python("import aiokafka.record.default_records")),
+        (f"kafkalog dump --json {SMALL_LOG.relative_to(REPO)} ({SMALL_LOG.stat().st_size:,} B)", _kafkalog("dump", "--json", str(SMALL_LOG))),
+        (f"kafkalog verify {LOG_DIR.relative_to(REPO)}", _kafkalog("verify", str(LOG_DIR))),
     ]
 
 
 def run_once(argv: list[str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in KiB, exit status) of one fresh process, its output discarded."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    rss = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss // 1024  # KiB on Linux, bytes on macOS
-    return wall, rss, proc.returncode
+    """(wall seconds, peak RSS in KiB as the process reports it, exit status) of one fresh process,
+    its output discarded."""
+    read, write = os.pipe()
+    try:
+        t = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, pass_fds=(write,),
+                                env={**os.environ, "KAFKALOG_BENCH_FD": str(write)})
+        os.close(write)
+        write = -1
+        code = proc.wait()
+        wall = time.perf_counter() - t
+        reported = os.read(read, 64)
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+    return wall, int(reported or 0), code
 
 
 def startup_rows(repeat: int) -> list[list[str]]:

@@ -33,6 +33,10 @@ def test_quick_run_prints_every_row(bench: ModuleType, capsys: pytest.CaptureFix
     for label in ("python -c pass", "import kafkalog", "kafkalog dump --json", "kafkalog verify"):
         cells = _cells(out, label)
         assert float(cells[1]) > 0 and float(cells[2]) > 0 and cells[-1] == "", cells  # ran, exited 0
+    # the child's own peak, not the memory it inherited from this (much larger) process before exec
+    import resource
+
+    assert float(_cells(out, "python -c pass")[2]) < 40 < resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     assert "`import kafkalog` alone, in-process:" in out
     for impl in ("kafkalog columnar", "kafkalog columnar views", "kafkalog objects"):
         assert _cells(out, "none")  # the decode table's rows start with the codec
