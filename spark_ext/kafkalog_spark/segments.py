@@ -7,22 +7,20 @@ opened only when a function needs them, so callers decide which segments get tou
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import numpy as np
 from fsspec.spec import AbstractFileSystem
 
-from kafkalog.errors import CorruptRecordError, KafkaLogError
+from kafkalog.errors import KafkaLogError
 from kafkalog.format.index import OffsetIndex, TimeIndex
 from kafkalog.format.records.control import ControlType, control_type_of
-from kafkalog.format.records.legacy import RECORD_OVERHEAD_V0
 from kafkalog.format.records.stream import LogReader
-from kafkalog.format.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, HEADER, HEADER_SIZE, RecordBatch
+from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
+from kafkalog.log.plan import BatchHeader, scan_headers
 
 from .layout import Replica, SegmentFiles
 
@@ -38,35 +36,9 @@ __all__ = [
     "scan_headers",
 ]
 
-_PREFIX = struct.Struct(">qi")
-_HEAD_UP_TO_MAGIC = 17
-_CHUNK = 64 * 1024
 
 #: (producer id, first offset, last offset) of an aborted transaction
 AbortedRange = tuple[int, int, int]
-
-
-@dataclass(frozen=True)
-class BatchHeader:
-    """The fields of a batch header that planning needs (magic 0/1 entries: ``base_offset`` is None)."""
-
-    position: int
-    size: int  # bytes in the log, prefix included
-    base_offset: int | None
-    last_offset: int
-    magic: int
-    attributes: int
-    producer_id: int
-
-    @property
-    def is_transactional(self) -> bool:
-        """The transactional attribute bit (magic 2 only)."""
-        return self.magic >= 2 and bool(self.attributes & ATTR_TRANSACTIONAL)
-
-    @property
-    def is_control(self) -> bool:
-        """The control attribute bit (magic 2 only)."""
-        return self.magic >= 2 and bool(self.attributes & ATTR_CONTROL)
 
 
 def read_offset_index(fs: AbstractFileSystem, seg: SegmentFiles) -> OffsetIndex | None:
@@ -99,43 +71,6 @@ def read_time_index(fs: AbstractFileSystem, seg: SegmentFiles) -> TimeIndex | No
         return TimeIndex.read(data=fs.cat_file(seg.timeindex), base_offset=seg.base_offset)
     except FileNotFoundError:
         return None
-
-
-def scan_headers(f: BinaryIO, name: str, start: int, end: int) -> Iterator[BatchHeader]:
-    """Yield the header of every whole batch in ``[start, end)`` of an open file, reading only headers.
-
-    Stops, as Kafka's FileLogInputStream does, at a torn tail; a declared size below the minimum
-    record overhead raises :class:`~kafkalog.CorruptRecordError`.
-    """
-    pos = start
-    buf = b""
-    buf_at = start
-    while pos < end - _HEAD_UP_TO_MAGIC:
-        want = min(HEADER_SIZE, end - pos)
-        if pos < buf_at or pos + want > buf_at + len(buf):
-            f.seek(pos)
-            buf = f.read(min(_CHUNK, end - pos))
-            buf_at = pos
-            if len(buf) < want:
-                return
-        rel = pos - buf_at
-        offset, size = _PREFIX.unpack_from(buf, rel)
-        if size < RECORD_OVERHEAD_V0:
-            raise CorruptRecordError(
-                f"found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
-                file=name, position=pos, offset=offset,
-            )
-        if pos > end - 12 - size:
-            return  # torn tail
-        magic = buf[rel + 16]
-        if magic >= 2:
-            if 12 + size < HEADER_SIZE:
-                raise CorruptRecordError(f"record batch is {12 + size} bytes, smaller than the minimum overhead {HEADER_SIZE}", file=name, position=pos, offset=offset)
-            (base, _len, _epoch, _magic, _crc, attrs, lod, _bts, _max_ts, pid, *_rest) = HEADER.unpack_from(buf, rel)
-            yield BatchHeader(pos, 12 + size, base, base + lod, magic, attrs, pid)
-        else:
-            yield BatchHeader(pos, 12 + size, None, offset, magic, buf[rel + 17], -1)
-        pos += 12 + size
 
 
 def _control_type(f: BinaryIO, name: str, h: BatchHeader) -> ControlType:
