@@ -15,7 +15,13 @@ process that does only the scan, and of one that does only the Parquet export. T
 checked with pyarrow: the rows read back from the Parquet files (per topic-partition
 count and offset sum) must be those ``scan`` returned.
 
-Run it on an idle machine: figures from a loaded one are not the code's.
+Run it on an idle machine: figures from a loaded one are not the code's. The export creates two
+directories and a file per partition, so the file system's cost of creating them shows in its
+figures. On ext4 without a journal that cost grows while inodes freed in the last minutes are still
+cached (the allocator checks each one's deletion time; Linux's ``recently_deleted``), as after an
+earlier run removed its output or a test suite its temporary files: ``sync; echo 3 >
+/proc/sys/vm/drop_caches`` (as root) before the run, or ``--out`` on a tmpfs, measures the export
+itself.
 """
 
 from __future__ import annotations
