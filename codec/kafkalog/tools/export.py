@@ -112,8 +112,10 @@ def _commit(group: list[_AtomicFile]) -> None:
             a.f.flush()
             if hasattr(os, "posix_fadvise"):
                 # start every file's writeback before waiting on the first (Linux starts it for
-                # DONTNEED): their blocks are allocated in one journal commit, not one per fsync
-                os.posix_fadvise(a.f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                # DONTNEED): their blocks are allocated in one journal commit, not one per fsync.
+                # Only a hint: a file system that refuses it changes nothing
+                with contextlib.suppress(OSError):
+                    os.posix_fadvise(a.f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
         for a in group:
             os.fsync(a.f.fileno())
             a.f.close()
