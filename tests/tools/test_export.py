@@ -110,6 +110,40 @@ def test_a_failed_run_leaves_no_file_that_looks_complete(tmp_path: Path, monkeyp
     assert not [n for _d, _s, names in os.walk(out) for n in names if n.startswith(".")]
 
 
+def test_a_failed_commit_fails_the_run_and_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """An fsync that fails (a full or failing disk) fails the run; the files it was committing are
+    removed, none is renamed into place, and the partitions committed before stay complete."""
+    from kafkalog.tools import export as export_module
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("tells the temporary files' fsyncs by /proc/self/fd (Linux)")
+    real_fsync = os.fsync
+    synced: list[int] = []
+
+    def failing(fd: int) -> None:
+        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(".part-") and synced:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+        synced.append(fd)
+
+    monkeypatch.setattr(export_module.os, "fsync", failing)
+    out = tmp_path / "out"
+    assert main(["export", str(GOLDEN / "kafka" / "logdir"), "-o", str(out), "-t", "golden", "-t", "legacy"]) != 0
+    assert "No space left on device" in capsys.readouterr().err
+    finals = list(out.rglob("*.parquet"))
+    assert len(finals) <= 1  # the first partition's file, committed before the failure, or none
+    for p in finals:
+        assert pq_rows(p) > 0
+    assert not [n for _d, _s, names in os.walk(out) for n in names if n.startswith(".")]  # no temporary file left
+
+
+def pq_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows
+
+
 def test_usage(tmp_path: Path) -> None:
     assert main(["export", str(GOLDEN / "kafka" / "logdir"), "-o", str(tmp_path), "--columns", "key,nope"]) == 2
     assert main(["export", str(GOLDEN / "kafka" / "logdir"), "-o", str(tmp_path), "--format", "csv", "--compression", "zstd"]) == 2
