@@ -41,7 +41,7 @@ from types import ModuleType
 REPO = Path(__file__).resolve().parents[1]
 MODULE = "codec/kafkalog/fast/columnar.py"
 PYX = "codec/kafkalog/fast/_columnar.pyx"
-PXD = "codec/kafkalog/fast/_native.pxd"
+PXD_DIR = "codec/kafkalog/fast"
 #: the real data set, whole (../shared) or as bundled
 REAL_SETS = (REPO.parent / "shared" / "golden-real" / "cp760-flink-on-prem", REPO / "golden" / "real" / "cp760-flink-on-prem")
 
@@ -71,18 +71,18 @@ def build_kernels(rev: str, where: Path) -> ModuleType | None:
         return None
     where.mkdir()
     (where / "_columnar.pyx").write_bytes(source)
-    # the kernels cimport the codec calls and the CRC from kafkalog.fast._native: its .pxd at the same
-    # revision, in a package tree Cython can search (at run time the installed _native provides them)
-    try:
-        pxd = _git_show(rev, PXD)
-    except subprocess.CalledProcessError:
-        pxd = None
-    if pxd is not None:
+    # the kernels cimport from kafkalog.fast (the codec calls and the CRC of _native, the varint reader
+    # of _varint): the .pxd files at the same revision, in a package tree Cython can search (at run
+    # time the installed _native provides its functions)
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", rev, PXD_DIR + "/"], check=True, capture_output=True, text=True)
+    pxds = [p for p in listed.stdout.split() if p.endswith(".pxd")]
+    if pxds:
         package = where / "kafkalog" / "fast"
         package.mkdir(parents=True)
         for d in (where / "kafkalog", package):
             (d / "__init__.py").write_bytes(b"")
-        (package / "_native.pxd").write_bytes(pxd)
+        for p in pxds:
+            (package / Path(p).name).write_bytes(_git_show(rev, p))
     subprocess.run([sys.executable, "-c", _BUILD, str(where)], check=True, capture_output=True)
     built = next(p for p in where.iterdir() if p.name.startswith("_columnar.") and p.suffix in (".so", ".pyd"))
     spec = importlib.util.spec_from_file_location("_columnar", built)  # the init function is named after the last part

@@ -12,13 +12,14 @@ executor's Python workers, a thread pool) decode at the same time.
 
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from kafkalog.fast._native cimport DCtx, crc32c_c, lz4_block_c, lz4_bound, zstd_bound, zstd_frames_c
+from kafkalog.fast._varint cimport VARINT_TOO_LONG, VARINT_TRUNCATED, read_varint as _varint
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 # statuses: the same values as kafkalog.fast.columnar's _E_* and kafkalog.tools.validate's
 cdef enum:
-    E_TRUNCATED = -1
-    E_VARINT = -2
+    E_TRUNCATED = VARINT_TRUNCATED  # -1
+    E_VARINT = VARINT_TOO_LONG  # -2
     E_LENGTH = -3
     E_FIELD = -4
     E_HEADERS = -5
@@ -111,43 +112,6 @@ cdef inline const uint8_t* _bytes(_Held held, object obj, Py_ssize_t* n) except 
 
 
 # ------------------------------------------------------------------------------ field readers
-cdef inline Py_ssize_t _varint(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t end, int max_bytes, int64_t* value) noexcept nogil:
-    """The zig-zag varint at ``pos`` (bytes before ``end``) into ``value``: the next position, or
-    ``E_TRUNCATED`` / ``E_VARINT``. A 5-byte varint keeps the low 32 bits of what it carries and a
-    10-byte varlong the low 64, as Java's ByteUtils (R-PRIM-03, R-PRIM-04)."""
-    cdef uint64_t result = 0
-    cdef uint64_t b
-    cdef int64_t b0, b1, v
-    cdef int shift = 0
-    cdef int k
-    if pos < end:
-        b0 = buf[pos]
-        if b0 < 0x80:
-            value[0] = (b0 >> 1) ^ -(b0 & 1)
-            return pos + 1
-        if pos + 1 < end:
-            b1 = buf[pos + 1]
-            if b1 < 0x80:
-                v = (b0 & 0x7F) | (b1 << 7)
-                value[0] = (v >> 1) ^ -(v & 1)
-                return pos + 2
-    for k in range(max_bytes):
-        if pos >= end:
-            value[0] = 0
-            return E_TRUNCATED
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if max_bytes == 5:
-                result = <uint32_t>result  # the low 32 bits, as a Java int
-            value[0] = <int64_t>(result >> 1) ^ -<int64_t>(result & 1)
-            return pos
-        shift += 7
-    value[0] = 0
-    return E_VARINT
-
-
 cdef inline Py_ssize_t _short_varint(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t limit, int64_t* value) noexcept nogil:
     """A zig-zag varint of one or two bytes at ``pos`` (``pos < limit``, the second byte read only
     before ``limit``): the next position, or -1 when it is longer or would pass ``limit``."""

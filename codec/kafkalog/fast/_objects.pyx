@@ -27,6 +27,8 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.ref cimport Py_INCREF, PyObject
 from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, int32_t, int64_t, uint32_t, uint64_t
 
+from kafkalog.fast._varint cimport read_varint
+
 
 cdef extern from "Python.h":
     void PyTuple_SET_ITEM(object t, Py_ssize_t i, PyObject* o)  # steals o
@@ -130,47 +132,6 @@ cdef inline int64_t _int32(int64_t v) noexcept nogil:
     return <int32_t>(<uint32_t>(<uint64_t>v & 0xFFFFFFFFU))
 
 
-cdef inline bint _varint(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) noexcept nogil:
-    """Kafka's readVarint over ``b[*pos:end]``: at most 5 bytes, the low 32 bits, zig-zag. False
-    when the varint runs past ``end`` or is longer than 5 bytes."""
-    cdef Py_ssize_t p = pos[0]
-    cdef uint32_t raw = 0
-    cdef unsigned char c
-    cdef int shift = 0
-    while shift < 35:
-        if p >= end:
-            return False
-        c = b[p]
-        p += 1
-        raw |= (<uint32_t>(c & 0x7F)) << shift  # the 5th byte's bits past 32 fall off, as in Java's int
-        if c < 0x80:
-            pos[0] = p
-            out[0] = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
-            return True
-        shift += 7
-    return False
-
-
-cdef inline bint _varlong(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) noexcept nogil:
-    """Kafka's readVarlong over ``b[*pos:end]``: at most 10 bytes, the low 64 bits, zig-zag."""
-    cdef Py_ssize_t p = pos[0]
-    cdef uint64_t raw = 0
-    cdef unsigned char c
-    cdef int shift = 0
-    while shift < 70:
-        if p >= end:
-            return False
-        c = b[p]
-        p += 1
-        raw |= (<uint64_t>(c & 0x7F)) << shift  # the 10th byte keeps its low bit only, as in Java's long
-        if c < 0x80:
-            pos[0] = p
-            out[0] = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
-            return True
-        shift += 7
-    return False
-
-
 cdef inline PyObject* _ref(object v) noexcept:
     """A new reference to ``v``, for a slot that steals it."""
     Py_INCREF(v)
@@ -193,7 +154,8 @@ cdef object _headers(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, in
     cdef int64_t hk, hv
     cdef Py_ssize_t h
     for h in range(nh):
-        if not _varint(b, &p, end, &hk) or hk < 0 or hk > end - p:
+        p = read_varint(b, p, end, 5, &hk)
+        if p < 0 or hk < 0 or hk > end - p:
             return None
         key = PyUnicode_DecodeUTF8(<const char*>b + p, <Py_ssize_t>hk, NULL)
         if key == NULL:
@@ -202,7 +164,8 @@ cdef object _headers(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, in
         pair = PyTuple_New(2)
         PyTuple_SET_ITEM(pair, 0, key)  # the pair owns the new string
         p += <Py_ssize_t>hk
-        if not _varint(b, &p, end, &hv):
+        p = read_varint(b, p, end, 5, &hv)
+        if p < 0:
             return None
         if hv < 0:
             _set(pair, 1, None)
@@ -270,16 +233,22 @@ cdef class _Walk:
         cdef PyObject* items[9]
         if pos < 0:
             return None
-        if not _varint(b, &pos, self.n, &length) or length <= 0 or length > self.n - pos:
+        pos = read_varint(b, pos, self.n, 5, &length)
+        if pos < 0 or length <= 0 or length > self.n - pos:
             return None
         end = pos + <Py_ssize_t>length
         attrs = b[pos]
         pos += 1
-        if not _varlong(b, &pos, end, &ts_delta) or not _varint(b, &pos, end, &off_delta):
+        pos = read_varint(b, pos, end, 10, &ts_delta)
+        if pos < 0:
+            return None
+        pos = read_varint(b, pos, end, 5, &off_delta)
+        if pos < 0:
             return None
         if (off_delta > 0 and self.base_offset > _I64_MAX - off_delta) or (off_delta < 0 and self.base_offset < _I64_MIN - off_delta):
             return None  # the offset leaves int64: the plain decoder's Python ints say what it is
-        if not _varint(b, &pos, end, &klen):
+        pos = read_varint(b, pos, end, 5, &klen)
+        if pos < 0:
             return None
         if klen < 0:
             key = None
@@ -288,7 +257,8 @@ cdef class _Walk:
         else:
             key = PyBytes_FromStringAndSize(<const char*>b + pos, <Py_ssize_t>klen)
             pos += <Py_ssize_t>klen
-        if not _varint(b, &pos, end, &vlen):
+        pos = read_varint(b, pos, end, 5, &vlen)
+        if pos < 0:
             return None
         if vlen < 0:
             value = None
@@ -297,7 +267,8 @@ cdef class _Walk:
         else:
             value = PyBytes_FromStringAndSize(<const char*>b + pos, <Py_ssize_t>vlen)
             pos += <Py_ssize_t>vlen
-        if not _varint(b, &pos, end, &nh) or nh < 0 or nh > end - pos:
+        pos = read_varint(b, pos, end, 5, &nh)
+        if pos < 0 or nh < 0 or nh > end - pos:
             return None
         if nh == 0:
             headers = self.empty
