@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-import numpy as np
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.errors import KafkaLogError
@@ -20,7 +19,7 @@ from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
-from kafkalog.log.plan import BatchHeader, scan_headers
+from kafkalog.log.plan import BatchHeader, scan_headers, usable_offset_index
 
 from .layout import Replica, SegmentFiles
 
@@ -53,12 +52,7 @@ def read_offset_index(fs: AbstractFileSystem, seg: SegmentFiles) -> OffsetIndex 
             idx = OffsetIndex.read(data=fs.cat_file(seg.index), base_offset=seg.base_offset)
         except FileNotFoundError:
             return None
-    if (np.diff(idx.offsets) <= 0).any() or (np.diff(idx.positions) <= 0).any():
-        return None
-    keep = idx.positions < seg.size
-    if not keep.all():
-        idx = OffsetIndex(idx.base_offset, idx.offsets[keep], idx.positions[keep], idx.slots, seg.index)
-    return idx
+    return usable_offset_index(idx, seg.size, seg.index)
 
 
 def read_time_index(fs: AbstractFileSystem, seg: SegmentFiles) -> TimeIndex | None:

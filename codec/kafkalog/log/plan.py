@@ -44,6 +44,7 @@ __all__ = [
     "position_of",
     "scan_headers",
     "time_index",
+    "usable_offset_index",
 ]
 
 _PREFIX = struct.Struct(">qi")
@@ -119,12 +120,18 @@ def offset_index(pf: PartitionFiles, seg: SegmentFiles) -> OffsetIndex | None:
     or its entries do not increase (Kafka would rebuild such an index; it is not used)."""
     if seg.index is None:
         return None
-    idx = OffsetIndex.read(data=pf.storage.read(seg.index), base_offset=seg.base_offset)
+    return usable_offset_index(OffsetIndex.read(data=pf.storage.read(seg.index), base_offset=seg.base_offset), seg.size, seg.index)
+
+
+def usable_offset_index(idx: OffsetIndex, log_size: int, path: str | None = None) -> OffsetIndex | None:
+    """``idx`` without the entries that point at or past the end of a ``.log`` of ``log_size``
+    bytes (a copy may hold a longer index than log), or None when its entries do not increase
+    (Kafka would rebuild such an index; a reader does not seek by it)."""
     if len(idx) > 1 and ((idx.offsets[1:] <= idx.offsets[:-1]).any() or (idx.positions[1:] <= idx.positions[:-1]).any()):
         return None
-    keep = idx.positions < seg.size
+    keep = idx.positions < log_size
     if not keep.all():
-        idx = OffsetIndex(idx.base_offset, idx.offsets[keep], idx.positions[keep], idx.slots, seg.index)
+        idx = OffsetIndex(idx.base_offset, idx.offsets[keep], idx.positions[keep], idx.slots, path)
     return idx
 
 
