@@ -107,6 +107,7 @@ def _commit(group: list[_AtomicFile]) -> None:
     than once per file; a file is never renamed before its own data is on disk. On an error the
     files of the group not yet renamed are removed and the error is raised."""
     renamed = 0
+    a = group[0]
     try:
         for a in group:
             a.f.flush()
@@ -122,9 +123,11 @@ def _commit(group: list[_AtomicFile]) -> None:
         for a in group:
             os.replace(a.tmp, a.final)
             renamed += 1
-    except BaseException:
-        for a in group[renamed:]:
-            a.abort()
+    except BaseException as e:
+        if isinstance(e, OSError) and e.filename is None:
+            e.filename = a.final  # an fsync's error names no file: the one it was making durable
+        for b in group[renamed:]:
+            b.abort()
         raise
     for directory in dict.fromkeys(os.path.dirname(a.final) for a in group):
         _fsync_dir(directory)
