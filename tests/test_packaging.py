@@ -1,6 +1,7 @@
 """The compiled core as users get it: the switch between compiled and pure-Python kernels, a
-platform wheel that works in a clean virtual environment (no Cython, no compiler on PATH), and
-an install without a C compiler, which falls back to pure Python with one line saying so."""
+platform wheel that works in a clean virtual environment (no Cython, no compiler on PATH), an
+install without a C compiler, which falls back to pure Python with one line saying so, and every
+subcommand in a venv with the base install only (no extra): it works or names the extra it needs."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GOLDEN, REPO
+from helpers import GOLDEN, REPO, read_jsonl
+from kafkalog.tools.cli import COMMANDS
 
 SMALL = GOLDEN / "kafka" / "records" / "v2-none" / "00000000000000000000.log"
 LOGDIR = GOLDEN / "kafka" / "logdir" / "golden-0"
@@ -50,30 +52,44 @@ def _venv(where: Path) -> Path:
     return where / ("Scripts" if os.name == "nt" else "bin") / "python"
 
 
+@pytest.fixture(scope="module")
+def base_install(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """``python -m build`` of this checkout (an sdist and a wheel), the wheel installed as ``pip
+    install kafkalog`` installs it, base dependencies only, into a fresh venv: the venv's python,
+    the dist folder, and an environment with nothing but the venv's bin on PATH (no Cython, no
+    compiler, no PYTHONPATH to this checkout)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    env = _env_without_switch()
+    dist = tmp / "dist"
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], check=True, env=env, capture_output=True, text=True)
+    wheels = list(dist.glob("*.whl"))
+    assert len(wheels) == 1, sorted(p.name for p in dist.iterdir())
+    python = _venv(tmp / "venv")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheels[0])], check=True, env=env, capture_output=True, text=True)
+    clean = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "CC", "CXX")}
+    clean["PATH"] = str(python.parent)
+    return python, dist, clean
+
+
 @pytest.mark.wheel
-def test_wheel_in_clean_venv(tmp_path: Path) -> None:
+def test_wheel_in_clean_venv(base_install: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
     """``python -m build`` makes an sdist and a platform wheel; the wheel installs into a fresh venv
     with no Cython and no compiler on PATH, loads its compiled modules (from the venv, not this
     checkout) and gives the same dump and verify results as this checkout."""
+    python, dist, clean = base_install
     env = _env_without_switch()
-    dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], check=True, env=env, capture_output=True, text=True)
     wheels = list(dist.glob("*.whl"))
     assert len(wheels) == 1 and len(list(dist.glob("*.tar.gz"))) == 1, sorted(p.name for p in dist.iterdir())
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert f"-{tag}-{tag}-" in wheels[0].name and "none-any" not in wheels[0].name, wheels[0].name  # a platform wheel, not py3-none-any
-    python = _venv(tmp_path / "venv")
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheels[0])], check=True, env=env, capture_output=True, text=True)
     # no build tools: neither Cython nor a compiler is reachable from the venv
-    clean = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "CC", "CXX")}
-    clean["PATH"] = str(python.parent)
     work = tmp_path / "elsewhere"  # not the checkout: the installed package is what imports
     work.mkdir()
     probe = ("import importlib.util, kafkalog.fast as f, kafkalog.fast._columnar as c; "
              "print(f.EXTENSIONS, importlib.util.find_spec('Cython') is None, shutil.which('cc') is None, c.__file__)")
     out = subprocess.run([str(python), "-c", "import shutil; " + probe], check=True, cwd=work, env=clean, capture_output=True, text=True).stdout.split()
     assert out[:3] == ["True", "True", "True"], out
-    assert Path(out[3]).is_relative_to(tmp_path / "venv"), out[3]
+    assert Path(out[3]).is_relative_to(python.parent.parent), out[3]
     assert _dump(python, SMALL, work, clean) == _dump(sys.executable, SMALL, work, env)
     verify = subprocess.run([str(python), "-m", "kafkalog", "verify", str(LOGDIR)], cwd=work, env=clean, capture_output=True, text=True)
     assert verify.returncode == 0, verify.stderr
@@ -98,3 +114,60 @@ def test_install_without_compiler_falls_back(tmp_path: Path) -> None:
     got = subprocess.run([str(python), "-c", probe], check=True, cwd=work, env=env, capture_output=True, text=True).stdout.split()
     assert got == ["False", "pure-python"]
     assert _dump(python, SMALL, work, env) == _dump(sys.executable, SMALL, work, _env_without_switch())
+
+
+#: Each subcommand's smoke run in the base install, from a work dir holding copies of what it may
+#: change: its arguments ({scratch}: that dir) and the extra it needs (None: it must succeed).
+SMOKE: dict[str, tuple[list[str], str | None]] = {
+    "info": (["info", str(GOLDEN / "kafka" / "logdir")], None),
+    # the issue's command line: the last two records of one partition, which needed pyarrow
+    "cat": (["cat", str(GOLDEN / "kafka" / "logdir"), "-t", "golden", "-p", "0", "-o", "-2", "-e"], None),
+    "export": (["export", str(GOLDEN / "kafka" / "logdir"), "-o", "{scratch}/out"], "arrow"),
+    "dump": (["dump", "--json", str(SMALL)], None),
+    "build": (["build", "-o", "{scratch}/built.log", "{scratch}/batches.jsonl"], None),
+    "explain": (["explain", str(SMALL)], None),
+    "groups": (["groups", str(GOLDEN / "real" / "kafka310-bheem" / "kafka-logs")], None),
+    "verify": (["verify", str(LOGDIR)], None),
+    "conformance": (["conformance", "--impl", "kafkalog dump --json {file}", "--corpus", str(GOLDEN / "corpus"), "--case", "kafka-logdir-compacted-0"], None),
+    "write-case": (["write-case", str(GOLDEN / "corpus" / "writer" / "roll-by-size"), "{scratch}/case"], None),
+    "retention": (["retention", "{scratch}/golden-0", "--dry-run"], None),
+    "recover": (["recover", "{scratch}/golden-0"], None),
+    "compact": (["compact", "{scratch}/golden-0", "--dry-run", "--now-ms", "1700000000000"], None),
+}
+
+
+def test_every_subcommand_has_a_smoke_run() -> None:
+    assert set(SMOKE) == set(COMMANDS)
+
+
+@pytest.mark.wheel
+@pytest.mark.parametrize("command", sorted(SMOKE))
+def test_subcommand_in_base_install(command: str, base_install: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    """``kafkalog COMMAND ...`` in a venv with ``pip install kafkalog`` only: it succeeds, or, when
+    it needs an extra, exits 3 with one line naming it (``pip install "kafkalog[arrow]"``), never an
+    internal error; nothing of an extra is installed."""
+    python, _dist, clean = base_install
+    probe = "import importlib.util as u; print(*(u.find_spec(m) is None for m in ('pyarrow', 'pyspark', 'fsspec', 'Crypto')))"
+    assert subprocess.run([str(python), "-c", probe], check=True, cwd=tmp_path, env=clean, capture_output=True, text=True).stdout.split() == ["True"] * 4
+    shutil.copytree(LOGDIR, tmp_path / "golden-0")
+    dumped = subprocess.run([str(python), "-m", "kafkalog", "dump", "--json", "--lossless", str(SMALL)], check=True, cwd=tmp_path, env=clean,
+                            capture_output=True, text=True).stdout
+    (tmp_path / "batches.jsonl").write_text(dumped)
+    argv, extra = SMOKE[command]
+    # the console script, as a user runs it (conformance's --impl runs it too)
+    proc = subprocess.run([str(python.parent / "kafkalog"), *(a.replace("{scratch}", str(tmp_path)) for a in argv)], cwd=tmp_path, env=clean,
+                          capture_output=True, text=True, timeout=300)
+    if extra is None:
+        assert proc.returncode == 0, proc.stderr
+        assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    else:
+        package = {"arrow": "pyarrow"}[extra]
+        assert (proc.returncode, proc.stderr) == (3, f'kafkalog {command}: needs {package}: pip install "kafkalog[{extra}]"\n')
+        assert not (tmp_path / "out").exists()  # it fails before writing anything
+    if command == "cat":
+        # Kafka's dump of golden-0: offsets from two before the end offset, control records left out as a consumer does
+        records = [o for o in read_jsonl(GOLDEN / "kafka" / "dump" / "logdir.jsonl") if o["type"] == "record" and o["file"].startswith("golden-0/")]
+        end = max(o["offset"] for o in records) + 1
+        assert proc.stdout.splitlines() == [bytes.fromhex(o["value"]).decode() for o in records if o["offset"] >= end - 2 and "controlType" not in o]
+    if command == "build":
+        assert (tmp_path / "built.log").read_bytes() == SMALL.read_bytes()

@@ -62,7 +62,8 @@ set_small_crc32c(_small_crc32c)
 
 
 def __getattr__(name: str) -> object:
-    """``kafkalog.scan``, imported when first used: it needs pyarrow, which ``import kafkalog`` does not load."""
+    """``kafkalog.scan``, imported when first used: the dataset layer, and pyarrow when it is called,
+    are more than ``import kafkalog`` loads."""
     if name == "scan":
         from kafkalog.dataset.scan import scan
 

@@ -200,8 +200,10 @@ def test_a_path_without_partitions_is_refused(tmp_path: Path) -> None:
 
 
 def test_import_kafkalog_does_not_load_pyarrow_until_scan_is_used() -> None:
+    """Neither ``import kafkalog`` nor planning (what ``kafkalog cat`` uses) loads pyarrow; calling scan does."""
     code = ("import sys, kafkalog; assert 'pyarrow' not in sys.modules, 'pyarrow imported'; "
-            "kafkalog.scan; assert 'pyarrow' in sys.modules")
+            "from kafkalog.dataset.scan import plan_all, read_records; assert 'pyarrow' not in sys.modules, 'planning loads pyarrow'; "
+            f"kafkalog.scan({str(GOLDEN / 'kafka' / 'logdir' / 'golden-0')!r}); assert 'pyarrow' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -1,12 +1,13 @@
 """``kafkalog.scan``: the records of broker data dirs, partition dirs, globs of them or ``s3://``
 prefixes as one :class:`pyarrow.RecordBatchReader`, as a consumer of every partition receives
-them.
+them; :func:`read_records` gives the same records as objects, without pyarrow (``kafkalog cat``).
 
 Planning happens when :func:`scan` is called (so a bad path or an unreachable offset fails at once):
 the partitions are found (:func:`kafkalog.log.source.discover`), offsets and times are resolved
 through the offset and time indexes (:mod:`kafkalog.log.plan`), and each partition becomes a list
 of byte ranges of its segments. Decoding happens as the reader is consumed, a chunk of batches at a
 time (:func:`kafkalog.fast.arrow.read_partition`), so memory holds a few batches whatever the input.
+Planning needs no pyarrow (the ``arrow`` extra): it is imported when Arrow batches are made.
 """
 
 from __future__ import annotations
@@ -19,22 +20,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from kafkalog.errors import DataLossError
-from kafkalog.fast.arrow import KAFKA_SCHEMA, read_partition
-from kafkalog.format.records.stream import LogReader
+from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.gaps import Gap, gaps_error
+from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.source import PartitionFiles, SegmentFiles, discover
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kafkalog.format.records.record import Record
     from kafkalog.format.tiered_aiven import Keyring
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "scan", "scan_files", "schema_of"]
+__all__ = ["BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "read_records", "scan", "scan_files", "schema_of"]
 
 #: Records per Arrow batch at most (unless one Kafka batch holds more).
 BATCH_ROWS = 32 * 1024
@@ -166,7 +169,10 @@ def _as_set(v: object, kind: type) -> set | None:
     return set(v)  # type: ignore[call-overload]
 
 
-def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _runs(p: PartitionPlan) -> Iterator[tuple[int, Iterator[LogReader]]]:
+    """``p``'s slices as runs, each with the offset it gives records from and its readers: a
+    segment whose first offsets an earlier one gave (tiered storage's overlap) starts a run read
+    from its own first offset."""
     storage = p.files.storage
 
     def readers(slices: list[Slice]) -> Iterator[LogReader]:
@@ -175,15 +181,21 @@ def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows
                                                               end=sl.end if sl.end is not None else sl.segment.size or None) as reader:
                 yield reader
 
-    # a segment whose first offsets an earlier one gave (tiered storage's overlap) starts a run read from its own first offset
     runs: list[list[Slice]] = []
     for sl in p.slices:
         if not runs or sl.segment.first_offset is not None:
             runs.append([])
         runs[-1].append(sl)
     for run in runs:
+        yield max(p.start, run[0].segment.first), readers(run)
+
+
+def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    from kafkalog.fast.arrow import read_partition
+
+    for start, readers in _runs(p):
         for batch in read_partition(
-            readers(run), topic=p.topic, partition=p.partition, start=max(p.start, run[0].segment.first), end=p.end, aborted=p.aborted,
+            readers, topic=p.topic, partition=p.partition, start=start, end=p.end, aborted=p.aborted,
             last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
             max_rows=batch_rows,
         ):
@@ -277,6 +289,10 @@ def schema_of(columns: Sequence[str] | None) -> pa.Schema:
 @functools.lru_cache(maxsize=64)
 def _schema_of(columns: tuple[str, ...] | None) -> pa.Schema:
     # asked for once per partition read: building a pyarrow schema costs more than a small partition's rows
+    import pyarrow as pa
+
+    from kafkalog.fast.arrow import KAFKA_SCHEMA
+
     cols = list(KAFKA_SCHEMA.names if columns is None else columns)
     unknown = [c for c in cols if c not in KAFKA_SCHEMA.names]
     if unknown or len(set(cols)) != len(cols):
@@ -345,8 +361,45 @@ def scan_files(
     batch_rows: int = BATCH_ROWS,
 ) -> pa.RecordBatchReader:
     """:func:`scan` of partitions already found (:func:`kafkalog.log.source.discover`, or another source of segments)."""
+    import pyarrow as pa
+
     schema = schema_of(columns)
     plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                      read_committed=read_committed, allow_gaps=allow_gaps)
     return pa.RecordBatchReader.from_batches(schema, read_plans(plans, columns=schema.names, read_committed=read_committed,
                                                                batch_rows=batch_rows))
+
+
+def read_records(plans: Iterable[PartitionPlan], *, read_committed: bool = False, verify_crc: bool = True) -> Iterator[tuple[PartitionPlan, Batch, Record]]:
+    """The records of planned partitions as :class:`~kafkalog.format.records.record.Record` objects,
+    each with its plan and batch: the records :func:`read_plans` gives as Arrow rows, in the same
+    order (control records and, with ``read_committed``, aborted transactions left out), for callers
+    that handle records one by one (``kafkalog cat``) and need no pyarrow.
+
+    Every batch's CRC is checked first, as a consumer with ``check.crcs=true`` checks it (skipped
+    batches and markers too): a mismatch raises :class:`~kafkalog.errors.CrcMismatchError` naming
+    the file, position and offset, unless ``verify_crc`` is false."""
+    for p in plans:
+        committed = ReadCommittedFilter(p.aborted) if read_committed else None
+        end = p.end
+        for start, readers in _runs(p):
+            for batch in _batches_until(readers, end):
+                if verify_crc:
+                    batch.ensure_valid()
+                if (committed is not None and committed.skips(batch)) or (isinstance(batch, RecordBatch) and batch.is_control):
+                    continue
+                for r in batch.records():
+                    if r.offset >= start and (end is None or r.offset < end):
+                        yield p, batch, r
+
+
+def _batches_until(readers: Iterator[LogReader], end: int | None) -> Iterator[Batch]:
+    """The batches of ``readers`` up to the first that reaches offset ``end`` (None: all of them);
+    a batch starting at or past it is not decoded."""
+    for reader in readers:
+        for batch in reader.batches():
+            if end is not None and isinstance(batch, RecordBatch) and batch.base_offset >= end:
+                return
+            yield batch
+            if end is not None and batch.last_offset >= end - 1:
+                return

@@ -5,20 +5,34 @@ Keys and values are printed as text: UTF-8 is decoded, and every byte that is no
 every control character is escaped (``\\xNN``, ``\\n``, ``\\t``, ...), so a terminal never gets raw
 binary and each record stays on its line. There is no new data at rest: the command always ends at
 the end of the files; ``-e`` (kcat's "exit at the end") is accepted for kcat's command lines.
+
+Records are read as objects (:func:`kafkalog.dataset.scan.read_records`), so ``cat`` needs only the
+base install, no pyarrow.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, partitions_of
+from kafkalog.format.records.record import Header, TimestampType
+from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, parse_time, partitions_of
 
-__all__ = ["compile_format", "register", "text"]
+if TYPE_CHECKING:
+    from kafkalog.dataset.scan import PartitionPlan
+    from kafkalog.format.records.record import Record
+    from kafkalog.format.records.stream import Batch
+
+    #: What each record is printed from: its partition's plan, its batch and itself (:func:`~kafkalog.dataset.scan.read_records`)
+    Row = tuple[PartitionPlan, Batch, Record]
+
+__all__ = ["compile_format", "envelope", "register", "text"]
 
 #: C0 controls, DEL and C1 controls, escaped so that no record can move the cursor or split a line
 _ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]}
@@ -33,34 +47,33 @@ def text(data: bytes | None, null: str = "") -> str:
     return data.decode("utf-8", "backslashreplace").translate(_ESCAPES)
 
 
-def _headers(hs: list[dict[str, Any]] | None, null: str) -> str:
-    return ",".join(f"{text(h['key'].encode('utf-8', 'surrogatepass'))}={text(h['value'], null)}" for h in hs or [])
+def _headers(hs: tuple[Header, ...], null: str) -> str:
+    return ",".join(f"{text(k.encode('utf-8', 'surrogatepass'))}={text(v, null)}" for k, v in hs)
 
 
-_TOKENS: dict[str, Callable[[dict[str, Any], str], str]] = {
-    "s": lambda r, null: text(r["value"], null),
-    "k": lambda r, null: text(r["key"], null),
-    "S": lambda r, null: str(-1 if r["value"] is None else len(r["value"])),
-    "K": lambda r, null: str(-1 if r["key"] is None else len(r["key"])),
-    "t": lambda r, null: r["topic"],
-    "p": lambda r, null: str(r["partition"]),
-    "o": lambda r, null: str(r["offset"]),
-    "T": lambda r, null: str(r["timestamp"]),
-    "h": lambda r, null: _headers(r["headers"], null),
+_TOKENS: dict[str, Callable[[Row, str], str]] = {
+    "s": lambda row, null: text(row[2].value, null),
+    "k": lambda row, null: text(row[2].key, null),
+    "S": lambda row, null: str(-1 if row[2].value is None else len(row[2].value)),
+    "K": lambda row, null: str(-1 if row[2].key is None else len(row[2].key)),
+    "t": lambda row, null: row[0].topic,
+    "p": lambda row, null: str(row[0].partition),
+    "o": lambda row, null: str(row[2].offset),
+    "T": lambda row, null: str(row[2].timestamp),
+    "h": lambda row, null: _headers(row[2].headers, null),
 }
 _BACKSLASH = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "0": "\0"}
 _PART = re.compile(r"%(.)|\\(.)|([^%\\]+)|(.)", re.S)
 
 
-def compile_format(fmt: str) -> tuple[Callable[[dict[str, Any], str], str], set[str]]:
-    """kcat's ``-f`` format as a function of a record (a row dict), and the columns it needs.
+def compile_format(fmt: str) -> Callable[[Row, str], str]:
+    """kcat's ``-f`` format as a function of a record (with its partition's plan and its batch) and
+    the text for null.
 
     Tokens: ``%s`` value, ``%k`` key, ``%S``/``%K`` their sizes in bytes (-1 for null), ``%t`` topic,
     ``%p`` partition, ``%o`` offset, ``%T`` timestamp (ms), ``%h`` headers (``k=v,k=v``), ``%%``;
     escapes ``\\n``, ``\\t``, ``\\r``, ``\\\\``, ``\\0``. Anything else is a usage error."""
-    parts: list[Callable[[dict[str, Any], str], str]] = []
-    needs: set[str] = set()
-    columns = {"s": "value", "k": "key", "S": "value", "K": "key", "t": "topic", "p": "partition", "o": "offset", "T": "timestamp", "h": "headers"}
+    parts: list[Callable[[Row, str], str]] = []
     for m in _PART.finditer(fmt):
         token, esc, lit, lone = m.groups()
         if token is not None:
@@ -68,7 +81,6 @@ def compile_format(fmt: str) -> tuple[Callable[[dict[str, Any], str], str], set[
                 parts.append(lambda r, null: "%")
             elif token in _TOKENS:
                 parts.append(_TOKENS[token])
-                needs.add(columns[token])
             else:
                 raise UsageError(f"-f: unknown token %{token} (known: %s %k %S %K %t %p %o %T %h %%)")
         elif esc is not None:
@@ -79,7 +91,42 @@ def compile_format(fmt: str) -> tuple[Callable[[dict[str, Any], str], str], set[
             raise UsageError(f"-f: {fmt!r} ends with a lone {lone!r}")
         else:
             parts.append(lambda r, null, s=lit: s)
-    return (lambda r, null: "".join(p(r, null) for p in parts)), needs
+    return lambda row, null: "".join(p(row, null) for p in parts)
+
+
+#: kcat's ``tstype`` names; a batch without timestamps (magic 0) has neither ``tstype`` nor ``ts``
+_TSTYPE = {TimestampType.CREATE_TIME: "create", TimestampType.LOG_APPEND_TIME: "logappend"}
+#: C1 controls, which JSON leaves raw, as \u escapes: a terminal receives no control sequence
+_JSON_C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
+
+
+def _json_text(data: bytes | str | None) -> str | None:
+    if data is None:
+        return None
+    if isinstance(data, str):  # a header key: Java's modified UTF-8 may leave lone surrogates in it
+        data = data.encode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "backslashreplace")
+
+
+def envelope(row: Row, null: str = "") -> str:
+    """A record as kcat's ``-J`` prints it, one JSON object per line, with kcat's fields in its order
+    (kcat's json.c): ``topic``, ``partition``, ``offset``, ``tstype`` (``create``/``logappend``) and
+    ``ts`` (ms; both left out for magic 0, which has no timestamps), ``broker`` (-1: at rest there is
+    no broker), ``headers`` (``[name, value, ...]``, left out when the record has none), ``key`` and
+    ``payload`` (null for null). Keys, values and header values are JSON strings: UTF-8 decoded, any
+    other byte written ``\\xNN`` (a backslash in the string), so every line is valid JSON."""
+    p, batch, r = row
+    out: dict[str, object] = {"topic": p.topic, "partition": p.partition, "offset": r.offset}
+    tstype = _TSTYPE.get(batch.timestamp_type)
+    if tstype is not None:
+        out["tstype"] = tstype
+        out["ts"] = r.timestamp
+    out["broker"] = -1
+    if r.headers:
+        out["headers"] = [_json_text(x) for h in r.headers for x in h]
+    out["key"] = _json_text(r.key)
+    out["payload"] = _json_text(r.value)
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":")).translate(_JSON_C1) + "\n"
 
 
 @dataclass(frozen=True)
@@ -104,34 +151,30 @@ def parse_offsets(values: list[str]) -> Start:
             elif v == "end":
                 start = Start(end=True, stop_time=start.stop_time)
             elif v.startswith("s@"):
-                start = Start(time=int(v[2:]), stop_time=start.stop_time)
+                start = Start(time=parse_time(v[2:]), stop_time=start.stop_time)
             elif v.startswith("e@"):
-                start = Start(start.offset, start.relative, start.time, start.end, int(v[2:]))
+                start = Start(start.offset, start.relative, start.time, start.end, parse_time(v[2:]))
             elif v.startswith("-"):
                 start = Start(relative=int(v[1:]), stop_time=start.stop_time)
             else:
                 start = Start(offset=int(v), stop_time=start.stop_time)
         except ValueError:
-            raise UsageError(f"-o {v!r}: give beginning, end, an offset, -N (N before the end), s@MS or e@MS") from None
+            raise UsageError(f"-o {v!r}: give beginning, end, an offset, -N (N before the end), s@TIME or e@TIME (TIME: ms since "
+                             "the epoch or ISO 8601)") from None
     return start
 
 
 def _command(args: argparse.Namespace) -> int:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from kafkalog.dataset.scan import plan_all, read_plans
+    from kafkalog.dataset.scan import plan_all, read_records
     from kafkalog.errors import LogNotFoundError
     from kafkalog.log.plan import describe
 
     start = parse_offsets(args.offset or ["beginning"])
     if args.count is not None and args.count < 0:
         raise UsageError(f"-c must be 0 or more, got {args.count}")
-    render, needs = compile_format(args.format)
-    topics = set(args.topic) if args.topic else None
-    parts = set(args.partition) if args.partition else None
+    render = envelope if args.json else compile_format(args.format)
     try:
-        files = partitions_of(args, wants=lambda t, p: (topics is None or t in topics) and (parts is None or p in parts))
+        files = partitions_of(args)
     except LogNotFoundError as e:
         print(f"kafkalog cat: {e}", file=sys.stderr)
         return EXIT_IO
@@ -150,21 +193,13 @@ def _command(args: argparse.Namespace) -> int:
     plans = plan_all(files, start_offset=starts if starts is not None else start.offset, start_time=start.time, end_time=start.stop_time,
                      read_committed=committed, allow_gaps=args.allow_gaps,
                      on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
-    columns = [c for c in ("topic", "partition", "offset", "timestamp", "key", "value", "headers") if c in needs]
-    left = args.count
+    rows = read_records(plans, read_committed=committed)
+    if args.count is not None:
+        rows = itertools.islice(rows, args.count)
     out = sys.stdout
     null = "NULL" if args.null else ""
-    for batch in read_plans(plans, columns=columns or ["offset"], read_committed=committed):
-        if left is not None:
-            if left <= 0:
-                break
-            batch = batch.slice(0, left)
-            left -= batch.num_rows
-        if "timestamp" in columns:
-            batch = batch.set_column(batch.schema.get_field_index("timestamp"), "timestamp",
-                                     pc.divide(batch.column("timestamp").cast(pa.int64()), 1000))
-        for row in batch.to_pylist():
-            out.write(render(row, null))
+    for row in rows:
+        out.write(render(row, null))
     return EXIT_OK
 
 
@@ -181,13 +216,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c.add_argument("-t", "--topic", action="append", metavar="TOPIC", help="only this topic (repeatable; default: every topic)")
     c.add_argument("-p", "--partition", action="append", type=int, metavar="N", help="only this partition (repeatable; default: all)")
     c.add_argument("-o", "--offset", action="append", metavar="OFFSET", help=(
-        "where to start in each partition: beginning (default), end, an offset, -N (N offsets before the end), s@MS "
-        "(the first record at or after that timestamp, by the time index); also e@MS: stop before the first record at "
-        "or after that timestamp"))
+        "where to start in each partition: beginning (default), end, an offset, -N (N offsets before the end), s@TIME "
+        "(the first record at or after that time, by the time index; TIME: ms since the epoch or ISO 8601 such as "
+        "2024-04-19T14:30:00Z, no zone: UTC); also e@TIME: stop before the first record at or after that time"))
     c.add_argument("-c", "--count", type=int, metavar="N", help="stop after N records in all")
-    c.add_argument("-f", "--format", default="%s\\n", metavar="FORMAT", help=(
+    shape = c.add_mutually_exclusive_group()
+    shape.add_argument("-f", "--format", default="%s\\n", metavar="FORMAT", help=(
         "output format (kcat's): %%s value, %%k key, %%S/%%K their sizes (-1 for null), %%t topic, %%p partition, "
         "%%o offset, %%T timestamp (ms), %%h headers (k=v,...), %%%%; \\n \\t \\r \\\\ escapes. Default: '%%s\\n'"))
+    shape.add_argument("-J", "--json", action="store_true", help=(
+        "kcat's JSON envelope, one object per record: topic, partition, offset, tstype, ts, broker (-1), headers "
+        "([name, value, ...], when there are any), key, payload"))
     c.add_argument("-e", "--exit", action="store_true", help="exit at the end of the files (always so at rest; accepted for kcat's command lines)")
     c.add_argument("-Z", "--null", action="store_true", help="print NULL for a null key or value (default: nothing)")
     c.add_argument("--isolation", choices=["read_uncommitted", "read_committed"], default="read_uncommitted", help=(

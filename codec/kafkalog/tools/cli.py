@@ -2,8 +2,9 @@
 ``explain``, ``groups``, ``verify``, ``conformance``, ``retention``, ``recover``, ``compact``) and ``main``.
 
 Exit codes: 0 success; 1 the input holds bad data (corrupt batches, bad files); 2 usage error
-(bad arguments, unreadable JSON given to ``build``); 3 a path could not be read or written.
-Messages go to stderr, data to stdout; no tracebacks for bad input.
+(bad arguments, unreadable JSON given to ``build``); 3 a path could not be read or written, or the
+command needs a package of an extra that is not installed. Messages go to stderr, data to stdout;
+no tracebacks for bad input.
 """
 
 from __future__ import annotations
@@ -40,6 +41,24 @@ COMMANDS = {
 }
 
 
+#: The optional packages commands import, by top-level module: (what pip installs, the extra that brings it)
+EXTRAS = {
+    "pyarrow": ("pyarrow", "arrow"),
+    "pyspark": ("pyspark", "spark"),
+    "fsspec": ("fsspec", "s3"),
+    "s3fs": ("s3fs", "s3"),
+    "Crypto": ("pycryptodome", "tiered"),
+}
+
+
+def _missing_extra(e: Exception) -> str | None:
+    """The one line that names the extra to install when ``e`` is an optional package not found."""
+    if not isinstance(e, ModuleNotFoundError):
+        return None
+    found = EXTRAS.get((e.name or "").partition(".")[0])
+    return None if found is None else f'needs {found[0]}: pip install "kafkalog[{found[1]}]"'
+
+
 def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser, with only the named command's module loaded when ``argv`` names one (each command
     imports only what it uses: a small command starts fast); every command's otherwise (``--help``,
@@ -66,9 +85,9 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkalog`` console script; returns the exit code.
 
-    No input given on the command line ends in a traceback: bad data exits 1, usage errors 2 (with
-    the subcommand's usage), unreadable or unwritable paths 3; a closed stdout (``| head``) ends
-    the command quietly."""
+    Whatever the command line gives, it never ends in a traceback: bad data exits 1, usage errors 2
+    (with the subcommand's usage), unreadable or unwritable paths 3, as does a command that needs an
+    extra not installed (one line naming it); a closed stdout (``| head``) ends the command quietly."""
     parser = _parser(argv)
     args, extra = parser.parse_known_args(argv)
     command = getattr(args, "command", None)
@@ -102,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # noqa: BLE001 - no input may end in a traceback; KAFKALOG_DEBUG=1 shows it
+        needs = _missing_extra(e)
+        if needs is not None:
+            print(f"kafkalog {command}: {needs}", file=sys.stderr)
+            return EXIT_IO
         if os.environ.get("KAFKALOG_DEBUG"):
             raise
         print(f"kafkalog {command}: internal error: {type(e).__name__}: {e} (KAFKALOG_DEBUG=1 shows the traceback; "

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_tiered_options", "is_kafka_file",
-    "check_tiered_paths", "missing_or_empty", "partitions_of", "private_keys", "unlink",
+    "check_tiered_paths", "missing_or_empty", "parse_time", "partitions_of", "private_keys", "unlink",
 ]
 
 EXIT_OK = 0
@@ -60,6 +60,24 @@ class Progress:
 
 class UsageError(Exception):
     """A command-line mistake found after parsing: reported with the subcommand's usage, exit 2."""
+
+
+def parse_time(value: str) -> int:
+    """A time given on the command line (``export --start-time``, ``cat -o s@``) as milliseconds
+    since the epoch: a number is taken as such, anything else as an ISO 8601 time (``Z`` or an
+    offset for its zone; none: UTC)."""
+    from datetime import UTC, datetime, timedelta
+
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{value!r} is neither milliseconds since the epoch nor an ISO 8601 time") from None
+    # in whole milliseconds, not through a float's seconds (.123 s is not 123 ms as a float times 1000)
+    return ((t if t.tzinfo else t.replace(tzinfo=UTC)) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
 
 
 def has_kafka_files(directory: str, wanted: Callable[[str], bool]) -> bool:
@@ -131,16 +149,22 @@ def check_tiered_paths(args: argparse.Namespace) -> None:
 
 def partitions_of(args: argparse.Namespace, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
     """The partitions the command line names: under the PATHs, or with ``--tiered`` across tiers
-    (:func:`kafkalog.log.tiered.tiered_files`). Raises :class:`~kafkalog.errors.LogNotFoundError`
-    when there are none."""
+    (:func:`kafkalog.log.tiered.tiered_files`), only the topics and partitions of its ``-t``/``-p``
+    when it has them (and those ``wants(topic, partition)`` accepts). Raises
+    :class:`~kafkalog.errors.LogNotFoundError` when the paths hold none."""
     check_tiered_paths(args)
+    topics = set(t) if (t := getattr(args, "topic", None)) else None
+    parts = set(p) if (p := getattr(args, "partition", None)) else None
+
+    def selected(topic: str, partition: int) -> bool:
+        return (topics is None or topic in topics) and (parts is None or partition in parts) and (wants is None or wants(topic, partition))
     if args.tiered is not None:
         from kafkalog.log.tiered import tiered_files
 
-        return tiered_files(args.tiered, args.paths, keys=private_keys(args), wants=wants)
+        return tiered_files(args.tiered, args.paths, keys=private_keys(args), wants=selected)
     from kafkalog.log.source import discover
 
-    return discover(args.paths, wants=wants)
+    return discover(args.paths, wants=selected)
 
 
 #: State files of a log dir that are not segment files (checkpoints, meta.properties, KRaft's bootstrap)
