@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from kafkalog.errors import CorruptRecordError, KafkaLogError
+from kafkalog.errors import CorruptRecordError, DataKeyError, KafkaLogError
 from kafkalog.format.index import OffsetIndex, TimeIndex
 from kafkalog.format.records.legacy import RECORD_OVERHEAD_V0
 from kafkalog.format.records.v2 import (
@@ -153,12 +153,22 @@ def position_of(pf: PartitionFiles, seg: SegmentFiles, offset: int) -> int:
     return idx.lookup(offset)[1] if idx is not None and len(idx) else 0
 
 
+def _problem(problems: list[str], e: Exception, text: str) -> None:
+    """Add ``text`` (what ``e`` made unreadable) to ``problems`` once. A private key that is missing
+    or does not fit makes every file of the encrypted tiered segments unreadable for the same
+    reason: that is said once, as what it is, not per file."""
+    if isinstance(e, DataKeyError):
+        text = f"encrypted tiered segments not read: {e.message}"
+    if text not in problems:
+        problems.append(text)
+
+
 def _last_index_position(pf: PartitionFiles, seg: SegmentFiles, problems: list[str]) -> int:
     """The position of the segment's last ``.index`` entry (0 without a usable index)."""
     try:
         idx = offset_index(pf, seg)
     except (KafkaLogError, OSError) as e:
-        problems.append(f"{seg.base_offset:020d}.index: {e}")
+        _problem(problems, e, f"{seg.base_offset:020d}.index: {e}")
         return 0
     return int(idx.positions[-1]) if idx is not None and len(idx) else 0
 
@@ -179,8 +189,9 @@ class PartitionSummary:
     Offsets: ``log_start_offset`` is where a consumer's "earliest" starts (the data dir's
     checkpoint, or the first segment); ``first_offset`` and ``last_offset`` are those of the first
     and last batch on disk (None without any); ``end_offset`` is the next offset (the log end
-    offset). ``open_transactions`` maps producer id to the first offset of its undecided
-    transaction; ``problems`` lists missing or damaged files, ``gaps`` the offsets lost (data loss)."""
+    offset; None when the segment holding it could not be read). ``open_transactions`` maps producer
+    id to the first offset of its undecided transaction; ``problems`` lists missing or damaged files,
+    ``gaps`` the offsets lost (data loss)."""
 
     topic: str
     partition: int
@@ -214,7 +225,7 @@ def _read_snapshot(pf: PartitionFiles, problems: list[str], floor: int) -> tuple
         try:
             entries = read_producer_snapshot(data=pf.storage.read(path))
         except KafkaLogError as e:
-            problems.append(f"{path.rsplit('/', 1)[-1]}: damaged producer snapshot: {e.message}")
+            _problem(problems, e, f"{path.rsplit('/', 1)[-1]}: damaged producer snapshot: {e.message}")
             continue
         return offset, {e.producer_id: e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0}
     return None
@@ -232,7 +243,7 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
         out.gaps = pf.gaps()
         problems.extend(f"data loss: {g.message()}" for g in out.gaps)
     except (KafkaLogError, OSError) as e:
-        problems.append(f"data loss not judged: {e}")
+        _problem(problems, e, f"data loss not judged: {e}")
     if not logs:
         out.log_start_offset = pf.log_start_checkpoint
         return out
@@ -244,7 +255,7 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
         if h is not None:
             out.first_offset, out.first_timestamp = h.base_offset, (h.first_timestamp if h.first_timestamp >= 0 else None)
     except (KafkaLogError, OSError) as e:
-        problems.append(f"{first.log.rsplit('/', 1)[-1]}: {e}")
+        _problem(problems, e, f"{first.log.rsplit('/', 1)[-1]}: {e}")
     start = first.base_offset if pf.log_start_checkpoint is None else max(first.base_offset, pf.log_start_checkpoint)
     out.log_start_offset = start
     # the largest timestamp the time indexes know
@@ -255,7 +266,7 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
             if tix is not None and len(tix):
                 max_ts = max(max_ts, int(tix.timestamps.max()))
         except (KafkaLogError, OSError) as e:
-            problems.append(f"{s.base_offset:020d}.timeindex: {e}")
+            _problem(problems, e, f"{s.base_offset:020d}.timeindex: {e}")
     # where the scan of batch headers starts: the last index entry of the last non-empty segment (for
     # the end offset and the last batch), or the snapshot's offset if earlier (for open transactions)
     k = max((n for n, s in enumerate(logs) if s.size), default=len(logs) - 1)
@@ -272,6 +283,7 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
     next_offset = logs[i].base_offset
     last_batch: BatchHeader | None = None
     tail_problem = None
+    end_known = True
     for j in range(i, len(logs)):
         s = logs[j]
         start_pos = pos if j == i else 0
@@ -293,12 +305,13 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
                 if j == len(logs) - 1 and end < size:
                     tail_problem = f"{s.base_offset:020d}.log: {size - end} bytes at its end (from byte {end}) are not a whole batch (a torn tail)"
         except (KafkaLogError, OSError) as e:
-            problems.append(f"{(s.log or '').rsplit('/', 1)[-1]}: {e}")
+            _problem(problems, e, f"{(s.log or '').rsplit('/', 1)[-1]}: {e}")
+            end_known &= j < k  # the last segment with data gives the end offset: unread, it is not known
     if tail_problem:
         problems.append(tail_problem)
     if last_batch is None and logs[k].size and not problems:
         problems.append(f"{logs[k].base_offset:020d}.log: no whole batch read")
-    out.end_offset = next_offset
+    out.end_offset = next_offset if end_known else None
     if last_batch is not None:
         out.last_offset = last_batch.last_offset
     out.last_timestamp = max_ts if max_ts >= 0 else None

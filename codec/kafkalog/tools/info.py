@@ -1,5 +1,6 @@
 """``kafkalog info``: what a backup holds, one line per topic-partition (``kafka-log-dirs`` and
-``kafka-get-offsets`` at rest), from the indexes, the producer snapshot and the last batches."""
+``kafka-get-offsets`` at rest), or per topic with ``--by topic``, from the indexes, the producer
+snapshot and the last batches."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from kafkalog.tools.command import EXIT_IO, EXIT_OK, add_tiered_options, partiti
 if TYPE_CHECKING:
     from kafkalog.log.plan import PartitionSummary
 
-__all__ = ["register", "summary_json"]
+__all__ = ["register", "summary_json", "topic_totals"]
 
 
 def _time(ms: int | None) -> str:
@@ -50,17 +51,58 @@ def summary_json(s: PartitionSummary) -> dict[str, Any]:
 _COLUMNS = ("TOPIC", "PART", "SEGS", "BYTES", "START", "END", "FIRST TIME", "LAST TIME", "OPEN TXNS", "PROBLEMS")
 
 
-def _row(s: PartitionSummary) -> list[str]:
-    def num(v: int | None) -> str:
-        return "-" if v is None else str(v)
+def _num(v: int | None, segments: int = 0) -> str:
+    """A number; ``-`` when there is none (no segment), ``?`` when there are segments but it could not be read."""
+    return str(v) if v is not None else "?" if segments else "-"
 
-    return [s.topic, str(s.partition), str(s.segments), str(s.bytes), num(s.log_start_offset), num(s.end_offset), _time(s.first_timestamp),
-            _time(s.last_timestamp), str(len(s.open_transactions)) if s.open_transactions else "-", "; ".join(s.problems) or "-"]
+
+def _row(s: PartitionSummary) -> list[str]:
+    return [s.topic, str(s.partition), str(s.segments), str(s.bytes), _num(s.log_start_offset), _num(s.end_offset, s.segments),
+            _time(s.first_timestamp), _time(s.last_timestamp), str(len(s.open_transactions)) if s.open_transactions else "-",
+            "; ".join(s.problems) or "-"]
+
+
+def topic_totals(summaries: list[PartitionSummary]) -> list[dict[str, Any]]:
+    """One entry per topic (``info --by topic``, in topic order): its partitions, segments and bytes
+    summed, ``offsets`` the sum of each partition's end offset minus its log start offset (the
+    offsets a consumer reading from the start goes through; None when a partition's end is not
+    known), the first and the largest timestamp over its partitions, the open transactions summed
+    and how many partitions have problems."""
+    by: dict[str, list[PartitionSummary]] = {}
+    for s in summaries:
+        by.setdefault(s.topic, []).append(s)
+    out = []
+    for topic, parts in sorted(by.items()):
+        spans = [None if s.end_offset is None else s.end_offset - (s.log_start_offset or 0) for s in parts if s.segments]
+        firsts = [s.first_timestamp for s in parts if s.first_timestamp is not None]
+        lasts = [s.last_timestamp for s in parts if s.last_timestamp is not None]
+        out.append({
+            "topic": topic,
+            "partitions": len(parts),
+            "segments": sum(s.segments for s in parts),
+            "bytes": sum(s.bytes for s in parts),
+            "offsets": None if None in spans else sum(spans),  # type: ignore[arg-type]
+            "firstTimestamp": min(firsts, default=None),
+            "lastTimestamp": max(lasts, default=None),
+            "openTransactions": sum(len(s.open_transactions) for s in parts),
+            "partitionsWithProblems": sum(1 for s in parts if s.problems),
+        })
+    return out
+
+
+_TOPIC_COLUMNS = ("TOPIC", "PARTS", "SEGS", "BYTES", "OFFSETS", "FIRST TIME", "LAST TIME", "OPEN TXNS", "PROBLEMS")
+
+
+def _topic_row(t: dict[str, Any]) -> list[str]:
+    bad = t["partitionsWithProblems"]
+    return [t["topic"], str(t["partitions"]), str(t["segments"]), str(t["bytes"]), _num(t["offsets"], t["segments"]),
+            _time(t["firstTimestamp"]), _time(t["lastTimestamp"]), str(t["openTransactions"] or "-"),
+            f"{bad} partition{'s' * (bad != 1)} with problems" if bad else "-"]
 
 
 def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS) - 1)]
-    right = {1, 2, 3, 4, 5}
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    right = {1, 2, 3, 4, 5} if rows[0][1] == "PART" else {1, 2, 3, 4}
     lines = []
     for r in rows:
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))]
@@ -79,12 +121,20 @@ def _command(args: argparse.Namespace) -> int:
     except LogNotFoundError as e:
         print(f"kafkalog info: {e}", file=sys.stderr)
         return EXIT_IO
+    if not partitions:
+        print(f"kafkalog info: no partition of {' '.join(args.paths + ([args.tiered] if args.tiered else []))} matches the -t/-p given",
+              file=sys.stderr)
+        return EXIT_IO
     summaries = [describe(p) for p in partitions]
+    by_topic = topic_totals(summaries) if args.by == "topic" else None
     if args.json:
-        for s in summaries:
-            print(json.dumps(summary_json(s), separators=(",", ":")))
+        for obj in by_topic if by_topic is not None else map(summary_json, summaries):
+            print(json.dumps(obj, separators=(",", ":")))
         return EXIT_OK
-    print(_table([list(_COLUMNS), *(_row(s) for s in summaries)]))
+    if by_topic is not None:
+        print(_table([list(_TOPIC_COLUMNS), *(_topic_row(t) for t in by_topic)]))
+    else:
+        print(_table([list(_COLUMNS), *(_row(s) for s in summaries)]))
     damaged = sum(1 for s in summaries if s.problems)
     records = sum(1 for s in summaries if s.last_offset is not None)
     tail = f", {damaged} with missing or damaged files" if damaged else ""
@@ -101,8 +151,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "timestamp, its open transactions (from the producer snapshot and the batches after it) and any missing or "
         "damaged files. Reads the indexes, the snapshot and the last batches only, never whole segments. A table, or "
         "one JSON object per partition with --json. Exit 0 whatever the files hold (problems are reported, not "
-        "failed on); 3 when a path is missing or holds no partition."))
+        "failed on); 3 when a path is missing or holds no partition (or none the -t/-p given)."))
     p.add_argument("paths", nargs="*", metavar="PATH")
-    p.add_argument("--json", action="store_true", help="one JSON object per partition")
+    p.add_argument("-t", "--topic", action="append", metavar="TOPIC", help="only this topic (repeatable; default: every topic)")
+    p.add_argument("-p", "--partition", action="append", type=int, metavar="N", help="only this partition (repeatable; default: all)")
+    p.add_argument("--by", choices=["partition", "topic"], default="partition", help=(
+        "partition (default): a line per topic-partition; topic: a line per topic, its partitions summed (partitions, "
+        "segments, bytes, offsets from log start to end, first and last time, open transactions, partitions with problems)"))
+    p.add_argument("--json", action="store_true", help="one JSON object per line (per partition, or per topic with --by topic)")
     add_tiered_options(p, "as one log: its log start and end offsets across tiers, a hole between segments listed as data loss")
     p.set_defaults(func=_command)
