@@ -317,6 +317,27 @@ def _expand(storage: Storage, path: str) -> list[str]:
     return [path]
 
 
+def tiered_hint(roots: Iterable[str]) -> str:
+    """`` (this looks like tiered storage ...: add --tiered PREFIX)`` when one of ``roots`` holds the
+    objects of Aiven's tiered-storage plug-in (an ``.rsm-manifest`` under ``<topic>-<topic id>/<partition>/``)
+    rather than partition dirs, naming the prefix to read them with; else ``""``. Lists the roots
+    again: asked only once nothing was found."""
+    from kafkalog.format.tiered_aiven import open_store, parse_object_key
+
+    for root in roots:
+        for key, _size in open_store(root).list(""):
+            if not key.endswith(".rsm-manifest"):
+                continue
+            full = f"{root.rstrip('/')}/{key}"
+            k = parse_object_key(full)
+            if k is None:
+                continue
+            # the prefix is the folder above <topic>-<topic id>: the root itself, or above it when a topic or partition folder was given
+            prefix = root if parse_object_key(key) is not None else full[: full.rfind(f"{k.topic}-{k.topic_id}/")].rstrip("/") or "."
+            return f" (this looks like tiered storage written by Aiven's plug-in: add --tiered {prefix}; in kafkalog.scan, tiered={prefix!r})"
+    return ""
+
+
 def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
     """Every partition under ``paths`` (each a broker data dir, a partition dir or a glob of them,
     local or a URL), sorted by topic and partition; ``wants(topic, partition)`` false skips one.
@@ -351,8 +372,8 @@ def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | 
                 if wants is None or wants(p.topic, p.partition):
                     found.setdefault((p.topic, p.partition), p)
         if roots and not count:
-            raise LogNotFoundError("no Kafka partition directories (<topic>-<partition> holding Kafka files) found",
-                                   file=storage.display(path))
+            raise LogNotFoundError("no Kafka partition directories (<topic>-<partition> holding Kafka files) found"
+                                   + tiered_hint([storage.display(r) for r in roots]), file=storage.display(path))
         if not roots:
             raise LogNotFoundError("the glob matches no directory", file=storage.display(path))
     return sorted(found.values(), key=lambda p: (p.topic, p.partition))
