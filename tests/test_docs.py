@@ -39,6 +39,9 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     # the generated reference documents the classes the API guide introduces
     reference = (out / "reference.html").read_text(encoding="utf-8")
     assert "kafkalog.LogReader" in reference and "kafkalog.internal.decode_log" in reference
+    # and the dataset reader and the Spark source, documented from their docstrings (not just named)
+    assert "kafkalog.scan" in reference and "RecordBatchReader" in reference, "kafkalog.scan is missing from the reference"
+    assert "kafkalog_spark.register" in reference and "kafkalog_spark.options.SourceOptions" in reference
 
 
 # ------------------------------------------------------------------------------ the examples
