@@ -206,7 +206,7 @@ def _command(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------- the command
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``kafkalog cat`` to the command line."""
-    c = sub.add_parser("cat", help="print records as text, with kcat's consumer flags (-t -p -o -c -f -e)", description=(
+    c = sub.add_parser("cat", help="print records as text, with kcat's consumer flags (-t -p -o -c -f -J -e)", description=(
         "Print the records of data dirs, partition dirs, globs or URLs as a consumer receives them (no transaction "
         "markers), partition by partition in offset order, one line per record by default (the value). Keys and values "
         "are text: bytes that are not UTF-8 and control characters are escaped (\\xNN, \\n, ...), never printed raw. "

@@ -149,8 +149,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "What data dirs, partition dirs, globs of them or URLs (s3://bucket/data) hold: for every topic-partition its "
         "segments and bytes, log start offset and end offset (the next offset), the first batch's and the largest "
         "timestamp, its open transactions (from the producer snapshot and the batches after it) and any missing or "
-        "damaged files. Reads the indexes, the snapshot and the last batches only, never whole segments. A table, or "
-        "one JSON object per partition with --json. Exit 0 whatever the files hold (problems are reported, not "
+        "damaged files. Reads the indexes, the snapshot and the last batches only, never whole segments. A table (a "
+        "line per topic with --by topic), or one JSON object per line with --json; ? for an offset that cannot be read. Exit 0 whatever the files hold (problems are reported, not "
         "failed on); 3 when a path is missing or holds no partition (or none the -t/-p given)."))
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("-t", "--topic", action="append", metavar="TOPIC", help="only this topic (repeatable; default: every topic)")
