@@ -16,7 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, partitions_of
+from kafkalog.tools.command import (
+    EXIT_IO,
+    EXIT_OK,
+    UsageError,
+    add_read_options,
+    add_tiered_options,
+    partition_filter,
+    partitions_of,
+)
 
 __all__ = ["compile_format", "register", "text"]
 
@@ -128,10 +136,8 @@ def _command(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 0:
         raise UsageError(f"-c must be 0 or more, got {args.count}")
     render, needs = compile_format(args.format)
-    topics = set(args.topic) if args.topic else None
-    parts = set(args.partition) if args.partition else None
     try:
-        files = partitions_of(args, wants=lambda t, p: (topics is None or t in topics) and (parts is None or p in parts))
+        files = partitions_of(args, wants=partition_filter(args))
     except LogNotFoundError as e:
         print(f"kafkalog cat: {e}", file=sys.stderr)
         return EXIT_IO
@@ -146,10 +152,12 @@ def _command(args: argparse.Namespace) -> int:
             s = describe(pf)
             end = (s.last_stable_offset if committed else s.end_offset) or 0
             # -N never reaches below the log start offset, as a consumer's seek is reset there
-            starts[(pf.topic, pf.partition)] = end if start.end else max(s.log_start_offset or 0, end - (start.relative or 0))
+            floor = pf.logs[0].base_offset if args.include_deleted and pf.logs else s.log_start_offset or 0
+            starts[(pf.topic, pf.partition)] = end if start.end else max(floor, end - (start.relative or 0))
     plans = plan_all(files, start_offset=starts if starts is not None else start.offset, start_time=start.time, end_time=start.stop_time,
-                     read_committed=committed, allow_gaps=args.allow_gaps,
-                     on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
+                     read_committed=committed, allow_gaps=args.allow_gaps, include_deleted=args.include_deleted,
+                     on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr),
+                     on_deleted=lambda m: print(f"kafkalog cat: warning: {m}", file=sys.stderr))
     columns = [c for c in ("topic", "partition", "offset", "timestamp", "key", "value", "headers") if c in needs]
     left = args.count
     out = sys.stdout
@@ -194,5 +202,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "read_committed: leave out aborted transactions and everything from the last stable offset on (-N and end "
         "then count from the last stable offset)"))
     c.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    add_read_options(c)
     add_tiered_options(c)
     c.set_defaults(func=_command)

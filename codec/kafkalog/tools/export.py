@@ -18,7 +18,16 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, partitions_of, unlink
+from kafkalog.tools.command import (
+    EXIT_IO,
+    EXIT_OK,
+    UsageError,
+    add_read_options,
+    add_tiered_options,
+    partition_filter,
+    partitions_of,
+    unlink,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -330,10 +339,8 @@ def _command(args: argparse.Namespace) -> int:
 
         if unknown := [c for c in columns if c not in KAFKA_SCHEMA.names]:
             raise UsageError(f"--columns: unknown {', '.join(unknown)} (known: {', '.join(KAFKA_SCHEMA.names)})")
-    topics = set(args.topic) if args.topic else None
-    parts = set(args.partition) if args.partition else None
     try:
-        files = partitions_of(args, wants=lambda t, p: (topics is None or t in topics) and (parts is None or p in parts))
+        files = partitions_of(args, wants=partition_filter(args))
     except LogNotFoundError as e:
         print(f"kafkalog export: {e}", file=sys.stderr)
         return EXIT_IO
@@ -341,8 +348,9 @@ def _command(args: argparse.Namespace) -> int:
     plans = plan_all(files, start_offset=args.start_offset, end_offset=args.end_offset,
                      start_time=None if args.start_time is None else _parse_time(args.start_time),
                      end_time=None if args.end_time is None else _parse_time(args.end_time), read_committed=committed,
-                     allow_gaps=args.allow_gaps,
-                     on_gap=lambda g: print(f"kafkalog export: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
+                     allow_gaps=args.allow_gaps, include_deleted=args.include_deleted,
+                     on_gap=lambda g: print(f"kafkalog export: warning: {g} (--allow-gaps: reading on)", file=sys.stderr),
+                     on_deleted=lambda m: print(f"kafkalog export: warning: {m}", file=sys.stderr))
     os.makedirs(args.output, exist_ok=True)
     progress = _Progress(len(plans))
     t0 = time.monotonic()
@@ -386,5 +394,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "JSON and CSV: keys and values as base64 (default, lossless), hex, or text (UTF-8, other bytes escaped as \\xNN: lossy)"))
     e.add_argument("--batch-rows", type=int, metavar="N", help="records per batch read, so per Parquet row group at most (default 32768)")
     e.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    add_read_options(e)
     add_tiered_options(e)
     e.set_defaults(func=_command)
