@@ -5,6 +5,7 @@ the record's, and no line may hold a control character."""
 from __future__ import annotations
 
 import codecs
+import json
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,7 @@ def test_deleted_records_only_with_include_deleted(capsys: pytest.CaptureFixture
     assert "below the log start offset 1734" in err and "--include-deleted" in err
     code, out = _cat(capsys, str(data), "-t", topic, "--include-deleted", "-f", "%o\\n")
     assert code == 0 and [int(o) for o in out] == every
+    # dump's consumer view loads the partition with its data dir's checkpoint, as LogLoader does
+    assert main(["dump", "--json", "--isolation", "read_uncommitted", str(data / f"{topic}-0")]) == 0
+    dumped = [o["offset"] for o in map(json.loads, capsys.readouterr().out.splitlines()) if o["type"] == "record"]
+    assert dumped == [o for o in every if o >= start]
