@@ -62,6 +62,8 @@ SETS = [pytest.param(s, e, id=f"bundled-{n}") for n, s, e in real_sets(GOLDEN / 
 SHARED_SETS = [pytest.param(s, e, id=f"shared-{n}", marks=pytest.mark.shared) for n, s, e in real_sets(SHARED / "golden-real")]
 
 
+@pytest.mark.rule("R-VAL-10")
+@pytest.mark.rule("R-VAL-11")
 @pytest.mark.parametrize("set_dir,expected_file", SETS + SHARED_SETS)
 def test_scan_returns_the_records_of_kafkas_dump(set_dir: Path, expected_file: Path) -> None:
     expected = read_jsonl(expected_file)

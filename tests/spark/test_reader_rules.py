@@ -48,6 +48,7 @@ def _scan(root: Path, **kwargs: object) -> set[Key]:
     return set(zip(t.column("topic").to_pylist(), t.column("partition").to_pylist(), t.column("offset").to_pylist(), strict=True))
 
 
+@pytest.mark.rule("R-VAL-10")
 def test_earliest_is_the_checkpointed_log_start_offset(tmp_path: Path) -> None:
     """A data dir whose log-start-offset-checkpoint puts golden-0 at 60 (inside its second segment):
     Spark's earliest (default, named, or -2 per partition) starts there, as scan does; an explicit
@@ -74,6 +75,8 @@ def test_earliest_is_the_checkpointed_log_start_offset(tmp_path: Path) -> None:
 BUNDLED = [pytest.param(name, set_dir, dump, id=name) for name, set_dir, dump in real_sets(GOLDEN / "real")]
 
 
+@pytest.mark.rule("R-VAL-10")
+@pytest.mark.rule("R-VAL-11")
 @pytest.mark.parametrize("name,set_dir,dump", BUNDLED)
 def test_spark_reads_what_scan_and_a_consumer_read(spark, name: str, set_dir: Path, dump: Path) -> None:  # noqa: ANN001 - fixture
     lines = read_jsonl(dump)
@@ -84,6 +87,7 @@ def test_spark_reads_what_scan_and_a_consumer_read(spark, name: str, set_dir: Pa
     assert _spark(spark, root, **({"failOnDataLoss": "false"} if lossy else {})) == want, name
 
 
+@pytest.mark.rule("R-VAL-10")
 @pytest.mark.shared
 def test_cp760_every_reader_starts_the_repartition_topics_at_1734(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
     """The issue's backup: DeleteRecords moved two repartition partitions' log start offset to 1734

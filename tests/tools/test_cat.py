@@ -127,6 +127,7 @@ def test_minus_n_stops_at_the_log_start_offset(capsys: pytest.CaptureFixture[str
     assert code == 0 and int(out[0]) == start
 
 
+@pytest.mark.rule("R-VAL-11")
 def test_internal_topics_only_when_named_or_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
     """A data dir holding __consumer_offsets: left out by default (exclude.internal.topics=true),
     read when named with -t or with --include-internal; the other topics' lines are Kafka's."""
@@ -148,6 +149,7 @@ def test_internal_topics_only_when_named_or_asked_for(capsys: pytest.CaptureFixt
     assert read("-t", "__consumer_offsets") == internal
 
 
+@pytest.mark.rule("R-VAL-10")
 def test_deleted_records_only_with_include_deleted(capsys: pytest.CaptureFixture[str]) -> None:
     """Records below the log start offset (DeleteRecords) that the segment still holds: read with
     --include-deleted only; an explicit -o below the log start offset starts at it, with a warning."""

@@ -37,6 +37,8 @@ def _kafka_partitions(expected: list[dict]) -> dict[tuple[str, int], dict]:
     return out
 
 
+@pytest.mark.rule("R-VAL-10")
+@pytest.mark.rule("R-VAL-11")
 @pytest.mark.parametrize("set_dir,expected_file", SETS + SHARED_SETS)
 def test_offsets_and_times_are_kafkas(set_dir: Path, expected_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expected = read_jsonl(expected_file)
