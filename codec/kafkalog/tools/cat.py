@@ -22,6 +22,7 @@ from kafkalog.tools.command import (
     UsageError,
     add_read_options,
     add_tiered_options,
+    only_internal,
     partition_filter,
     partitions_of,
 )
@@ -142,8 +143,12 @@ def _command(args: argparse.Namespace) -> int:
         print(f"kafkalog cat: {e}", file=sys.stderr)
         return EXIT_IO
     if not files:
-        print(f"kafkalog cat: no partition of {' '.join(args.paths + ([args.tiered] if args.tiered else []))} matches the -t/-p given", file=sys.stderr)
-        return EXIT_IO
+        where = " ".join(args.paths + ([args.tiered] if args.tiered else []))
+        if args.topic or args.partition:
+            print(f"kafkalog cat: no partition of {where} matches the -t/-p given", file=sys.stderr)
+            return EXIT_IO
+        print(only_internal("cat", args), file=sys.stderr)
+        return EXIT_OK
     committed = args.isolation == "read_committed"
     starts: dict[tuple[str, int], int] | None = None
     if start.end or start.relative is not None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_read_options", "add_tiered_options",
-    "is_kafka_file", "check_tiered_paths", "missing_or_empty", "partition_filter", "partitions_of", "private_keys", "unlink",
+    "is_kafka_file", "check_tiered_paths", "missing_or_empty", "only_internal", "partition_filter", "partitions_of", "private_keys", "unlink",
 ]
 
 EXIT_OK = 0
@@ -125,6 +125,14 @@ def partition_filter(args: argparse.Namespace) -> Callable[[str, int], bool]:
     parts = set(args.partition) if getattr(args, "partition", None) else None
     internal = bool(getattr(args, "include_internal", False))
     return lambda t, p: includes_topic(t, topics, include_internal=internal) and (parts is None or p in parts)
+
+
+def only_internal(command: str, args: argparse.Namespace) -> str:
+    """What a reading command says when every partition it found is of a Kafka internal topic that
+    the rule left out: a consumer of every topic receives nothing, which is not an error."""
+    where = " ".join(args.paths + ([args.tiered] if args.tiered else []))
+    return (f"kafkalog {command}: {where} holds only Kafka's internal topics, left out as a consumer leaves them out "
+            "(name one with -t, or add --include-internal)")
 
 
 def private_keys(args: argparse.Namespace) -> Keyring | None:

@@ -24,6 +24,7 @@ from kafkalog.tools.command import (
     UsageError,
     add_read_options,
     add_tiered_options,
+    only_internal,
     partition_filter,
     partitions_of,
     unlink,
@@ -344,6 +345,8 @@ def _command(args: argparse.Namespace) -> int:
     except LogNotFoundError as e:
         print(f"kafkalog export: {e}", file=sys.stderr)
         return EXIT_IO
+    if not files and not args.topic and not args.partition:
+        print(only_internal("export", args), file=sys.stderr)
     committed = args.isolation == "read_committed"
     plans = plan_all(files, start_offset=args.start_offset, end_offset=args.end_offset,
                      start_time=None if args.start_time is None else _parse_time(args.start_time),
