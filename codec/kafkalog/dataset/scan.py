@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "scan", "scan_files", "schema_of"]
+__all__ = ["BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "scan", "scan_files", "schema_of", "start_floor"]
 
 #: Records per Arrow batch at most (unless one Kafka batch holds more).
 BATCH_ROWS = 32 * 1024
@@ -118,6 +118,13 @@ def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
     return out
 
 
+def start_floor(files: PartitionFiles, *, include_deleted: bool = False) -> int:
+    """The lowest offset a read of ``files`` returns (SPEC R-VAL-10): the log start offset, or with
+    ``include_deleted`` the first segment's base offset (the deleted records the files still hold)."""
+    logs = files.logs
+    return logs[0].base_offset if include_deleted and logs else files.log_start_offset or 0
+
+
 def plan(
     files: PartitionFiles,
     *,
@@ -134,7 +141,7 @@ def plan(
     them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
     None when nothing can be in range (no record at or after ``start_time``)."""
     logs = files.logs
-    floor = logs[0].base_offset if include_deleted and logs else files.log_start_offset or 0
+    floor = start_floor(files, include_deleted=include_deleted)
     start = floor if start_offset is None else max(start_offset, floor)
     end = end_offset
     if not logs:

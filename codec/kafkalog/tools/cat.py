@@ -129,7 +129,7 @@ def _command(args: argparse.Namespace) -> int:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from kafkalog.dataset.scan import plan_all, read_plans
+    from kafkalog.dataset.scan import plan_all, read_plans, start_floor
     from kafkalog.errors import LogNotFoundError
     from kafkalog.log.plan import describe
 
@@ -157,7 +157,7 @@ def _command(args: argparse.Namespace) -> int:
             s = describe(pf)
             end = (s.last_stable_offset if committed else s.end_offset) or 0
             # -N never reaches below the log start offset, as a consumer's seek is reset there
-            floor = pf.logs[0].base_offset if args.include_deleted and pf.logs else s.log_start_offset or 0
+            floor = start_floor(pf, include_deleted=args.include_deleted)
             starts[(pf.topic, pf.partition)] = end if start.end else max(floor, end - (start.relative or 0))
     plans = plan_all(files, start_offset=starts if starts is not None else start.offset, start_time=start.time, end_time=start.stop_time,
                      read_committed=committed, allow_gaps=args.allow_gaps, include_deleted=args.include_deleted,
