@@ -133,11 +133,14 @@ def _log_dirs(set_dir: Path) -> list[Path]:
 
 def copy_real(root: Path, sets: list[Path], copies: int) -> tuple[Path, int]:
     """``copies`` copies of the partition dirs of ``sets`` in one log dir ``<root>/real/log``,
-    topics renamed ``<topic>_c<k>`` (``_s<set>`` and ``_d<dir>`` added when several sets or log dirs are merged; internal topics keep their ``__`` prefix and stay unread by
-    default). Returns (log dir, rows the default read returns). Reused when ``done.json`` matches."""
+    topics renamed ``<topic>_c<k>`` (``_s<set>`` and ``_d<dir>`` added when several sets or log dirs are merged). Kafka's
+    internal topics are not copied: a default read leaves them out (SPEC R-VAL-11), and renamed they would be ordinary topics.
+    Returns (log dir, rows the default read returns). Reused when ``done.json`` matches."""
+    from kafkalog.log.reads import is_internal_topic
+
     out = root / "real" / "log"
     marker = root / "real" / "done.json"
-    key = {"sets": [str(s) for s in sets], "copies": copies}
+    key = {"sets": [str(s) for s in sets], "copies": copies, "internal": "not copied"}
     if marker.exists() and json.loads(marker.read_text()).get("key") == key:
         return out, json.loads(marker.read_text())["rows"]
     shutil.rmtree(root / "real", ignore_errors=True)
@@ -147,6 +150,8 @@ def copy_real(root: Path, sets: list[Path], copies: int) -> tuple[Path, int]:
             for d, log_dir in enumerate(_log_dirs(s)):
                 for part in sorted(p for p in log_dir.iterdir() if p.is_dir() and any(p.glob("*.log"))):
                     topic, _, p = part.name.rpartition("-")
+                    if is_internal_topic(topic):
+                        continue
                     shutil.copytree(part, out / f"{topic}_c{k:02d}{'' if len(sets) == 1 else f'_s{j}'}{'' if d == 0 else f'_d{d}'}-{p}")
     from pyspark.sql.types import StructType
 
@@ -172,8 +177,6 @@ def real_parquet(root: Path, log: Path) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
     for part in sorted(p for p in log.iterdir() if p.is_dir()):
-        if part.name.startswith("__"):
-            continue
         reader = KafkaLogReader({"path": str(part)}, source_schema())
         batches = [b for p in reader.partitions() for b in reader.read(p)]
         if batches:
@@ -359,7 +362,7 @@ def real_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> boo
     log, rows = copy_real(args.cache, sets, args.copies)
     parquet = real_parquet(args.cache, log)
     spark_written = spark_parquet(spark, log, args.cache / "real" / "parquet-spark")
-    files = sum(1 for f in log.glob("*/*.log") if not f.parent.name.startswith("__") and f.stat().st_size)
+    files = sum(1 for f in log.glob("*/*.log") if f.stat().st_size)
     floors = {cols: floor_files(args.cache, log, list(cols)) for cols in (DEFAULT_COLUMNS, NARROW_COLUMNS)}
     narrow = StructType([f for f in source_schema().fields if f.name in NARROW_COLUMNS])
     floor, floor_narrow = "floor (the same Arrow batches, no decoding)", "floor, schema narrowed"

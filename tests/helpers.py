@@ -97,3 +97,21 @@ def bench_script(name: str) -> Iterator[ModuleType]:
         yield module
     finally:
         sys.modules.pop(mod_name, None)
+
+
+#: Kafka's own topics, which a consumer's pattern subscription leaves out (exclude.internal.topics=true):
+#: Topic.isInternal's three (org.apache.kafka.common.internals.Topic), KRaft's metadata log and the
+#: tiered-storage metadata topic; Confluent's ``_schemas`` and ``_confluent-*`` are ordinary topics.
+KAFKA_INTERNAL_TOPICS = frozenset({
+    "__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata", "__remote_log_metadata",
+})
+
+
+def log_starts(root: Path) -> dict[tuple[str, int], int]:
+    """A data dir's ``log-start-offset-checkpoint`` as Kafka wrote it (version, count, then
+    ``topic partition offset`` lines): where a consumer's "earliest" starts, when above the first segment."""
+    f = root / "log-start-offset-checkpoint"
+    if not f.exists():
+        return {}
+    lines = f.read_text().splitlines()[2:]
+    return {(t, int(p)): int(o) for t, p, o in (line.rsplit(" ", 2) for line in lines if line.strip())}

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kafkalog.log.reads import is_internal_topic
+
 from .errors import SourceOptionError
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "SourceOptions", "parse_options"]
@@ -30,6 +32,7 @@ _KNOWN = {
     "startingoffsets", "endingoffsets", "startingtimestamp", "endingtimestamp",
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
     "isolationlevel", "kafka.isolation.level", "includeheaders", "includemetadata", "includeinternaltopics", "decodeinternaltopics",
+    "includedeleted",
     "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "opencostinbytes", "minpartitions",
     "maxoffsetspertrigger", "privatekeys",
 }
@@ -66,6 +69,7 @@ class SourceOptions:
     include_headers: bool = False
     include_metadata: bool = False
     include_internal_topics: bool = False
+    include_deleted: bool = False
     fail_on_data_loss: bool = True
     ignore_corrupt_files: bool = False
     verify_crc: bool = True
@@ -80,14 +84,16 @@ class SourceOptions:
     def wants_topic(self, topic: str) -> bool:
         """True when ``topic`` is selected by subscribe/subscribePattern/assign and the internal-topic rule.
 
-        Topics named in ``subscribe`` or ``assign`` are read even when internal (``__``-prefixed);
-        with ``subscribePattern`` or no subscription they need ``includeInternalTopics=true``.
+        Topics named in ``subscribe`` or ``assign`` are read even when internal (Kafka's own,
+        :data:`kafkalog.log.reads.INTERNAL_TOPICS`); with ``subscribePattern`` or no subscription
+        they need ``includeInternalTopics=true``, as a Kafka consumer's pattern subscription with
+        ``exclude.internal.topics=true`` (SPEC R-VAL-11).
         """
         if self.subscribe is not None:
             return topic in self.subscribe
         if self.assign is not None:
             return any(t == topic for t, _ in self.assign)
-        if topic.startswith("__") and not self.include_internal_topics:
+        if is_internal_topic(topic) and not self.include_internal_topics:
             return False
         if self._pattern is not None:
             return self._pattern.fullmatch(topic) is not None
@@ -263,6 +269,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
         include_headers=_bool(opts, "includeheaders", False),
         include_metadata=_bool(opts, "includemetadata", False),
         include_internal_topics=_bool(opts, "includeinternaltopics", False),
+        include_deleted=_bool(opts, "includedeleted", False),
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         ignore_corrupt_files=_bool(opts, "ignorecorruptfiles", False),
         verify_crc=_bool(opts, "verifycrc", True),

@@ -24,6 +24,7 @@ from fsspec.spec import AbstractFileSystem
 from pyspark.sql.datasource import InputPartition
 
 from kafkalog.log.gaps import Gap, LogDirOffsets, claimed_end, find_gaps
+from kafkalog.log.reads import log_start_offset
 
 from .errors import DataLossError, SourceOptionError
 from .filters import RowFilter
@@ -153,12 +154,15 @@ class PartitionLog:
         log_dirs = {} if log_dirs is None else log_dirs
         self._orphans = {r.dir: self._orphan_gaps(r, log_dirs) for r in replicas}
         self.pieces = self._merge()
+        # the highest log-start-offset-checkpoint entry of the replicas' log dirs: the log start offset only rises
+        marks = [log_dirs[_parent(r.dir)].log_start.get((self.topic, self.partition)) for r in replicas]
+        self._log_start_checkpoint = max((m for m in marks if m is not None), default=None)
         #: offsets the replicas' own files say existed but no ``.log`` holds (SPEC §6.8), less those
         #: another replica holds; ``log_dirs`` caches each log dir's checkpoints across partitions
         self.lost = self._lost(replicas, log_dirs)
 
     def _orphan_gaps(self, r: Replica, log_dirs: dict[str, LogDirOffsets]) -> list[Gap]:
-        parent = posixpath.dirname(r.dir.rstrip("/"))
+        parent = _parent(r.dir)
         if parent not in log_dirs:
             log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
         return find_gaps(r.dir, fs=self.fs, files=r.names, checkpoints=log_dirs[parent], tail=False)
@@ -226,9 +230,7 @@ class PartitionLog:
         found: list[tuple[Replica, Gap]] = []
         claims: list[tuple[int, str]] = []
         for r in replicas:
-            parent = posixpath.dirname(r.dir.rstrip("/"))
-            if parent not in log_dirs:
-                log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
+            parent = _parent(r.dir)
             found.extend((r, g) for g in self._orphans[r.dir])
             if r.segments and (c := claimed_end(r.dir, r.names, log_dirs[parent])) is not None:
                 claims.append(c)
@@ -256,9 +258,18 @@ class PartitionLog:
 
     # -- offsets ---------------------------------------------------------------------------------
     @property
+    def first_on_disk(self) -> int | None:
+        """The first offset the segments hold (the first segment's base offset); None without segments."""
+        return self.pieces[0].lo if self.pieces else None
+
+    @property
     def earliest(self) -> int:
-        """The first offset on disk (the first segment's base offset); 0 for a log without segments."""
-        return self.pieces[0].lo if self.pieces else 0
+        """Where ``earliest`` starts, as Kafka's ListOffsets(earliest) answers: the log start offset
+        (:func:`kafkalog.log.reads.log_start_offset`, the codec's readers' too; SPEC R-VAL-10), or with
+        ``includeDeleted`` the first offset on disk; 0 for a log without either."""
+        if self.opts.include_deleted:
+            return self.first_on_disk or 0
+        return log_start_offset(self._log_start_checkpoint, self.first_on_disk) or 0
 
     def _main_replica(self) -> Replica:
         if len(self.replicas) == 1:
@@ -320,7 +331,10 @@ class PartitionLog:
             return self.latest() if is_start else None
         fail = self.opts.fail_on_data_loss
         if value < self.earliest:
-            report_data_loss(f"offsets {value} to {self.earliest - 1} of {self.name} are not on disk: the log starts at {self.earliest}", self.dir, fail)
+            first = self.first_on_disk
+            why = (f"are below its log start offset {self.earliest} (deleted records; includeDeleted=true reads what the files still hold)"
+                   if first is not None and value >= first else f"are not on disk: the log starts at {self.earliest}")
+            report_data_loss(f"offsets {value} to {self.earliest - 1} of {self.name} {why}", self.dir, fail)
             return self.earliest
         if not self.pieces or value > self.pieces[-1].lo:
             end = self.log_end_offset()
@@ -407,6 +421,11 @@ class PartitionLog:
                          *((claim[0], claim[1]) if claim is not None and b is None else (None, "")))
             for a, b in zip(bounds[:-1], bounds[1:], strict=True)
         ]
+
+
+def _parent(directory: str) -> str:
+    """The log dir holding a partition dir (whose checkpoints name the partition)."""
+    return posixpath.dirname(directory.rstrip("/"))
 
 
 def _subtract(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:

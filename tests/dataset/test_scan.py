@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import kafkalog
-from helpers import GOLDEN, SHARED, need_shared, read_jsonl, real_set_root, real_sets
+from helpers import GOLDEN, KAFKA_INTERNAL_TOPICS, SHARED, log_starts, need_shared, read_jsonl, real_set_root, real_sets
 from kafkalog.errors import LogNotFoundError
 from kafkalog.fast.arrow import KAFKA_SCHEMA
 
@@ -30,19 +30,10 @@ def _partition_of(file: str) -> tuple[str, int]:
     return topic, int(part)
 
 
-def log_starts(root: Path) -> dict[tuple[str, int], int]:
-    """The data dir's ``log-start-offset-checkpoint`` (Kafka's file: version, count, then ``topic partition offset`` lines)."""
-    f = root / "log-start-offset-checkpoint"
-    if not f.exists():
-        return {}
-    lines = f.read_text().splitlines()[2:]
-    return {(t, int(p)): int(o) for t, p, o in (line.rsplit(" ", 2) for line in lines if line.strip())}
-
-
-def kafka_rows(expected: list[dict], starts: dict[tuple[str, int], int] | None = None) -> list[Row]:
+def kafka_rows(expected: list[dict], starts: dict[tuple[str, int], int] | None = None, *, internal: bool = False) -> list[Row]:
     """What a consumer of every partition receives, by Kafka's dump: each ``.log``'s records in
     order from the partition's log start offset (``starts``), control batches left out (Kafka's
-    dump marks them), partitions sorted."""
+    dump marks them), partitions sorted; Kafka's internal topics only with ``internal``."""
     out: dict[tuple[str, int], list[Row]] = defaultdict(list)
     control = False
     for o in expected:
@@ -52,7 +43,7 @@ def kafka_rows(expected: list[dict], starts: dict[tuple[str, int], int] | None =
             control = bool(o.get("isControlBatch"))
         elif o["type"] == "record" and not control:
             tp = _partition_of(o["file"])
-            if o["offset"] >= (starts or {}).get(tp, 0):
+            if o["offset"] >= (starts or {}).get(tp, 0) and (internal or tp[0] not in KAFKA_INTERNAL_TOPICS):
                 out[tp].append((*tp, o["offset"], _hex(o["key"]), _hex(o["value"]), o["timestamp"]))
     return [r for tp in sorted(out) for r in out[tp]]
 
@@ -71,15 +62,25 @@ SETS = [pytest.param(s, e, id=f"bundled-{n}") for n, s, e in real_sets(GOLDEN / 
 SHARED_SETS = [pytest.param(s, e, id=f"shared-{n}", marks=pytest.mark.shared) for n, s, e in real_sets(SHARED / "golden-real")]
 
 
+@pytest.mark.rule("R-VAL-10")
+@pytest.mark.rule("R-VAL-11")
 @pytest.mark.parametrize("set_dir,expected_file", SETS + SHARED_SETS)
 def test_scan_returns_the_records_of_kafkas_dump(set_dir: Path, expected_file: Path) -> None:
     expected = read_jsonl(expected_file)
     root = real_set_root(set_dir, expected)
     reader = kafkalog.scan(root, allow_gaps=True)
     assert reader.schema == KAFKA_SCHEMA
-    assert scanned_rows(reader) == kafka_rows(expected, log_starts(root))
-    # from offset 0: also the records below the log start offset that the files still hold
-    assert scanned_rows(kafkalog.scan(root, start_offset=0, allow_gaps=True)) == kafka_rows(expected)
+    consumer = kafka_rows(expected, log_starts(root))
+    assert scanned_rows(reader) == consumer
+    # an explicit offset below the log start offset starts there, as a consumer's reset does
+    assert scanned_rows(kafkalog.scan(root, start_offset=0, allow_gaps=True)) == consumer
+    everything = kafka_rows(expected, log_starts(root), internal=True)
+    assert scanned_rows(kafkalog.scan(root, allow_gaps=True, include_internal=True)) == everything
+    internal = sorted({r[0] for r in everything} & KAFKA_INTERNAL_TOPICS)
+    if internal:  # named, an internal topic is read without include_internal
+        assert scanned_rows(kafkalog.scan(root, topics=internal, allow_gaps=True)) == [r for r in everything if r[0] in internal]
+    # include_deleted: also the records below the log start offset that the files still hold
+    assert scanned_rows(kafkalog.scan(root, include_internal=True, include_deleted=True, allow_gaps=True)) == kafka_rows(expected, internal=True)
 
 
 def test_shared_sets_are_there_when_shared_is() -> None:

@@ -35,9 +35,10 @@ def store(s3, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:  # noqa: ANN
 
 
 def test_scan_of_an_s3_data_dir_equals_the_local_scan(store: object) -> None:
-    local = kafkalog.scan(WEEBEE).read_all()
-    remote = kafkalog.scan(f"s3://{BUCKET}/weebee").read_all()
+    local = kafkalog.scan(WEEBEE, include_internal=True).read_all()  # weebee's records are mostly __consumer_offsets'
+    remote = kafkalog.scan(f"s3://{BUCKET}/weebee", include_internal=True).read_all()
     assert remote.num_rows > 100 and remote.equals(local)
+    assert kafkalog.scan(f"s3://{BUCKET}/weebee").read_all().equals(kafkalog.scan(WEEBEE).read_all())
     glob = kafkalog.scan(f"s3://{BUCKET}/cp760/_schemas-*").read_all()
     assert glob.equals(kafkalog.scan(CP760 / "_schemas-0").read_all())
 

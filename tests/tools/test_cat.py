@@ -5,11 +5,12 @@ the record's, and no line may hold a control character."""
 from __future__ import annotations
 
 import codecs
+import json
 from pathlib import Path
 
 import pytest
 
-from helpers import GOLDEN, need_shared, read_jsonl
+from helpers import GOLDEN, KAFKA_INTERNAL_TOPICS, log_starts, need_shared, read_jsonl
 from kafkalog.tools.cli import main
 
 LOGDIR = GOLDEN / "kafka" / "logdir"
@@ -124,3 +125,49 @@ def test_minus_n_stops_at_the_log_start_offset(capsys: pytest.CaptureFixture[str
     assert start > 0
     code, out = _cat(capsys, str(data), "-t", topic, "-o", "-100", "-f", "%o\\n")
     assert code == 0 and int(out[0]) == start
+
+
+@pytest.mark.rule("R-VAL-11")
+def test_internal_topics_only_when_named_or_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    """A data dir holding __consumer_offsets: left out by default (exclude.internal.topics=true),
+    read when named with -t or with --include-internal; the other topics' lines are Kafka's."""
+    root = GOLDEN / "real" / "zk-danielmorales9-kafkafun" / "data" / "kafka"
+    expected = read_jsonl(GOLDEN / "real" / "expected" / "zk-danielmorales9-kafkafun.jsonl.gz")
+    dirs = sorted({o["file"].split("/")[0] for o in expected if o["file"].endswith(".log")})
+    want = {d: {(d.rpartition("-")[0], int(d.rpartition("-")[2]), r["offset"]) for r in _records(expected, d)} for d in dirs}
+    internal = set().union(*(w for d, w in want.items() if d.rpartition("-")[0] in KAFKA_INTERNAL_TOPICS))
+    ordinary = set().union(*(w for d, w in want.items() if d.rpartition("-")[0] not in KAFKA_INTERNAL_TOPICS))
+    assert internal and ordinary
+
+    def read(*args: str) -> set[tuple[str, int, int]]:
+        code, lines = _cat(capsys, str(root), "-f", "%t %p %o\\n", *args)
+        assert code == 0
+        return {(t, int(p), int(o)) for t, p, o in (line.split(" ") for line in lines)}
+
+    assert read() == ordinary
+    assert read("--include-internal") == ordinary | internal
+    assert read("-t", "__consumer_offsets") == internal
+
+
+@pytest.mark.rule("R-VAL-10")
+def test_deleted_records_only_with_include_deleted(capsys: pytest.CaptureFixture[str]) -> None:
+    """Records below the log start offset (DeleteRecords) that the segment still holds: read with
+    --include-deleted only; an explicit -o below the log start offset starts at it, with a warning."""
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    topic = "_confluent-controlcenter-7-6-0-1-aggregatedTopicPartitionTableWindows-ONE_MINUTE-repartition"
+    start = log_starts(data)[(topic, 0)]
+    expected = _records(read_jsonl(data.parents[1] / "expected" / "cp760-flink-on-prem.jsonl.gz"), f"{topic}-0")
+    every = [r["offset"] for r in expected]
+    assert start == 1734 and every[0] < start
+    code, out = _cat(capsys, str(data), "-t", topic, "-f", "%o\\n")
+    assert code == 0 and [int(o) for o in out] == [o for o in every if o >= start]
+    code = main(["cat", str(data), "-t", topic, "-o", "0", "-f", "%o\\n"])
+    out, err = capsys.readouterr()
+    assert code == 0 and [int(o) for o in out.splitlines()] == [o for o in every if o >= start]
+    assert "below the log start offset 1734" in err and "--include-deleted" in err
+    code, out = _cat(capsys, str(data), "-t", topic, "--include-deleted", "-f", "%o\\n")
+    assert code == 0 and [int(o) for o in out] == every
+    # dump's consumer view loads the partition with its data dir's checkpoint, as LogLoader does
+    assert main(["dump", "--json", "--isolation", "read_uncommitted", str(data / f"{topic}-0")]) == 0
+    dumped = [o["offset"] for o in map(json.loads, capsys.readouterr().out.splitlines()) if o["type"] == "record"]
+    assert dumped == [o for o in every if o >= start]

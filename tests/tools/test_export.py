@@ -23,7 +23,9 @@ def _kafka(expected: list[dict], root: Path) -> set[tuple]:
     import sys
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "dataset"))
-    from test_scan import kafka_rows, log_starts
+    from test_scan import kafka_rows
+
+    from helpers import log_starts
 
     return set(kafka_rows(expected, log_starts(root)))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GOLDEN, SHARED, need_shared, read_jsonl, real_set_root, real_sets
+from helpers import GOLDEN, KAFKA_INTERNAL_TOPICS, SHARED, log_starts, need_shared, read_jsonl, real_set_root, real_sets
 from kafkalog.tools.cli import main
 
 SETS = [pytest.param(s, e, id=f"bundled-{n}") for n, s, e in real_sets(GOLDEN / "real")]
@@ -31,33 +31,41 @@ def _kafka_partitions(expected: list[dict]) -> dict[tuple[str, int], dict]:
         if o["type"] != "batch" or not o["file"].endswith(".log"):
             continue
         topic, _, part = o["file"].rsplit("/", 2)[-2].rpartition("-")
-        p = out.setdefault((topic, int(part)), {"first": o["baseOffset"], "max_ts": -1})
+        p = out.setdefault((topic, int(part)), {"first": o["baseOffset"], "max_ts": -1, "segment": int(o["file"].rsplit("/", 1)[-1].split(".")[0])})
         p["last"] = o["lastOffset"]
         p["max_ts"] = max(p["max_ts"], o["maxTimestamp"])
     return out
 
 
+@pytest.mark.rule("R-VAL-10")
+@pytest.mark.rule("R-VAL-11")
 @pytest.mark.parametrize("set_dir,expected_file", SETS + SHARED_SETS)
 def test_offsets_and_times_are_kafkas(set_dir: Path, expected_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expected = read_jsonl(expected_file)
     root = real_set_root(set_dir, expected)
-    code, got = _info(capsys, str(root))
+    code, got = _info(capsys, str(root), "--include-internal")
     assert code == 0
     kafka = _kafka_partitions(expected)
     assert kafka, "the set has records"
+    starts = log_starts(root)
     for tp, k in kafka.items():
         g = got[tp]
         assert (g["firstOffset"], g["lastOffset"], g["endOffset"]) == (k["first"], k["last"], k["last"] + 1), tp
+        # where a consumer's "earliest" starts: the checkpoint's entry, never below the first segment
+        assert g["logStartOffset"] == max(starts.get(tp, k["segment"]), k["segment"]), tp
         assert g["lastTimestamp"] == k["max_ts"], tp
         assert g["segments"] >= 1 and g["bytes"] > 0
     for tp, g in got.items():
         if tp not in kafka:
             assert g["lastOffset"] is None, tp  # a partition without batches has no offsets to report
+    # without --include-internal: the same lines less those of Kafka's internal topics, as the other readers
+    code, default = _info(capsys, str(root))
+    assert code == 0 and default == {tp: g for tp, g in got.items() if tp[0] not in KAFKA_INTERNAL_TOPICS}
 
 
 def test_cp760_flags_the_partitions_whose_log_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
     data = need_shared("golden-real/cp760-flink-on-prem/data")
-    code, got = _info(capsys, str(data))
+    code, got = _info(capsys, str(data), "--include-internal")
     assert code == 0  # info reports; it does not fail
     flagged = {tp for tp, g in got.items() if g["problems"]}
     assert flagged == {("customers", 0), ("products", 0)}

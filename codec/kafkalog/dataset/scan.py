@@ -27,6 +27,7 @@ from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.gaps import Gap, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
+from kafkalog.log.reads import includes_topic
 from kafkalog.log.source import PartitionFiles, SegmentFiles, discover
 
 if TYPE_CHECKING:
@@ -37,7 +38,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "read_records", "scan", "scan_files", "schema_of"]
+__all__ = [
+    "BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "read_records", "scan", "scan_files", "schema_of",
+    "start_floor",
+]
 
 #: Records per Arrow batch at most (unless one Kafka batch holds more).
 BATCH_ROWS = 32 * 1024
@@ -120,6 +124,13 @@ def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
     return out
 
 
+def start_floor(files: PartitionFiles, *, include_deleted: bool = False) -> int:
+    """The lowest offset a read of ``files`` returns (SPEC R-VAL-10): the log start offset, or with
+    ``include_deleted`` the first segment's base offset (the deleted records the files still hold)."""
+    logs = files.logs
+    return logs[0].base_offset if include_deleted and logs else files.log_start_offset or 0
+
+
 def plan(
     files: PartitionFiles,
     *,
@@ -128,16 +139,16 @@ def plan(
     start_time: int | None = None,
     end_time: int | None = None,
     read_committed: bool = False,
+    include_deleted: bool = False,
 ) -> PartitionPlan | None:
     """One partition's reads for offsets from ``start_offset`` (default: the log start offset, see
-    :func:`scan`) to
+    :func:`scan`; never below it unless ``include_deleted``, then never below the first segment) to
     ``end_offset`` (exclusive; default: the end), narrowed by times as Kafka's ListOffsets resolves
     them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
     None when nothing can be in range (no record at or after ``start_time``)."""
     logs = files.logs
-    first = logs[0].base_offset if logs else 0
-    log_start = first if files.log_start_checkpoint is None else max(first, files.log_start_checkpoint)
-    start = log_start if start_offset is None else max(start_offset, first)
+    floor = start_floor(files, include_deleted=include_deleted)
+    start = floor if start_offset is None else max(start_offset, floor)
     end = end_offset
     if not logs:
         return PartitionPlan(files, start, end, ())
@@ -217,6 +228,8 @@ def scan(
     batch_rows: int = BATCH_ROWS,
     tiered: str | os.PathLike[str] | None = None,
     private_keys: Mapping[str, str | os.PathLike[str]] | Keyring | None = None,
+    include_internal: bool = False,
+    include_deleted: bool = False,
 ) -> pa.RecordBatchReader:
     """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
     Kafka consumers of each partition would receive them: partition by partition (sorted by topic
@@ -224,15 +237,20 @@ def scan(
 
     ``path``: a broker data dir (a ``log.dirs`` entry), a partition dir (``orders-0``), a glob of
     them (``data/orders-*``), an fsspec URL (``s3://bucket/data``: the ``s3`` extra), or a list of
-    these. ``topics`` and ``partitions`` keep only those. The schema is the Spark source's
+    these. ``topics`` and ``partitions`` keep only those. Kafka's internal topics
+    (:data:`kafkalog.log.reads.INTERNAL_TOPICS`: ``__consumer_offsets``, ``__transaction_state``,
+    ...) are left out unless named in ``topics`` or ``include_internal`` is set, as Kafka's
+    consumers leave them out of a pattern subscription (``exclude.internal.topics=true``). The schema is the Spark source's
     (:data:`kafkalog.fast.arrow.KAFKA_SCHEMA`: key, value, topic, partition, offset, timestamp,
     timestampType, headers), or the ``columns`` asked for, in that order; every row carries its
     partition's real topic and partition, and an empty result still has the schema.
 
     A partition is read from its log start offset, where a consumer's "earliest" starts: the data
     dir's ``log-start-offset-checkpoint`` entry when there is one (records below it were deleted by
-    DeleteRecords or retention and wait only for their segment to go), else its first segment. An
-    explicit ``start_offset`` below it reads those records too, as far as the files still hold them.
+    DeleteRecords or retention and wait only for their segment to go), else its first segment
+    (:func:`kafkalog.log.reads.log_start_offset`). An explicit ``start_offset`` below it starts at
+    it, with a warning, as a consumer's out-of-range position is reset to the earliest offset;
+    ``include_deleted=True`` reads the deleted records the files still hold (from the first segment).
 
     Offsets and times select as a consumer seeking does, pushed down through the indexes so that
     segments outside the range are not read: ``start_offset`` (inclusive) and ``end_offset``
@@ -264,7 +282,7 @@ def scan(
     paths = [] if path is None else [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
 
     def wants(topic: str, partition: int) -> bool:
-        return (want_topics is None or topic in want_topics) and (want_parts is None or partition in want_parts)
+        return includes_topic(topic, want_topics, include_internal=include_internal) and (want_parts is None or partition in want_parts)
 
     schema_of(columns)  # a wrong column fails before any listing
     if tiered is not None:
@@ -278,7 +296,8 @@ def scan(
     else:
         files = discover(paths, wants=wants)
     return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
-                      read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows)
+                      read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
+                      include_deleted=include_deleted)
 
 
 def schema_of(columns: Sequence[str] | None) -> pa.Schema:
@@ -304,6 +323,10 @@ def _warn(gap: Gap) -> None:
     log.warning("%s (gaps allowed: reading on)", gap)
 
 
+def _warn_deleted(message: str) -> None:
+    log.warning("%s", message)
+
+
 def plan_all(
     files: Iterable[PartitionFiles],
     *,
@@ -314,21 +337,30 @@ def plan_all(
     read_committed: bool = False,
     allow_gaps: bool = False,
     on_gap: Callable[[Gap], None] = _warn,
+    include_deleted: bool = False,
+    on_deleted: Callable[[str], None] = _warn_deleted,
 ) -> list[PartitionPlan]:
     """The plans of several partitions (see :func:`plan`), those with nothing in range left out.
 
     Offsets in range that a partition's own files say existed but no ``.log`` holds are data loss
     (:mod:`kafkalog.log.gaps`): one :class:`~kafkalog.errors.DataLossError` names every such range
     of every partition, unless ``allow_gaps``, when each is passed to ``on_gap`` (default: a logged
-    warning) and the rest is read."""
+    warning) and the rest is read. A ``start_offset`` below a partition's log start offset starts
+    there (unless ``include_deleted``), and ``on_deleted`` (default: a logged warning) is told so."""
     t0, t1 = _ms(start_time), _ms(end_time)
     plans = []
     lost: list[Gap] = []
     for pf in files:
-        p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
-                 read_committed=read_committed)
+        asked = _offset_for(start_offset, pf)
+        p = plan(pf, start_offset=asked, end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
+                 read_committed=read_committed, include_deleted=include_deleted)
         if p is None:
             continue
+        log_start = pf.log_start_offset
+        if asked is not None and log_start is not None and asked < log_start and not include_deleted:
+            on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
+                       f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
+                       "files still hold of them)")
         lost.extend(g for g in pf.gaps() if g.end > p.start and (p.end is None or g.start < p.end))
         plans.append(p)
     if lost and not allow_gaps:
@@ -359,13 +391,14 @@ def scan_files(
     columns: Sequence[str] | None = None,
     allow_gaps: bool = False,
     batch_rows: int = BATCH_ROWS,
+    include_deleted: bool = False,
 ) -> pa.RecordBatchReader:
     """:func:`scan` of partitions already found (:func:`kafkalog.log.source.discover`, or another source of segments)."""
     import pyarrow as pa
 
     schema = schema_of(columns)
     plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
-                     read_committed=read_committed, allow_gaps=allow_gaps)
+                     read_committed=read_committed, allow_gaps=allow_gaps, include_deleted=include_deleted)
     return pa.RecordBatchReader.from_batches(schema, read_plans(plans, columns=schema.names, read_committed=read_committed,
                                                                batch_rows=batch_rows))
 

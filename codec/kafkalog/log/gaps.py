@@ -41,6 +41,7 @@ from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.format.index import OffsetIndex, TimeIndex
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.txnindex import read_txn_index
+from kafkalog.log.reads import log_start_offset
 
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
@@ -257,9 +258,7 @@ def find_gaps(
         elif access.exists(stem + ".log.deleted"):
             del by_base[base]  # leaving the log (R-RET-08, R-CMP-14)
     bases = sorted(by_base)
-    start = checkpoints.log_start.get(tp, 0)
-    if bases:
-        start = max(start, bases[0])  # R-RCV-08: the log start offset is at least the first segment's base
+    start = log_start_offset(checkpoints.log_start.get(tp), bases[0] if bases else None) or 0  # R-RCV-08
     last = bases[-1] if bases else None
 
     last_files = {x for x in by_base.get(last, set()) if f"{last:020d}.{x}" not in empty} if last is not None else set()

@@ -244,8 +244,8 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
         problems.extend(f"data loss: {g.message()}" for g in out.gaps)
     except (KafkaLogError, OSError) as e:
         _problem(problems, e, f"data loss not judged: {e}")
+    out.log_start_offset = pf.log_start_offset
     if not logs:
-        out.log_start_offset = pf.log_start_checkpoint
         return out
     # the first batch
     first = logs[0]
@@ -256,8 +256,6 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
             out.first_offset, out.first_timestamp = h.base_offset, (h.first_timestamp if h.first_timestamp >= 0 else None)
     except (KafkaLogError, OSError) as e:
         _problem(problems, e, f"{first.log.rsplit('/', 1)[-1]}: {e}")
-    start = first.base_offset if pf.log_start_checkpoint is None else max(first.base_offset, pf.log_start_checkpoint)
-    out.log_start_offset = start
     # the largest timestamp the time indexes know
     max_ts = -1
     for s in logs:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from kafkalog.errors import KafkaLogError, LogNotFoundError
 from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
+from kafkalog.log.reads import log_start_offset
 
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
@@ -238,6 +239,13 @@ class PartitionFiles:
     def log_start_checkpoint(self) -> int | None:
         """The partition's entry in its data dir's ``log-start-offset-checkpoint``, if any."""
         return self.log_dir.log_start.get((self.topic, self.partition))
+
+    @property
+    def log_start_offset(self) -> int | None:
+        """Where a consumer's "earliest" starts (:func:`kafkalog.log.reads.log_start_offset`): the
+        checkpoint's entry when above the first segment's base offset, else that base offset."""
+        logs = self.logs
+        return log_start_offset(self.log_start_checkpoint, logs[0].base_offset if logs else None)
 
     @property
     def name(self) -> str:

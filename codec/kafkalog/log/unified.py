@@ -77,6 +77,7 @@ from kafkalog.log.producer_state import (
     ProducerStateManager,
     SnapshotOverlay,
 )
+from kafkalog.log.reads import log_start_offset as loaded_log_start
 from kafkalog.log.segment import FetchData, LogOffsetMetadata, RollParams, Segment, TimestampAndOffset
 from kafkalog.log.split import split_overflowed_segment
 
@@ -544,7 +545,7 @@ class Log:
             active.resize_indexes(self.config.segment_index_bytes)
         if self.leader_epoch_cache.truncate_from_end(next_offset):
             self.leader_epoch_cache.write()
-        self.log_start_offset = max(log_start_checkpoint, self.segments[0].base_offset)
+        self.log_start_offset = loaded_log_start(log_start_checkpoint, self.segments[0].base_offset)
         if self.leader_epoch_cache.truncate_from_start(log_start_checkpoint):
             self.leader_epoch_cache.write()
         if takeover:  # the producers the live log had: none expired, no snapshot written

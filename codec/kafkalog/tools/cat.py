@@ -22,7 +22,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkalog.format.records.record import Header, TimestampType
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, parse_time, partitions_of
+from kafkalog.tools.command import (
+    EXIT_IO,
+    EXIT_OK,
+    UsageError,
+    add_read_options,
+    add_tiered_options,
+    only_internal,
+    parse_time,
+    partition_filter,
+    partitions_of,
+)
 
 if TYPE_CHECKING:
     from kafkalog.dataset.scan import PartitionPlan
@@ -165,7 +175,7 @@ def parse_offsets(values: list[str]) -> Start:
 
 
 def _command(args: argparse.Namespace) -> int:
-    from kafkalog.dataset.scan import plan_all, read_records
+    from kafkalog.dataset.scan import plan_all, read_records, start_floor
     from kafkalog.errors import LogNotFoundError
     from kafkalog.log.plan import describe
 
@@ -174,13 +184,17 @@ def _command(args: argparse.Namespace) -> int:
         raise UsageError(f"-c must be 0 or more, got {args.count}")
     render = envelope if args.json else compile_format(args.format)
     try:
-        files = partitions_of(args)
+        files = partitions_of(args, wants=partition_filter(args))
     except LogNotFoundError as e:
         print(f"kafkalog cat: {e}", file=sys.stderr)
         return EXIT_IO
     if not files:
-        print(f"kafkalog cat: no partition of {' '.join(args.paths + ([args.tiered] if args.tiered else []))} matches the -t/-p given", file=sys.stderr)
-        return EXIT_IO
+        where = " ".join(args.paths + ([args.tiered] if args.tiered else []))
+        if args.topic or args.partition:
+            print(f"kafkalog cat: no partition of {where} matches the -t/-p given", file=sys.stderr)
+            return EXIT_IO
+        print(only_internal("cat", args), file=sys.stderr)
+        return EXIT_OK
     committed = args.isolation == "read_committed"
     starts: dict[tuple[str, int], int] | None = None
     if start.end or start.relative is not None:
@@ -189,10 +203,12 @@ def _command(args: argparse.Namespace) -> int:
             s = describe(pf)
             end = (s.last_stable_offset if committed else s.end_offset) or 0
             # -N never reaches below the log start offset, as a consumer's seek is reset there
-            starts[(pf.topic, pf.partition)] = end if start.end else max(s.log_start_offset or 0, end - (start.relative or 0))
+            floor = start_floor(pf, include_deleted=args.include_deleted)
+            starts[(pf.topic, pf.partition)] = end if start.end else max(floor, end - (start.relative or 0))
     plans = plan_all(files, start_offset=starts if starts is not None else start.offset, start_time=start.time, end_time=start.stop_time,
-                     read_committed=committed, allow_gaps=args.allow_gaps,
-                     on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
+                     read_committed=committed, allow_gaps=args.allow_gaps, include_deleted=args.include_deleted,
+                     on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr),
+                     on_deleted=lambda m: print(f"kafkalog cat: warning: {m}", file=sys.stderr))
     rows = read_records(plans, read_committed=committed)
     if args.count is not None:
         rows = itertools.islice(rows, args.count)
@@ -233,5 +249,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "read_committed: leave out aborted transactions and everything from the last stable offset on (-N and end "
         "then count from the last stable offset)"))
     c.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    add_read_options(c)
     add_tiered_options(c)
     c.set_defaults(func=_command)

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from kafkalog.log.source import PartitionFiles
 
 __all__ = [
-    "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_tiered_options", "is_kafka_file",
-    "check_tiered_paths", "missing_or_empty", "parse_time", "partitions_of", "private_keys", "unlink",
+    "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_read_options", "add_tiered_options",
+    "is_kafka_file", "check_tiered_paths", "missing_or_empty", "only_internal", "parse_time", "partition_filter", "partitions_of",
+    "private_keys", "unlink",
 ]
 
 EXIT_OK = 0
@@ -118,6 +119,39 @@ def add_tiered_options(
     parser.add_argument("--private-key", action="append", metavar="ID=FILE", help=(
         "for tiered segments Aiven's plug-in encrypted: the private key (PEM) of key pair ID, as the plug-in's "
         "encryption.key.pairs.ID.private.key.file; repeatable"))
+
+
+def add_read_options(parser: argparse.ArgumentParser, *, deleted: bool = True) -> None:
+    """``--include-internal`` and (``deleted``) ``--include-deleted``, as every command that reads
+    records as a consumer takes them (SPEC R-VAL-10, R-VAL-11)."""
+    parser.add_argument("--include-internal", action="store_true", help=(
+        "also read Kafka's internal topics (__consumer_offsets, __transaction_state, __share_group_state, "
+        "__cluster_metadata, __remote_log_metadata), left out by default as Kafka's consumers leave them out "
+        "(exclude.internal.topics=true); a topic named with -t is read whatever it is"))
+    if deleted:
+        parser.add_argument("--include-deleted", action="store_true", help=(
+            "also read the records below each partition's log start offset (deleted by DeleteRecords or retention, "
+            "their segment not yet) that the files still hold; by default reads start at the log start offset, as a "
+            "consumer's do"))
+
+
+def partition_filter(args: argparse.Namespace) -> Callable[[str, int], bool]:
+    """Which partitions the command line takes: its ``-t``/``-p`` (when the command has them) and
+    the internal-topic rule (:func:`kafkalog.log.reads.includes_topic`)."""
+    from kafkalog.log.reads import includes_topic
+
+    topics = set(args.topic) if getattr(args, "topic", None) else None
+    parts = set(args.partition) if getattr(args, "partition", None) else None
+    internal = bool(getattr(args, "include_internal", False))
+    return lambda t, p: includes_topic(t, topics, include_internal=internal) and (parts is None or p in parts)
+
+
+def only_internal(command: str, args: argparse.Namespace) -> str:
+    """What a reading command says when every partition it found is of a Kafka internal topic that
+    the rule left out: a consumer of every topic receives nothing, which is not an error."""
+    where = " ".join(args.paths + ([args.tiered] if args.tiered else []))
+    return (f"kafkalog {command}: {where} holds only Kafka's internal topics, left out as a consumer leaves them out "
+            "(name one with -t, or add --include-internal)")
 
 
 def private_keys(args: argparse.Namespace) -> Keyring | None:

@@ -529,14 +529,21 @@ def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult
     """What a consumer with ``opts.isolation`` receives from each partition directory under ``root``:
     the batches it reads records from (position as in the segment) and those records, in the
     shapes of the plain dump. The directory is loaded read-only (:meth:`kafkalog.log.unified.Log.open`)."""
+    from kafkalog.log.gaps import LogDirOffsets
     from kafkalog.log.isolation import consume_batches
-    from kafkalog.log.unified import Log
+    from kafkalog.log.unified import Log, parse_topic_partition
 
     base = root if os.path.isdir(root) else os.path.dirname(root)
+    log_dirs: dict[str, LogDirOffsets] = {}
     for pdir in partition_dirs(root):
         if progress is not None:
             progress(pdir)
-        with Log.open(pdir) as lg:
+        # the consumer starts at the log start offset: Log.open takes the data dir's checkpoint entry, as LogLoader does
+        parent = os.path.dirname(os.path.abspath(pdir))
+        if parent not in log_dirs:
+            log_dirs[parent] = LogDirOffsets.read(parent)
+        tp = parse_topic_partition(pdir)
+        with Log.open(pdir, log_start_offset=(log_dirs[parent].log_start.get(tp) or 0) if tp is not None else 0) as lg:
             current = None
             for cb in consume_batches(lg, read_committed=opts.isolation == "read_committed"):
                 full = os.path.join(pdir, segment_file_name(cb.segment_base_offset, ".log"))

@@ -18,7 +18,18 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, parse_time, partitions_of, unlink
+from kafkalog.tools.command import (
+    EXIT_IO,
+    EXIT_OK,
+    UsageError,
+    add_read_options,
+    add_tiered_options,
+    only_internal,
+    parse_time,
+    partition_filter,
+    partitions_of,
+    unlink,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -318,16 +329,19 @@ def _command(args: argparse.Namespace) -> int:
         if unknown := [c for c in columns if c not in KAFKA_SCHEMA.names]:
             raise UsageError(f"--columns: unknown {', '.join(unknown)} (known: {', '.join(KAFKA_SCHEMA.names)})")
     try:
-        files = partitions_of(args)
+        files = partitions_of(args, wants=partition_filter(args))
     except LogNotFoundError as e:
         print(f"kafkalog export: {e}", file=sys.stderr)
         return EXIT_IO
+    if not files and not args.topic and not args.partition:
+        print(only_internal("export", args), file=sys.stderr)
     committed = args.isolation == "read_committed"
     plans = plan_all(files, start_offset=args.start_offset, end_offset=args.end_offset,
                      start_time=None if args.start_time is None else parse_time(args.start_time),
                      end_time=None if args.end_time is None else parse_time(args.end_time), read_committed=committed,
-                     allow_gaps=args.allow_gaps,
-                     on_gap=lambda g: print(f"kafkalog export: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
+                     allow_gaps=args.allow_gaps, include_deleted=args.include_deleted,
+                     on_gap=lambda g: print(f"kafkalog export: warning: {g} (--allow-gaps: reading on)", file=sys.stderr),
+                     on_deleted=lambda m: print(f"kafkalog export: warning: {m}", file=sys.stderr))
     os.makedirs(args.output, exist_ok=True)
     progress = _Progress(len(plans))
     t0 = time.monotonic()
@@ -371,5 +385,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "JSON and CSV: keys and values as base64 (default, lossless), hex, or text (UTF-8, other bytes escaped as \\xNN: lossy)"))
     e.add_argument("--batch-rows", type=int, metavar="N", help="records per batch read, so per Parquet row group at most (default 32768)")
     e.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    add_read_options(e)
     add_tiered_options(e)
     e.set_defaults(func=_command)

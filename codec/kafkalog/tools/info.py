@@ -8,7 +8,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, add_tiered_options, partitions_of
+from kafkalog.tools.command import (
+    EXIT_IO,
+    EXIT_OK,
+    add_read_options,
+    add_tiered_options,
+    partition_filter,
+    partitions_of,
+)
 
 if TYPE_CHECKING:
     from kafkalog.log.plan import PartitionSummary
@@ -117,11 +124,13 @@ def _command(args: argparse.Namespace) -> int:
     from kafkalog.log.plan import describe
 
     try:
-        partitions = partitions_of(args)
+        found = partitions_of(args)
     except LogNotFoundError as e:
         print(f"kafkalog info: {e}", file=sys.stderr)
         return EXIT_IO
-    if not partitions:
+    wanted = partition_filter(args)
+    partitions = [p for p in found if wanted(p.topic, p.partition)]
+    if not found:
         print(f"kafkalog info: no partition of {' '.join(args.paths + ([args.tiered] if args.tiered else []))} matches the -t/-p given",
               file=sys.stderr)
         return EXIT_IO
@@ -138,6 +147,8 @@ def _command(args: argparse.Namespace) -> int:
     damaged = sum(1 for s in summaries if s.problems)
     records = sum(1 for s in summaries if s.last_offset is not None)
     tail = f", {damaged} with missing or damaged files" if damaged else ""
+    if left_out := len(found) - len(partitions):
+        tail += f"; {left_out} partitions of Kafka's internal topics not shown (--include-internal shows them)"
     print(f"{len(summaries)} partitions, {records} with data{tail}", file=sys.stderr)
     return EXIT_OK
 
@@ -149,9 +160,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "What data dirs, partition dirs, globs of them or URLs (s3://bucket/data) hold: for every topic-partition its "
         "segments and bytes, log start offset and end offset (the next offset), the first batch's and the largest "
         "timestamp, its open transactions (from the producer snapshot and the batches after it) and any missing or "
-        "damaged files. Reads the indexes, the snapshot and the last batches only, never whole segments. A table (a "
-        "line per topic with --by topic), or one JSON object per line with --json; ? for an offset that cannot be read. Exit 0 whatever the files hold (problems are reported, not "
-        "failed on); 3 when a path is missing or holds no partition (or none the -t/-p given)."))
+        "damaged files. Kafka's internal topics are left out unless --include-internal or named with -t, as the other "
+        "readers leave them out. Reads the indexes, the snapshot and the last batches only, never whole segments. A "
+        "table (a line per topic with --by topic), or one JSON object per line with --json; ? for an offset that cannot "
+        "be read. Exit 0 whatever the files hold (problems are reported, not failed on); 3 when a path is missing or "
+        "holds no partition (or none the -t/-p given)."))
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("-t", "--topic", action="append", metavar="TOPIC", help="only this topic (repeatable; default: every topic)")
     p.add_argument("-p", "--partition", action="append", type=int, metavar="N", help="only this partition (repeatable; default: all)")
@@ -159,5 +172,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "partition (default): a line per topic-partition; topic: a line per topic, its partitions summed (partitions, "
         "segments, bytes, offsets from log start to end, first and last time, open transactions, partitions with problems)"))
     p.add_argument("--json", action="store_true", help="one JSON object per line (per partition, or per topic with --by topic)")
+    add_read_options(p, deleted=False)
     add_tiered_options(p, "as one log: its log start and end offsets across tiers, a hole between segments listed as data loss")
     p.set_defaults(func=_command)
