@@ -185,7 +185,7 @@ def _check_readers(d: Path, expected: list[Record], capsys: pytest.CaptureFixtur
 
 
 # ------------------------------------------------------------------------------- the tests
-@pytest.mark.rule("R-RCV-04", "R-CMP-14")
+@pytest.mark.rule("R-RCV-03", "R-RCV-04", "R-RCV-11", "R-CMP-14")
 @pytest.mark.parametrize("case", ["cleaner", "split"])
 def test_every_reader_serves_what_the_broker_loads_after_a_crash_at_each_step(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
