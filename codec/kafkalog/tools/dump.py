@@ -462,11 +462,13 @@ _PLAIN_SEGMENT = re.compile(r"\d{20}\.log")
 
 def _open_segment(path: str) -> BinaryIO:
     """Open a listed ``.log``, or the name retention or the cleaner renamed it to since the listing
-    (``.deleted``: Kafka keeps it for file.delete.delay.ms, R-LIVE-03)."""
+    (``.deleted``: Kafka keeps it for file.delete.delay.ms, R-LIVE-03; a ``.swap`` the cleaner has
+    since given its final name)."""
     try:
         return open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
     except FileNotFoundError:
-        return open(path + DELETED_SUFFIX, "rb", buffering=1 << 20)  # noqa: SIM115
+        renamed = path[: -len(".swap")] if path.endswith(".swap") else path + DELETED_SUFFIX
+        return open(renamed, "rb", buffering=1 << 20)  # noqa: SIM115
 
 
 def _replaced(opened: BinaryIO, planned: tuple[int, int | None] | None) -> int | None:
