@@ -111,14 +111,15 @@ def test_dump_skips_suffixed_and_tmp_files(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     shutil.copytree(LOGDIR / "legacy-0", d)
     (d / "00000000000000000000.log.deleted").write_bytes(b"\xff" * 40)
-    (d / "00000000000000000099.log.swap").write_bytes(b"\xff" * 40)
+    (d / "00000000000000000099.log.swap").write_bytes(b"\xff" * 40)  # an incomplete swap: a .cleaned file at its base (R-RCV-03)
+    (d / "00000000000000000099.index.cleaned").write_bytes(b"\xff" * 40)
     (d / "leader-epoch-checkpoint.tmp").write_bytes(b"garbage")
     (d / "00000000000000000000.index").unlink()  # a .log without its .index
     proc = subprocess.run([sys.executable, "-m", "kafkalog", "dump", "--json", str(d)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     files = {json.loads(line)["file"] for line in proc.stdout.splitlines()}
     assert "00000000000000000000.log" in {f.rsplit("/", 1)[-1] for f in files}
-    assert not any(f.endswith((".deleted", ".swap", ".tmp")) for f in files), files
+    assert not any(f.endswith((".deleted", ".swap", ".cleaned", ".tmp")) for f in files), files
 
 
 # ------------------------------------------------------------------------------ magic 0 and 1

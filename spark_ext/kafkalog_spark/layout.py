@@ -16,8 +16,10 @@ Layouts read (each path, after glob expansion, is one of these):
   with the ``privateKeys`` option's keys).
 
 Skipped: directories ending in ``-delete``, ``-future`` or ``-stray`` (Kafka's pending deletes,
-future replicas and strays) and files named ``*.deleted``, ``*.cleaned``, ``*.swap`` (or any other
-name that is not a segment file). The same topic-partition found under several paths is returned
+future replicas and strays) and files whose name is not a segment file's. The leftovers of an
+interrupted cleaner, split or retention (``*.deleted``, ``*.cleaned``, ``*.swap``) are read as the
+broker has them after loading the directory: dropped, or a completed swap's files in place of the
+segments they replace (:mod:`kafkalog.log.leftovers`, SPEC R-RCV-04). The same topic-partition found under several paths is returned
 as several :class:`Replica` objects; :mod:`.planning` merges them by offset.
 """
 
@@ -36,6 +38,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, UrlStore, parse_object_key
+from kafkalog.log.leftovers import as_loaded
 from kafkalog.log.unified import topic_name_problem
 
 from .errors import LayoutError
@@ -132,16 +135,14 @@ def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _replica(dir_path: str, entries: list[dict]) -> Replica | None:
+def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[dict]) -> Replica | None:
     """The replica a listing describes, or None when the directory holds no segment files."""
     groups: dict[tuple[int, str | None], dict[str, tuple[str, int]]] = {}
     snapshots = []
-    names = []
-    for e in entries:
-        if e.get("type") != "file":
-            continue
-        names.append(_basename(e["name"]))
-        m = _SEGMENT_FILE.match(_basename(e["name"]))
+    files = {_basename(e["name"]): e for e in entries if e.get("type") == "file"}
+    names = list(files)
+    for name, e in as_loaded(files, lambda e: fs.open(e["name"], "rb")):  # as the broker has them after loading
+        m = _SEGMENT_FILE.match(name)
         if not m:
             continue
         base, seg_id, suffix = int(m[1]), m[2], m[3]
@@ -293,7 +294,7 @@ def discover(
         found = 0
         for root in roots:
             entries, children = _listing(fs, root) if local else _tree(fs, root)
-            own = _replica(root, entries)
+            own = _replica(fs, root, entries)
             if own is not None:
                 replicas[own.dir] = own
                 found += 1
@@ -305,7 +306,7 @@ def discover(
                     found += 1
                     continue
                 files = children[child]
-                rep = _replica(child, files if files is not None else fs.ls(child, detail=True))
+                rep = _replica(fs, child, files if files is not None else fs.ls(child, detail=True))
                 if rep is not None:
                     replicas[rep.dir] = rep
                     found += 1

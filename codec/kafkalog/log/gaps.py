@@ -46,7 +46,7 @@ from kafkalog.log.reads import log_start_offset
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
 
-__all__ = ["Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "raise_on_gaps", "segment_bases"]
+__all__ = ["Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "last_next_offset", "raise_on_gaps", "segment_bases"]
 
 #: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged)
 _SEGMENT = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
@@ -373,13 +373,13 @@ def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None
     with fh:
         size = fh.seek(0, io.SEEK_END)
         for pos in sorted({p for p in positions if p < size}, reverse=True):
-            end = _last_next_offset(fh, pos)
+            end = last_next_offset(fh, pos)
             if end is not None:
                 return end
     return base
 
 
-def _last_next_offset(fh: BinaryIO, pos: int) -> int | None:
+def last_next_offset(fh: BinaryIO, pos: int) -> int | None:
     """The next offset of the last whole batch from byte ``pos`` on, or None when there is none."""
     fh.seek(pos)
     end = None

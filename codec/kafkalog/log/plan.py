@@ -66,6 +66,7 @@ class BatchHeader:
     first_timestamp: int
     max_timestamp: int
     producer_id: int
+    records: int = 1  # v2: the header's record count; a v0/v1 entry counts as one
 
     @property
     def is_transactional(self) -> bool:
@@ -103,12 +104,12 @@ def scan_headers(f: BinaryIO, name: str, start: int, end: int) -> Iterator[Batch
             if 12 + size < HEADER_SIZE or len(buf) - rel < HEADER_SIZE:
                 raise CorruptRecordError(f"record batch is {12 + size} bytes, smaller than the minimum overhead {HEADER_SIZE}",
                                          file=name, position=pos, offset=offset)
-            (base, _len, _epoch, _magic, _crc, attrs, lod, first_ts, max_ts, pid, *_rest) = HEADER.unpack_from(buf, rel)
+            (base, _len, _epoch, _magic, _crc, attrs, lod, first_ts, max_ts, pid, _pe, _seq, count) = HEADER.unpack_from(buf, rel)
             if attrs & ATTR_TIMESTAMP_TYPE:
                 first_ts = max_ts  # LogAppendTime: every record carries the append time
             elif attrs & ATTR_DELETE_HORIZON:
                 first_ts = max_ts  # the base timestamp is the delete horizon, not a record's time
-            yield BatchHeader(pos, 12 + size, base, base + lod, magic, attrs, first_ts, max_ts, pid)
+            yield BatchHeader(pos, 12 + size, base, base + lod, magic, attrs, first_ts, max_ts, pid, count)
         else:
             ts = _LEGACY.unpack_from(buf, rel)[5] if magic == 1 and len(buf) - rel >= _LEGACY.size else -1
             yield BatchHeader(pos, 12 + size, offset, offset, magic, buf[rel + 17], ts, ts, -1)
@@ -164,13 +165,21 @@ def _problem(problems: list[str], e: Exception, text: str) -> None:
 
 
 def _last_index_position(pf: PartitionFiles, seg: SegmentFiles, problems: list[str]) -> int:
-    """The position of the segment's last ``.index`` entry (0 without a usable index)."""
+    """The position of the segment's last ``.index`` entry that starts a whole batch (0 without a
+    usable index): in a ``.log`` cut short, the last entries may point at the torn batch."""
     try:
         idx = offset_index(pf, seg)
+        if idx is None or not len(idx):
+            return 0
+        with pf.storage.open(seg.log) as f:  # type: ignore[arg-type]
+            for pos in reversed(idx.positions.tolist()):
+                f.seek(pos)
+                head = f.read(_PREFIX.size)
+                if len(head) == _PREFIX.size and pos + _PREFIX.size + _PREFIX.unpack(head)[1] <= seg.size:
+                    return int(pos)
     except (KafkaLogError, OSError) as e:
         _problem(problems, e, f"{seg.base_offset:020d}.index: {e}")
-        return 0
-    return int(idx.positions[-1]) if idx is not None and len(idx) else 0
+    return 0
 
 
 def _segment_of(segments: list[SegmentFiles], offset: int) -> int:
@@ -256,15 +265,15 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
             out.first_offset, out.first_timestamp = h.base_offset, (h.first_timestamp if h.first_timestamp >= 0 else None)
     except (KafkaLogError, OSError) as e:
         _problem(problems, e, f"{first.log.rsplit('/', 1)[-1]}: {e}")
-    # the largest timestamp the time indexes know
-    max_ts = -1
+    # the time indexes, whose entries count once the end of each segment is known (see below)
+    tixes: list[TimeIndex | None] = []
     for s in logs:
         try:
-            tix = time_index(pf, s)
-            if tix is not None and len(tix):
-                max_ts = max(max_ts, int(tix.timestamps.max()))
+            tixes.append(time_index(pf, s))
         except (KafkaLogError, OSError) as e:
+            tixes.append(None)
             _problem(problems, e, f"{s.base_offset:020d}.timeindex: {e}")
+    max_ts = -1
     # where the scan of batch headers starts: the last index entry of the last non-empty segment (for
     # the end offset and the last batch), or the snapshot's offset if earlier (for open transactions)
     k = max((n for n, s in enumerate(logs) if s.size), default=len(logs) - 1)
@@ -312,6 +321,13 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
     out.end_offset = next_offset if end_known else None
     if last_batch is not None:
         out.last_offset = last_batch.last_offset
+    # the largest timestamp: the batches read above, and the time index entries of records that are
+    # there (a segment ends before the next one's base offset, the last one at the end offset); a
+    # .log cut short keeps the entries of the records it lost, whose times are not the log's
+    for j, tix in enumerate(tixes):
+        limit = (next_offset if end_known else None) if j == len(logs) - 1 else logs[j + 1].base_offset
+        if tix is not None and len(tix) and (kept := tix.offsets < (limit if limit is not None else tix.offsets.max() + 1)).any():
+            max_ts = max(max_ts, int(tix.timestamps[kept].max()))
     out.last_timestamp = max_ts if max_ts >= 0 else None
     out.open_transactions = dict(sorted(ongoing.items(), key=lambda kv: kv[1]))
     return out

@@ -7,6 +7,11 @@ live on, and its segments (:class:`SegmentFiles`, by base offset) and producer s
 here assumes a local disk: another source of segments (a tiered-storage bucket, say) only needs
 to make :class:`PartitionFiles` whose storage reads its files.
 
+A directory is seen as the broker serves it once it has loaded it: the leftovers of an interrupted
+cleaner, split or retention (``.swap``, ``.cleaned``, ``.deleted`` files) are dropped, or a
+completed swap's files stand in for the segments they replace, by LogLoader's rule
+(:mod:`kafkalog.log.leftovers`, SPEC R-RCV-04).
+
 Reading never writes: files are opened read-only and nothing is created.
 """
 
@@ -23,6 +28,7 @@ from kafkalog.errors import KafkaLogError, LogNotFoundError
 from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
 from kafkalog.log.reads import log_start_offset
+from kafkalog.log.leftovers import as_loaded
 
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
@@ -274,10 +280,10 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
     groups: dict[int, dict[str, tuple[str, int]]] = {}
     snapshots = []
     partition_file = False
-    for e in files:
-        m = _SEGMENT_FILE.match(e.name)
+    for name, e in as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path)):  # as the broker has them after loading
+        m = _SEGMENT_FILE.match(name)
         if m is None:
-            partition_file |= e.name in _PARTITION_FILES
+            partition_file |= name in _PARTITION_FILES
             continue
         base, suffix = int(m[1]), m[2]
         if suffix == "snapshot":

@@ -24,6 +24,7 @@ whose offsets overflow its indexes in :mod:`kafkalog.log.split`, retention in :m
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 import random
@@ -67,6 +68,7 @@ from kafkalog.format.records.record import Record, TimestampType
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.records.v2 import CRC_OFFSET, CRC_START, RecordBatch, RecordBatchBuilder, validate_batch
 from kafkalog.format.txnindex import AbortedTxn
+from kafkalog.log.leftovers import COMPLETE, DELETE, has_leftovers, load_plan
 from kafkalog.log.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     AppendOrigin,
@@ -432,10 +434,9 @@ class Log:
         self._next_offset_metadata = LogOffsetMetadata(0, 0, 0)
         self.leader_epoch_cache = LeaderEpochCache.for_dir(directory, sync=sync, writable=writable)
         self.producer_state = self._new_producer_state()
-        #: a read-only load's view of an interrupted swap: the ``.swap`` files standing in for the
-        #: segments, and the range of base offsets whose files the swap would have deleted
-        self._swaps: set[str] = set()
-        self._swap_range = (_LONG_MAX, -_LONG_MAX - 1)
+        #: a read-only load's view of the directory after LogLoader's handling of leftovers: each name
+        #: a writable load would leave, mapped to the file holding it now (None: the files as listed)
+        self._served: dict[str, str] | None = None
         #: ``.deleted`` files waiting for file.delete.delay.ms (retention.py)
         self.pending_deletions: list[PendingDeletion] = []
         self.closed = False
@@ -535,7 +536,7 @@ class Log:
 
     def _load(self, log_start_checkpoint: int, recovery_point_checkpoint: int | None, had_clean_shutdown: bool, *, takeover: bool = False) -> None:
         """LogLoader.load: clean up temporary files, load the segments, recover what needs it, rebuild the state."""
-        self._complete_swaps(self._remove_temp_files())
+        self._handle_leftovers()
         self._retry_on_offset_overflow(lambda: self._load_segment_files(log_start_checkpoint, check=not takeover), reload=True)
         recovery_point, next_offset = self._retry_on_offset_overflow(
             lambda: self._recover_log(log_start_checkpoint, recovery_point_checkpoint or 0, had_clean_shutdown)
@@ -624,98 +625,57 @@ class Log:
             self.producer_state.delete_snapshot(seg.base_offset)
             log.info("deleted segment %s and snapshot %s", seg.log_path, path)
 
-    def _remove_temp_files(self) -> list[str]:
-        """LogLoader.removeTempFilesAndCollectSwapFiles: delete ``.deleted`` and ``.cleaned`` files and the
-        ``.swap`` files at or above the lowest ``.cleaned`` base offset (an incomplete swap); return the other ``.swap`` files."""
-        swaps: list[str] = []
-        cleaned: list[str] = []
-        min_cleaned = _LONG_MAX
-        for name in sorted(os.listdir(self.dir)):
-            path = os.path.join(self.dir, name)
-            if not os.path.isfile(path):
-                continue
-            if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
-                log.debug("deleting stray temporary file %s", path)
-                if self.writable:
-                    os.unlink(path)
-            elif name.endswith(".cleaned"):
-                stem = name.split(".", 1)[0]
-                if stem.isdigit():
-                    min_cleaned = min(min_cleaned, int(stem))
-                cleaned.append(path)
-            elif name.endswith(".swap"):
-                swaps.append(path)
-        valid_swaps = []
-        for path in swaps:
-            stem = os.path.basename(path).split(".", 1)[0]
-            if stem.isdigit() and int(stem) >= min_cleaned:
-                log.debug("deleting invalid swap file %s (minimum .cleaned offset %d)", path, min_cleaned)
-                if self.writable:
-                    os.unlink(path)
-            else:
-                valid_swaps.append(path)
-        if self.writable:
-            for path in cleaned:
-                os.unlink(path)
-        return valid_swaps
-
-    def _complete_swaps(self, swaps: list[str]) -> None:
-        """LogLoader.load's swap passes: every file (snapshots included) whose base offset lies in the range
-        the ``.swap`` segments cover is deleted, then the ``.swap`` files lose their suffix (R-CMP-14).
-        A read-only load only notes the swap (:meth:`_load_segment_files` reads the ``.swap`` files
-        in place of the segments they replace)."""
-        lo, hi = _LONG_MAX, -_LONG_MAX - 1
-        for path in swaps:
-            name = os.path.basename(path)
-            stem = name.split(".", 1)[0]
-            if not name.endswith(".log.swap") or not stem.isdigit():
-                continue
-            seg = self._new_segment(int(stem), suffix=".swap")
-            try:
-                lo, hi = min(lo, seg.base_offset), max(hi, seg.read_next_offset())
-            finally:
-                seg.close_handlers()
-            log.info("found log file %s from an interrupted swap, recoverable by renaming", path)
-        if not self.writable:
-            self._swaps = {p for p in swaps if p.endswith(".log.swap")}
-            self._swap_range = (lo, hi)
-            if self._overlay is not None:
-                self._overlay.removed.update(o for o in self.producer_state.snapshot_offsets if lo <= o < hi)
+    def _handle_leftovers(self) -> None:
+        """LogLoader.load's first passes (removeTempFilesAndCollectSwapFiles, then the swap passes):
+        ``.deleted`` and ``.cleaned`` files and incomplete swaps are deleted, a complete swap deletes
+        the files it covers (snapshots included) and its ``.swap`` files lose their suffix
+        (:func:`kafkalog.log.leftovers.load_plan`, R-CMP-14). A read-only load only notes the outcome
+        (:meth:`_load_segment_files` reads the ``.swap`` files in place of the segments they replace)."""
+        names = sorted(n for n in os.listdir(self.dir) if os.path.isfile(os.path.join(self.dir, n)))
+        if not has_leftovers(names):
             return
-        for name in os.listdir(self.dir):
-            path = os.path.join(self.dir, name)
-            stem = name.split(".", 1)[0]
-            if os.path.isfile(path) and not name.endswith(".swap") and stem.isdigit() and lo <= int(stem) < hi:
-                log.info("deleting %s: compacted or split but not yet deleted", path)
-                os.unlink(path)
-        if swaps and self.sync:  # beyond Kafka: the old files must be gone for good before a .swap loses its suffix
+        plan = load_plan(names, self._swap_next_offset)
+        if not self.writable:
+            self._served = plan.served
+            if self._overlay is not None:
+                self._overlay.removed.update(base_offset_of(n) for n in plan.deleted if n.endswith(".snapshot"))
+            return
+        for a in plan.actions:
+            path = os.path.join(self.dir, a.name)
+            if a.action == DELETE:
+                log.info("deleting %s: %s", path, a.reason)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+        swapped = [a for a in plan.actions if a.action == COMPLETE]
+        if swapped and self.sync:  # beyond Kafka: the old files must be gone for good before a .swap loses its suffix
             fsync_dir(self.dir)
-        for name in os.listdir(self.dir):
-            path = os.path.join(self.dir, name)
-            if os.path.isfile(path) and name.endswith(".swap"):
-                log.info("recovering %s by renaming it from .swap", path)
-                os.replace(path, path[: -len(".swap")])
-        if swaps and self.sync:
+        for a in swapped:
+            log.info("recovering %s by renaming it from .swap", a.name)
+            os.replace(os.path.join(self.dir, a.name), os.path.join(self.dir, a.target))  # type: ignore[arg-type]
+        if swapped and self.sync:
             fsync_dir(self.dir)
+
+    def _swap_next_offset(self, name: str) -> int:
+        """The next offset of the ``.log.swap`` file ``name`` (LogSegment.readNextOffset)."""
+        seg = self._new_segment(base_offset_of(name), suffix=".swap")
+        try:
+            return seg.read_next_offset()
+        finally:
+            seg.close_handlers()
 
     def _load_segment_files(self, log_start_checkpoint: int, *, check: bool = True) -> None:
-        lo, hi = self._swap_range
-        for name in sorted(os.listdir(self.dir)):
-            path = os.path.join(self.dir, name)
-            if not os.path.isfile(path):
-                continue
+        served = self._served
+        if served is None:
+            served = {n: n for n in os.listdir(self.dir) if os.path.isfile(os.path.join(self.dir, n))}
+        for name in sorted(served):
+            path = os.path.join(self.dir, served[name])
             stem, _dot, ext = name.partition(".")
             if not stem.isdigit() or len(stem) != 20:
                 continue
             base = int(stem)
-            suffix = ""
-            if not self.writable:  # the files a writable load's swap pass would have deleted or renamed
-                if path in self._swaps:
-                    ext, suffix = "log", ".swap"
-                elif lo <= base < hi:
-                    continue
+            suffix = ".swap" if served[name].endswith(".swap") else ""  # a read-only load's view of a swap to complete
             if ext in ("index", "timeindex", "txnindex"):
-                if not os.path.exists(os.path.join(self.dir, segment_file_name(base, ".log"))):
+                if segment_file_name(base, ".log") not in served:
                     log.warning("found an orphaned index file %s, with no corresponding log file", path)
                     if self.writable:
                         os.unlink(path)

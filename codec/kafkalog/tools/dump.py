@@ -19,7 +19,17 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from kafkalog.errors import DataLossError, KafkaLogError
 from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
-from kafkalog.format.files import DUMPED_KINDS, FileKind, exists, is_dir, is_url, kind_of, segment_file_name, walk
+from kafkalog.format.files import (
+    DUMPED_KINDS,
+    FileKind,
+    exists,
+    is_dir,
+    is_url,
+    kind_of,
+    open_read,
+    segment_file_name,
+    walk,
+)
 from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.record import LegacyRecord
@@ -28,6 +38,7 @@ from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error
+from kafkalog.log.leftovers import as_loaded
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 from kafkalog.tools.command import (
     EXIT_BAD_DATA,
@@ -374,7 +385,7 @@ def _targets(paths: list[str], err: TextIO, keys: Keyring | None = None) -> list
         if is_dir(p):
             listing = _listed(p)
             rels = {rel for _full, rel, _ino in listing}
-            walked = [(full, rel, k, ino) for full, rel, ino in listing if (k := kind_of(full)) in DUMPED_KINDS]
+            walked = [(full, rel, k, ino) for name, (full, rel, ino) in _as_loaded(listing) if (k := kind_of(name)) in DUMPED_KINDS]
             for i, (full, rel, k, ino) in enumerate(walked):
                 if k is FileKind.LOG and rel[: -len(".log")] + _MANIFEST_SUFFIX in rels:
                     found.extend(_tiered_parts(full, rel, keys))
@@ -421,6 +432,17 @@ def _listed(root: str) -> list[tuple[str, str, int | None]]:
     return found
 
 
+def _as_loaded(listing: list[tuple[str, str, int | None]]) -> list[tuple[str, tuple[str, str, int | None]]]:
+    """A walk's files, each directory's as the broker has them after loading it: (name, the listed
+    file holding it now), in the walk's order. Leftovers of interrupted operations are left out, or
+    a completed swap's ``.swap`` files stand in for the segments they replace (SPEC R-RCV-04)."""
+    by_dir: dict[str, dict[str, tuple[str, str, int | None]]] = {}
+    for f in listing:
+        by_dir.setdefault(posixpath.dirname(f[1]), {})[posixpath.basename(f[1])] = f
+    loaded = [(name, f) for files in by_dir.values() for name, f in as_loaded(files, lambda f: open_read(f[0]))]
+    return sorted(loaded, key=lambda nf: posixpath.join(posixpath.dirname(nf[1][1]), nf[0]))
+
+
 def _next_base(walked: list[tuple[str, str, FileKind | None, int | None]], i: int) -> int | None:
     """The base offset of the first ``.log`` after ``walked[i]`` in the same directory (None: none)."""
     folder = posixpath.dirname(walked[i][1])
@@ -440,11 +462,13 @@ _PLAIN_SEGMENT = re.compile(r"\d{20}\.log")
 
 def _open_segment(path: str) -> BinaryIO:
     """Open a listed ``.log``, or the name retention or the cleaner renamed it to since the listing
-    (``.deleted``: Kafka keeps it for file.delete.delay.ms, R-LIVE-03)."""
+    (``.deleted``: Kafka keeps it for file.delete.delay.ms, R-LIVE-03; a ``.swap`` the cleaner has
+    since given its final name)."""
     try:
         return open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
     except FileNotFoundError:
-        return open(path + DELETED_SUFFIX, "rb", buffering=1 << 20)  # noqa: SIM115
+        renamed = path[: -len(".swap")] if path.endswith(".swap") else path + DELETED_SUFFIX
+        return open(renamed, "rb", buffering=1 << 20)  # noqa: SIM115
 
 
 def _replaced(opened: BinaryIO, planned: tuple[int, int | None] | None) -> int | None:

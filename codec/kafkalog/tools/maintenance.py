@@ -9,6 +9,7 @@ each partition as a :class:`~kafkalog.log.unified.Log`, close it cleanly and wri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -19,7 +20,10 @@ from dataclasses import dataclass, field
 
 from kafkalog.errors import KafkaLogError, OffsetOutOfRangeError
 from kafkalog.format.checkpoints import read_offset_checkpoint
-from kafkalog.format.files import segment_file_name
+from kafkalog.format.files import FileKind, kind_of, segment_file_name
+from kafkalog.format.index import base_offset_of
+from kafkalog.log.leftovers import COMPLETE, Leftover, local_load_plan
+from kafkalog.log.plan import scan_headers
 from kafkalog.log.retention import (
     RetentionResult,
     delete_old_segments,
@@ -36,7 +40,7 @@ from kafkalog.log.unified import (
 )
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, EXIT_USAGE
 
-__all__ = ["PartitionDir", "RecoveryReport", "find_partitions", "recover_partition", "register"]
+__all__ = ["Cut", "PartitionDir", "RecoveryReport", "find_partitions", "plan_recovery", "recover_partition", "register"]
 
 _SPECIAL_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 _TEMP_SUFFIXES = (".deleted", ".cleaned", ".swap")
@@ -202,15 +206,51 @@ def _cmd_retention(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------- recovery
+@dataclass(frozen=True)
+class Cut:
+    """What recovery cuts from one ``.log`` (LogSegment.recover truncates a segment at its first
+    invalid batch; LogLoader.recoverLog then deletes every later segment it was recovering):
+    ``bytes`` from byte ``position`` to the end (``deleted``: the whole segment), first the offset
+    the log then ends at (``from_offset``), and what the headers of the cut batches say: their
+    number, their records (v2 header counts, a v0/v1 entry as one) and their last offset (None when
+    no header can be framed)."""
+
+    file: str
+    position: int
+    bytes: int
+    from_offset: int
+    batches: int
+    records: int
+    last_offset: int | None
+    deleted: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {"file": self.file, "position": self.position, "bytes": self.bytes, "fromOffset": self.from_offset,
+                "batches": self.batches, "records": self.records, "lastOffset": self.last_offset, "deleted": self.deleted}
+
+    def describe(self, verb: str) -> str:
+        """``verb`` ("truncated", "would truncate"): where, and what the cut held."""
+        what = "deleted" if verb == "truncated" else "would delete"
+        head = f"{what} {self.file}" if self.deleted else f"{verb} {self.file} at offset {self.from_offset}, position {self.position}"
+        if self.last_offset is None:
+            return f"{head}: {self.bytes} bytes, no whole batch header in them (a torn or unreadable tail)"
+        return f"{head}: {self.bytes} bytes, {self.records} records in {self.batches} batches, offsets {self.from_offset}..{self.last_offset}"
+
+
 @dataclass
 class RecoveryReport:
-    """What opening a partition directory as after an unclean shutdown changed on disk."""
+    """What opening a partition directory as after an unclean shutdown changed on disk (or, with
+    ``dry_run``, would change): the cuts, what became of leftovers of interrupted operations, and
+    every file changed."""
 
     dir: str
     recovery_point: int
     log_start_offset: int = 0
     log_end_offset: int = 0
     segments: int = 0
+    dry_run: bool = False
+    cuts: list[Cut] = field(default_factory=list)
+    leftovers: list[Leftover] = field(default_factory=list)
     truncated: dict[str, tuple[int, int]] = field(default_factory=dict)
     deleted_segments: list[str] = field(default_factory=list)
     deleted_temp_files: list[str] = field(default_factory=list)
@@ -225,12 +265,16 @@ class RecoveryReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.truncated or self.deleted_segments or self.deleted_temp_files or self.deleted_files or self.rebuilt_indexes)
+        return bool(self.cuts or self.leftovers or self.truncated or self.deleted_segments or self.deleted_temp_files or self.deleted_files
+                    or self.rebuilt_indexes)
 
     def to_json(self) -> dict[str, object]:
         return {
-            "dir": self.dir, "recoveryPoint": self.recovery_point, "logStartOffset": self.log_start_offset,
-            "logEndOffset": self.log_end_offset, "segments": self.segments, "truncatedBytes": self.truncated_bytes,
+            "dir": self.dir, "dryRun": self.dry_run, "recoveryPoint": self.recovery_point, "logStartOffset": self.log_start_offset,
+            "logEndOffset": self.log_end_offset, "segments": self.segments,
+            "cuts": [c.to_json() for c in self.cuts],
+            "leftovers": [{"file": a.name, "action": a.action, "renamedTo": a.target, "why": a.reason} for a in self.leftovers],
+            "truncatedBytes": self.truncated_bytes,
             "truncated": [{"file": n, "sizeBefore": b, "sizeAfter": a} for n, (b, a) in sorted(self.truncated.items())],
             "deletedSegments": self.deleted_segments, "deletedTempFiles": self.deleted_temp_files,
             "deletedFiles": self.deleted_files, "rebuiltIndexes": self.rebuilt_indexes, "createdFiles": self.created_files,
@@ -252,15 +296,56 @@ def _state(d: str) -> dict[str, tuple[int, bytes | None]]:
     return out
 
 
+def _cut_of(path: str, shown: str, position: int, from_offset: int, deleted: bool) -> Cut:
+    """What the bytes of ``path`` from ``position`` on hold, by their batch headers (framing only:
+    the first of them is the invalid batch), up to the first that cannot be framed."""
+    size = os.path.getsize(path)
+    batches = records = 0
+    last: int | None = None
+    with open(path, "rb") as f, contextlib.suppress(KafkaLogError):
+        for h in scan_headers(f, path, position, size):
+            batches, records, last = batches + 1, records + h.records, h.last_offset
+    return Cut(shown, position, size - position, from_offset, batches, records, last, deleted)
+
+
+def plan_recovery(p: PartitionDir, config: LogConfig | None = None) -> RecoveryReport:
+    """What :func:`recover_partition` would do to ``p``, from a read-only load of it as after an
+    unclean shutdown (nothing is written): the leftovers of interrupted operations handled as
+    LogLoader handles them, then each cut, by segment."""
+    plan = local_load_plan(p.path)
+    served = plan.served if plan is not None else {n: n for n in sorted(os.listdir(p.path))}
+    with Log.open(p.path, config or LogConfig(), log_start_offset=p.log_start_offset or 0, recovery_point=p.recovery_point,
+                  had_clean_shutdown=False) as lg:
+        kept = {s.base_offset: s for s in lg.segments}
+        rep = RecoveryReport(p.path, p.recovery_point or 0, lg.log_start_offset, lg.log_end_offset, len(lg.segments), dry_run=True,
+                             leftovers=list(plan.actions) if plan is not None else [])
+        end = lg.log_end_offset
+        for name, held in served.items():
+            if kind_of(name) is not FileKind.LOG:
+                continue
+            path = os.path.join(p.path, held)
+            seg = kept.get(base_offset_of(name))
+            if seg is None:
+                rep.cuts.append(_cut_of(path, held, 0, max(base_offset_of(name), end), True))
+            elif seg.size < os.path.getsize(path):
+                rep.cuts.append(_cut_of(path, held, seg.size, seg.read_next_offset(), False))
+    return rep
+
+
 def recover_partition(p: PartitionDir, config: LogConfig | None = None) -> tuple[Log, RecoveryReport]:
     """Open ``p`` as LogLoader does after an unclean shutdown (from its checkpointed recovery point, 0 when
-    none), close it cleanly, and report what changed on disk."""
+    none), close it cleanly, and report what it cut (:func:`plan_recovery`, read before anything is
+    cut) and what changed on disk."""
+    planned = plan_recovery(p, config)
+    # a completed swap renames a .swap file over its old segment's name: neither is a cut or a deletion
+    touched = {n for a in planned.leftovers if a.action == COMPLETE for n in (a.name, a.target)}
     before = _state(p.path)
     log = _open(p, config or LogConfig(), clean=False)
     log.close()
     after = _state(p.path)
-    rep = RecoveryReport(p.path, p.recovery_point or 0, log.log_start_offset, log.log_end_offset, len(log.segments))
-    for name in sorted(set(before) | set(after)):
+    rep = RecoveryReport(p.path, p.recovery_point or 0, log.log_start_offset, log.log_end_offset, len(log.segments),
+                         cuts=planned.cuts, leftovers=planned.leftovers)
+    for name in sorted((set(before) | set(after)) - touched):
         b, a = before.get(name), after.get(name)
         if a is None and b is not None:
             if name.endswith(_TEMP_SUFFIXES):
@@ -279,21 +364,40 @@ def recover_partition(p: PartitionDir, config: LogConfig | None = None) -> tuple
     return log, rep
 
 
+#: why recovery cuts what it cuts, said once after the cuts
+_CUT_RULE = ("as Kafka recovers a segment after an unclean shutdown: LogSegment.recover cuts it at its first invalid batch "
+             "and LogLoader deletes the segments after it")
+
+
 def _describe_recovery(r: RecoveryReport) -> str:
-    head = f"{r.dir}: {r.segments} segment(s), log offsets [{r.log_start_offset}, {r.log_end_offset}), recovered from offset {r.recovery_point}"
+    held = f"{r.segments} segment(s), log offsets [{r.log_start_offset}, {r.log_end_offset})"
+    head = (f"{r.dir}: after recovery from offset {r.recovery_point} it would hold {held}" if r.dry_run
+            else f"{r.dir}: {held}, recovered from offset {r.recovery_point}")
     if not r.changed:
         return head + ": nothing to repair"
     parts = []
-    if r.truncated:
-        parts.append(f"truncated {r.truncated_bytes} bytes ({', '.join(sorted(r.truncated))})")
-    if r.deleted_segments:
-        parts.append(f"deleted segment(s) {', '.join(r.deleted_segments)}")
+    for a in r.leftovers:
+        if a.action == COMPLETE:
+            parts.append(f"{'would complete' if r.dry_run else 'completed'} an interrupted swap: {a.name} -> {a.target}")
+        else:
+            parts.append(f"{'would delete' if r.dry_run else 'deleted'} {a.name} ({a.reason})")
+    if r.cuts:
+        total = sum(c.bytes for c in r.cuts)
+        records = sum(c.records for c in r.cuts)
+        lasts = [c.last_offset for c in r.cuts if c.last_offset is not None]
+        first = min(c.from_offset for c in r.cuts)
+        span = f"{records} records, offsets {first}..{max(lasts)}" if lasts else f"offsets from {first}"
+        parts.append(f"{'would cut' if r.dry_run else 'cut'} {total} bytes, {span} ({_CUT_RULE})")
+        parts += [c.describe("would truncate" if r.dry_run else "truncated") for c in r.cuts]
+    if r.dry_run:
+        return head + ": " + "; ".join(parts) + " (dry run: nothing changed)"
+    said = {a.name for a in r.leftovers} | {c.file for c in r.cuts}  # already named above
     if r.rebuilt_indexes:
         parts.append(f"rebuilt {', '.join(r.rebuilt_indexes)}")
-    if r.deleted_temp_files:
-        parts.append(f"deleted temporary file(s) {', '.join(r.deleted_temp_files)}")
-    if r.deleted_files:
-        parts.append(f"deleted {', '.join(r.deleted_files)}")
+    if temp := [n for n in r.deleted_temp_files if n not in said]:
+        parts.append(f"deleted temporary file(s) {', '.join(temp)}")
+    if other := [n for n in r.deleted_segments + r.deleted_files if n not in said]:
+        parts.append(f"deleted {', '.join(other)}")
     return head + ": " + "; ".join(parts)
 
 
@@ -308,6 +412,10 @@ def _cmd_recover(args: argparse.Namespace) -> int:
     by_data_dir: dict[str, list[Log]] = {}
     for p in parts:
         try:
+            if args.dry_run:
+                rep = plan_recovery(p, config)
+                print(json.dumps(rep.to_json(), separators=(",", ":")) if args.json else _describe_recovery(rep))
+                continue
             log, rep = recover_partition(p, config)
         except KafkaLogError as e:
             print(f"kafkalog recover: {e}", file=sys.stderr)
@@ -371,8 +479,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "Open partition directories or whole data dirs as Kafka's LogLoader does after an unclean shutdown: from the "
         "checkpointed recovery point (0 when none) every segment is re-read, torn or corrupt tails are cut, indexes "
         "rebuilt, .deleted and .cleaned files removed, a complete set of .swap files swapped in (an incomplete one dropped); then the logs are closed cleanly and the data "
-        "dir's checkpoints written. Prints what changed on disk, one line (or --json object) per partition."))
+        "dir's checkpoints written. Prints what it cut (bytes, records and offsets, per segment) and what changed on disk, one line (or "
+        "--json object) per partition; --dry-run prints the same without changing anything."))
     c.add_argument("dirs", nargs="+", metavar="DIR")
     c.add_argument("--config", action="append", metavar="KEY=VALUE", help=_CONFIG_HELP)
+    c.add_argument("--dry-run", action="store_true", help=(
+        "print what recovery would cut (bytes, records, offsets, per segment) and do with leftovers of interrupted "
+        "operations, from a read-only load; change nothing"))
     c.add_argument("--json", action="store_true", help="one JSON object per partition")
     c.set_defaults(func=_cmd_recover)

@@ -597,11 +597,14 @@ def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: boo
     log_name = os.path.basename(scan.path)
     sorted_last = len(blast) < 2 or bool(np.all(np.diff(blast) > 0))
     exact = is_start & (blast[np.minimum(k_at, max(len(blast) - 1, 0))] == offs) if len(blast) else is_start
-    for j in np.flatnonzero(~exact).tolist():  # the usual entry is checked above, in bulk
+    # past the whole batches: at or after the end of the file, or naming offsets the log no longer holds
+    past = (poss >= scan.size) | (offs > scan.last_offset) if scan.last_offset is not None else poss >= scan.size
+    _past_end(path, sink, at, offs, past, f"point past the end of {log_name} ({scan.size} bytes, whole batches up to offset "
+              f"{scan.last_offset})", f"position {int(poss[np.argmax(past)])}")
+    for j in np.flatnonzero(~exact & ~past).tolist():  # the usual entry is checked above, in bulk
         off, pos = int(offs[j]), int(poss[j])
         if not is_start[j]:
-            where = "is past the end of" if pos >= scan.size else "does not start a batch in"
-            sink(ERROR, "index-position", path, at[j], off, f"position {pos} {where} {log_name}")
+            sink(ERROR, "index-position", path, at[j], off, f"position {pos} does not start a batch in {log_name}")
             continue
         k = int(k_at[j])
         lo = int(blast[k])
@@ -621,6 +624,19 @@ def _check_offset_index(path: str, scan: _Scan | None, sink: _Sink, is_last: boo
         sev = WARNING if lookups_work else ERROR
         sink(sev, "index-offset-mismatch", path, at[j], off,
              f"the batch at position {pos} ends at offset {lo}, not {off}" + (" (an append of several batches or a cleaned batch; lookups stay correct)" if lookups_work else ""))
+
+
+def _past_end(path: str, sink: _Sink, at: np.ndarray, offs: np.ndarray, past: np.ndarray, what: str, first: str) -> None:
+    """One finding for all the entries of an index file that lie past the end of its ``.log``
+    (``past``): a log cut short or truncated after they were written (each one would only repeat
+    the data loss), with their count and the first one's slot position, offset and ``first``."""
+    n = int(np.count_nonzero(past))
+    if not n:
+        return
+    j = int(np.argmax(past))
+    sink(ERROR, "index-past-end", path, at[j], offs[j],
+         f"{n} entr{'y' if n == 1 else 'ies'} from offset {int(offs[j])} ({first}) on {what}: the log ends before "
+         "what they index (cut short, or truncated after they were written); recovery rebuilds the index")
 
 
 def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool, raw: np.ndarray | None = None) -> None:
@@ -648,7 +664,11 @@ def _check_time_index(path: str, scan: _Scan | None, sink: _Sink, is_last: bool,
     log_name = os.path.basename(scan.path)
     kc = np.maximum(ks, 0)
     fine = (ks >= 0) & (blast[kc] == offs) & (scan.max_ts[kc] == tss) if len(blast) else np.zeros(n, bool)
-    for j in np.flatnonzero(~fine).tolist():  # the usual entry is checked above, in bulk
+    end = scan.last_offset if scan.last_offset is not None else base_offset_of(path) - 1
+    past = offs > end
+    _past_end(path, sink, at, offs, past, f"name offsets past the last offset {end} of {log_name}",
+              f"timestamp {int(tss[np.argmax(past)])}")
+    for j in np.flatnonzero(~fine & ~past).tolist():  # the usual entry is checked above, in bulk
         off, ts, k = int(offs[j]), int(tss[j]), int(ks[j])
         if k < 0:
             sink(ERROR, "timeindex-offset", path, at[j], off, f"the indexed offset {off} is in no batch of {log_name}")
@@ -968,6 +988,23 @@ def _data_loss(d: str, report: VerifyReport) -> None:
         report.add(ERROR, "data-loss", d, None, g.start, g.message())
 
 
+def _leftovers(d: str, report: VerifyReport) -> set[str]:
+    """Note each leftover of an interrupted cleaner, split or retention and what the broker's load
+    will do with it (R-RCV-04, :func:`kafkalog.log.leftovers.load_plan`): known states, not faults.
+    Returns the paths the load deletes."""
+    from kafkalog.log.leftovers import DELETE, local_load_plan
+
+    try:
+        plan = local_load_plan(d)
+    except OSError as err:
+        report.add(ERROR, "unreadable", d, None, None, err.strerror or str(err))
+        return set()
+    for a in plan.actions if plan is not None else ():
+        stem = a.name.split(".", 1)[0]
+        report.add(NOTE, "leftover", os.path.join(d, a.name), None, int(stem) if stem.isdigit() else None, a.message())
+    return {os.path.join(d, a.name) for a in plan.actions if a.action == DELETE} if plan is not None else set()
+
+
 def _verify_dir(
     d: str, targets: set[str], walked: bool, report: VerifyReport, progress: Callable[[str], None] | None, max_message_bytes: int,
 ) -> None:
@@ -976,9 +1013,13 @@ def _verify_dir(
     for attempt in range(CHANGED_DIR_ATTEMPTS):
         before = _listing(d)
         part = VerifyReport()
+        gone: set[str] = set()
         if walked:  # before the segments: what the indexes claim is read before the logs (R-LIVE-02)
             _data_loss(d, part)
+            gone = _leftovers(d, part)
         _Dir(d, targets, part, progress, max_message_bytes).run()
+        # an index whose .log an interrupted swap renamed away is noted as the load deletes it
+        part.findings = [f for f in part.findings if not (f.code == "log-missing" and f.file in gone)]
         if part.ok or _listing(d) == before or attempt == CHANGED_DIR_ATTEMPTS - 1:
             break
         if walked:  # the directory was named: verify the files it holds now

@@ -55,14 +55,14 @@ def _command(args: argparse.Namespace) -> int:
         print(f"kafkalog verify: no Kafka files in {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_IO
     for f in report.findings:
-        if f.severity == NOTE and not args.notes:
+        if f.severity == NOTE and not args.notes and f.code != "leftover":  # what the broker's load will do: always said
             continue
         if args.json:
             print(json.dumps(f.to_json(), separators=(",", ":")))
         else:
             print(f)
     errors, warnings, notes = len(report.errors), len(report.warnings), len(report.notes)
-    listed = "" if not notes or args.notes else " (--notes lists them)"
+    listed = "" if args.notes or all(f.code == "leftover" for f in report.notes) else " (--notes lists them)"
     print(f"verified {report.files} files ({report.bytes} bytes): {errors} errors, {warnings} warnings, {notes} notes{listed}",
           file=sys.stderr)
     return EXIT_BAD_DATA if errors else EXIT_OK
@@ -87,7 +87,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "by batch (CRCs), index entry by index entry, and for holes between its segments"))
     v.add_argument("--notes", action="store_true", help=(
         "also list notes: known behaviours of some broker versions that are not faults (e.g. time index entries of "
-        "brokers before 3.8); they are counted in the summary either way"))
+        "brokers before 3.8); they are counted in the summary either way. Notes on leftovers of interrupted operations "
+        "(.swap, .cleaned, .deleted files: what the broker will delete or swap in when it loads the directory) are "
+        "always listed"))
     v.add_argument("--max-message-bytes", type=int, metavar="N", help=(
         "the topic's max.message.bytes (default Kafka's, 1048588): a trailing entry larger than this is corruption, "
         "not a torn tail"))
