@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from kafkalog.errors import DataLossError
 from kafkalog.fast.arrow import KAFKA_SCHEMA, read_partition
-from kafkalog.format.records.stream import LogReader
+from kafkalog.format.records.stream import LogReader, OnCorrupt
 from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.gaps import Gap, gaps_error
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
@@ -166,7 +166,8 @@ def _as_set(v: object, kind: type) -> set | None:
     return set(v)  # type: ignore[call-overload]
 
 
-def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int, verify_crc: bool,
+          on_corrupt: OnCorrupt) -> Iterator[pa.RecordBatch]:
     storage = p.files.storage
 
     def readers(slices: list[Slice]) -> Iterator[LogReader]:
@@ -185,7 +186,7 @@ def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows
         for batch in read_partition(
             readers(run), topic=p.topic, partition=p.partition, start=max(p.start, run[0].segment.first), end=p.end, aborted=p.aborted,
             last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
-            max_rows=batch_rows,
+            max_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt,
         ):
             yield batch if batch.schema.names == columns else batch.select(columns)
 
@@ -205,6 +206,8 @@ def scan(
     batch_rows: int = BATCH_ROWS,
     tiered: str | os.PathLike[str] | None = None,
     private_keys: Mapping[str, str | os.PathLike[str]] | Keyring | None = None,
+    verify_crc: bool = True,
+    on_corrupt: OnCorrupt = "fail",
 ) -> pa.RecordBatchReader:
     """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
     Kafka consumers of each partition would receive them: partition by partition (sorted by topic
@@ -241,6 +244,12 @@ def scan(
     partition and the offsets, before anything is read; with ``allow_gaps=True`` each is logged as
     a warning and the rest is read (Spark's ``failOnDataLoss=false``).
 
+    No silent corruption: every batch's CRC is checked before its records are read, as Kafka's
+    consumer does (``check.crcs=true``, SPEC R-VAL-09). A batch whose CRC does not match raises
+    :class:`~kafkalog.errors.CrcMismatchError` naming the ``.log``, the byte position and the offset,
+    as the reader reaches it; with ``on_corrupt="skip"`` it is logged as a warning and left out, and
+    the rest is read; ``verify_crc=False`` turns the check off, for speed.
+
     Tiered storage: ``tiered`` is a prefix (a directory or ``s3://...``) holding the objects Aiven's
     tiered-storage plug-in wrote, and ``path`` then the broker's local data or partition dirs
     (optional). Each partition is one log across tiers (SPEC D.6,
@@ -266,7 +275,8 @@ def scan(
     else:
         files = discover(paths, wants=wants)
     return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
-                      read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows)
+                      read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows, verify_crc=verify_crc,
+                      on_corrupt=on_corrupt)
 
 
 def schema_of(columns: Sequence[str] | None) -> pa.Schema:
@@ -325,11 +335,12 @@ def plan_all(
 
 
 def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None = None, read_committed: bool = False,
-               batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """The Arrow batches of planned partitions, one partition after the other."""
+               batch_rows: int = BATCH_ROWS, verify_crc: bool = True, on_corrupt: OnCorrupt = "fail") -> Iterator[pa.RecordBatch]:
+    """The Arrow batches of planned partitions, one partition after the other, each batch's CRC
+    checked as :func:`scan` checks it."""
     cols = schema_of(columns).names
     for p in plans:
-        yield from _read(p, cols, read_committed, batch_rows)
+        yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt)
 
 
 def scan_files(
@@ -343,10 +354,12 @@ def scan_files(
     columns: Sequence[str] | None = None,
     allow_gaps: bool = False,
     batch_rows: int = BATCH_ROWS,
+    verify_crc: bool = True,
+    on_corrupt: OnCorrupt = "fail",
 ) -> pa.RecordBatchReader:
     """:func:`scan` of partitions already found (:func:`kafkalog.log.source.discover`, or another source of segments)."""
     schema = schema_of(columns)
     plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                      read_committed=read_committed, allow_gaps=allow_gaps)
     return pa.RecordBatchReader.from_batches(schema, read_plans(plans, columns=schema.names, read_committed=read_committed,
-                                                               batch_rows=batch_rows))
+                                                               batch_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt))
