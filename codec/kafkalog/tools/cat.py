@@ -16,7 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, partitions_of
+from kafkalog.tools.command import (
+    EXIT_IO,
+    EXIT_OK,
+    UsageError,
+    add_crc_options,
+    add_tiered_options,
+    corrupt_failure,
+    crc_options,
+    partitions_of,
+)
 
 __all__ = ["compile_format", "register", "text"]
 
@@ -121,13 +130,14 @@ def _command(args: argparse.Namespace) -> int:
     import pyarrow.compute as pc
 
     from kafkalog.dataset.scan import plan_all, read_plans
-    from kafkalog.errors import LogNotFoundError
+    from kafkalog.errors import CrcMismatchError, LogNotFoundError
     from kafkalog.log.plan import describe
 
     start = parse_offsets(args.offset or ["beginning"])
     if args.count is not None and args.count < 0:
         raise UsageError(f"-c must be 0 or more, got {args.count}")
     render, needs = compile_format(args.format)
+    verify_crc, on_corrupt = crc_options(args, "cat")
     topics = set(args.topic) if args.topic else None
     parts = set(args.partition) if args.partition else None
     try:
@@ -154,17 +164,20 @@ def _command(args: argparse.Namespace) -> int:
     left = args.count
     out = sys.stdout
     null = "NULL" if args.null else ""
-    for batch in read_plans(plans, columns=columns or ["offset"], read_committed=committed):
-        if left is not None:
-            if left <= 0:
-                break
-            batch = batch.slice(0, left)
-            left -= batch.num_rows
-        if "timestamp" in columns:
-            batch = batch.set_column(batch.schema.get_field_index("timestamp"), "timestamp",
-                                     pc.divide(batch.column("timestamp").cast(pa.int64()), 1000))
-        for row in batch.to_pylist():
-            out.write(render(row, null))
+    try:
+        for batch in read_plans(plans, columns=columns or ["offset"], read_committed=committed, verify_crc=verify_crc, on_corrupt=on_corrupt):
+            if left is not None:
+                if left <= 0:
+                    break
+                batch = batch.slice(0, left)
+                left -= batch.num_rows
+            if "timestamp" in columns:
+                batch = batch.set_column(batch.schema.get_field_index("timestamp"), "timestamp",
+                                         pc.divide(batch.column("timestamp").cast(pa.int64()), 1000))
+            for row in batch.to_pylist():
+                out.write(render(row, null))
+    except CrcMismatchError as e:
+        return corrupt_failure("cat", e)  # the records before the corrupt batch are out, as a consumer has them
     return EXIT_OK
 
 
@@ -175,6 +188,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "Print the records of data dirs, partition dirs, globs or URLs as a consumer receives them (no transaction "
         "markers), partition by partition in offset order, one line per record by default (the value). Keys and values "
         "are text: bytes that are not UTF-8 and control characters are escaped (\\xNN, \\n, ...), never printed raw. "
+        "Every batch's CRC is checked, as Kafka's consumer checks it: a corrupt batch ends the command (exit 1) naming "
+        "the file, byte position and offset, unless --skip-corrupt (or --no-crc). "
         "Flags as kcat's consumer mode. The files at rest get no new data, so the command always ends at their end; "
         "-e is accepted as kcat's 'exit at the end'."))
     c.add_argument("paths", nargs="*", metavar="PATH")
@@ -194,5 +209,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "read_committed: leave out aborted transactions and everything from the last stable offset on (-N and end "
         "then count from the last stable offset)"))
     c.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    add_crc_options(c)
     add_tiered_options(c)
     c.set_defaults(func=_command)
