@@ -18,7 +18,8 @@ count and offset sum) must be those ``scan`` returned.
 Every read checks each batch's CRC, as Kafka's consumer does (SPEC R-VAL-09). ``--crc-cost`` also
 times, in the same rounds (interleaved, so that both see the same machine), the scan and each export
 with the check turned off (``verify_crc=False``, the CLI's ``--no-crc``), and prints what the check
-costs: the target is under 10%.
+costs, from the least CPU time of each over the rounds (steadier than wall time on a shared
+machine) and from the best wall times: the target is under 10%.
 
 Run it on an idle machine: figures from a loaded one are not the code's. The export creates two
 directories and a file per partition, so the file system's cost of creating them shows in its
@@ -148,12 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     rows, truth = scan_all(data)  # the warm-up round, and what the export must hold
     best: dict[str, float] = {}
     cpu: dict[str, float] = {}
+    least_cpu: dict[str, float] = {}  # each one's least CPU time over the rounds: what the CRC cost is read from
 
     def timed(what: str, run: Callable[[], int]) -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         n = run()
         took, used = time.perf_counter() - t0, time.process_time() - c0
         assert n == rows, (what, n, rows)
+        least_cpu[what] = min(used, least_cpu.get(what, used))
         if took < best.get(what, 1e9):
             best[what], cpu[what] = took, used
 
@@ -184,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{what:<23} {s:8.2f} {rows / s:12,.0f} {cpu[what]:8.2f}")
     for what in [w for w in best if not w.endswith(" no-crc") and w + " no-crc" in best]:
         off = what + " no-crc"
-        print(f"CRC check cost, {what}: {100 * (best[what] / best[off] - 1):+.1f}% wall (best of each), "
-              f"{100 * (cpu[what] / cpu[off] - 1):+.1f}% CPU")
+        print(f"CRC check cost, {what}: {100 * (least_cpu[what] / least_cpu[off] - 1):+.1f}% CPU (least of each), "
+              f"{100 * (best[what] / best[off] - 1):+.1f}% wall (best of each)")
     print(f"peak RSS: scan {rss_scan:.0f} MB, Parquet export {rss_export:.0f} MB (fresh processes)")
     print(f"Parquet read back with pyarrow: {'same rows' if ok else 'DIFFERENT ROWS'}")
     return 0 if ok else 1
