@@ -73,6 +73,7 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     ignore_corrupt_files: bool = False
     verify_crc: bool = True
+    skip_corrupt: bool = False
     max_bytes_per_partition: int | None = None  # None: the session's spark.sql.files.maxPartitionBytes
     open_cost_in_bytes: int | None = None  # None: the session's spark.sql.files.openCostInBytes
     min_partitions: int | None = None  # None: spark.sql.files.minPartitionNum, else the default parallelism
@@ -273,6 +274,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         ignore_corrupt_files=_bool(opts, "ignorecorruptfiles", False),
         verify_crc=_bool(opts, "verifycrc", True),
+        skip_corrupt=_bool(opts, "skipcorrupt", False),
         max_bytes_per_partition=sizes["maxbytesperpartition"],
         open_cost_in_bytes=sizes["opencostinbytes"],
         min_partitions=sizes["minpartitions"],

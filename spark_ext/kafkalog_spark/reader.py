@@ -15,9 +15,9 @@ from typing import BinaryIO
 import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
-from kafkalog.errors import KafkaLogError
+from kafkalog.errors import CrcMismatchError, KafkaLogError
 from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, iter_chunks, iter_columns
-from kafkalog.format.records.stream import LogReader
+from kafkalog.format.records.stream import LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.tiered_aiven import Keyring
 from kafkalog.log.isolation import ReadCommittedFilter
@@ -49,6 +49,17 @@ class ReadSettings:
     fail_on_data_loss: bool = True
     #: private keys for encrypted tiered segments (the PEM text travels to the workers; repr shows key ids only)
     keys: Keyring | None = field(default=None, repr=False)
+    #: ``skipCorrupt``: read past a batch whose CRC does not match, with a warning, instead of failing
+    skip_corrupt: bool = False
+
+    @property
+    def on_corrupt(self) -> OnCorrupt:
+        """What the decoder does with a corrupt batch: fail, or warn and read on (``skipCorrupt``)."""
+        return _warn_corrupt if self.skip_corrupt else "fail"
+
+
+def _warn_corrupt(err: CrcMismatchError) -> None:
+    log.warning("kafkalog source: %s (skipCorrupt=true: its records left out, reading on)", err)
 
 
 def _display(sl: SegmentSlice) -> str:
@@ -72,12 +83,13 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     """Yield the slice's records as Arrow batches of ``settings.schema``.
 
     The ``.log`` is decoded by kafkalog's chunked columnar decoder (:func:`~kafkalog.fast.columnar.iter_chunks`),
-    which checks each batch's CRC (``verifyCrc``) in its compiled framing pass; an empty schema
-    reads batch headers only. Control batches are never returned; under read_committed, batches
-    of the slice's aborted transactions are dropped. A :class:`~kafkalog.KafkaLogError` (bad CRC,
-    undecodable batch) propagates with its file and byte position, unless ``ignore_corrupt_files``
-    is set: then the rows before the bad batch are returned and the rest of the segment is skipped
-    with a warning naming both.
+    which checks each batch's CRC (``verifyCrc``, default true, as Kafka's consumer's ``check.crcs``)
+    in its compiled framing pass; an empty schema reads batch headers only. Control batches are
+    never returned; under read_committed, batches of the slice's aborted transactions are dropped.
+    A corrupt batch is left out with a warning naming it when ``skip_corrupt`` is set
+    (``skipCorrupt``). A :class:`~kafkalog.KafkaLogError` (bad CRC, undecodable batch) propagates
+    with its file, byte position and offset, unless ``ignore_corrupt_files`` is set: then the rows
+    before the bad batch are returned and the rest of the segment is skipped with a warning naming both.
     """
     name = _display(sl)
     fs = sl.fs.get()
@@ -101,7 +113,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     reached = sl.lo  # the offset after the last batch read
     with f, LogReader(f, name=name, start=sl.start, end=sl.end) as reader:
         chunks = iter_chunks(reader, max_rows=MAX_ROWS, headers="headers" in settings.schema.names, verify_crc=settings.verify_crc,
-                             records=not count_only)
+                             records=not count_only, on_corrupt=settings.on_corrupt)
         try:
             for piece in chunks:
                 out = convert([piece])
@@ -141,14 +153,12 @@ def _salvage(
     began) up to the corrupt one, decoded one batch at a time, then a warning naming the file and
     byte position from which the rest of the segment is skipped."""
     with LogReader(f, name=name, start=start, end=sl.end) as reader:
-        batches = reader.batches()
+        batches = checked(reader.batches(), settings.on_corrupt) if settings.verify_crc else reader.batches()
         while True:
             try:
                 batch = next(batches, None)
                 if batch is None or (sl.hi is not None and isinstance(batch, RecordBatch) and batch.base_offset >= sl.hi):
                     break
-                if settings.verify_crc:
-                    batch.ensure_valid()
                 out = convert(list(iter_columns([batch]))) if batch.last_offset >= sl.lo else None
             except KafkaLogError as e:
                 error = e

@@ -18,9 +18,10 @@ def bench() -> Iterator[ModuleType]:
 
 def test_one_copy(bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = bench.main(["--set", str(GOLDEN / "real" / "cp760-flink-on-prem"), "--copies", "2", "--repeat", "1", "--cache", str(tmp_path),
-                     "--formats", "parquet,jsonl"])
+                     "--formats", "parquet,jsonl", "--crc-cost"])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "export parquet" in out and "export jsonl" in out and "scan" in out
+    assert "scan no-crc" in out and "CRC check cost, export parquet" in out
     assert "same rows" in out
     assert len({p.name.rpartition("-")[0].rsplit("_c", 1)[1] for p in (tmp_path / "data").iterdir()}) == 2  # two copies

@@ -13,8 +13,9 @@ import pyarrow as pa
 import pytest
 
 import kafkalog
+from corrupt_copy import corrupt_copy
 from helpers import GOLDEN, KAFKA_INTERNAL_TOPICS, SHARED, log_starts, need_shared, read_jsonl, real_set_root, real_sets
-from kafkalog.errors import LogNotFoundError
+from kafkalog.errors import CrcMismatchError, LogNotFoundError
 from kafkalog.fast.arrow import KAFKA_SCHEMA
 
 Row = tuple[str, int, int, bytes | None, bytes | None, int]
@@ -264,3 +265,26 @@ def test_a_missing_segment_in_the_middle(tmp_path: Path) -> None:
     assert kafkalog.scan(d, start_offset=hi).read_all().num_rows > 0
     offsets = kafkalog.scan(d, allow_gaps=True, columns=["offset"]).read_all().column("offset").to_pylist()
     assert offsets and not [o for o in offsets if lo <= o < hi]
+
+
+@pytest.mark.rule("R-VAL-09")
+@pytest.mark.usefixtures("kernels")
+def test_a_corrupt_batch_fails_the_scan_unless_skipped_or_unchecked(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """One byte flipped inside a batch of a real orders-0 (figures from Kafka's dump of the intact
+    file): the scan returns the rows before it, then raises CrcMismatchError naming the file,
+    position and offset; on_corrupt="skip" leaves out that batch's records with one warning;
+    verify_crc=False returns the corrupted value."""
+    c = corrupt_copy(tmp_path)
+    rows = 0
+    with pytest.raises(CrcMismatchError) as e:
+        for b in kafkalog.scan(c.data, topics="orders", columns=["offset"]):
+            rows += b.num_rows
+    assert (e.value.file, e.value.position, e.value.offset, rows) == (str(c.log), c.position, c.base_offset, c.before)
+    with caplog.at_level("WARNING"):
+        got = kafkalog.scan(c.data, topics="orders", columns=["offset"], on_corrupt="skip").read_all()
+    assert got.num_rows == c.rows_when_skipped == 17212 - c.records
+    assert not set(got.column("offset").to_pylist()) & set(range(c.base_offset, c.last_offset + 1))
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and f"{c.log}, position {c.position}, offset {c.base_offset}" in warned[0]
+    one = kafkalog.scan(c.data, topics="orders", columns=["value"], start_offset=c.offset, end_offset=c.offset + 1, verify_crc=False)
+    assert one.read_all().column("value").to_pylist() == [c.flipped] != [c.value]

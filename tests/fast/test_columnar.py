@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import GOLDEN, read_jsonl
-from kafkalog import Codec, InvalidRecordError, KafkaLogError, LogReader, RecordBatchBuilder
+from kafkalog import Codec, CrcMismatchError, InvalidRecordError, KafkaLogError, LogReader, RecordBatchBuilder
 from kafkalog.fast import columnar
 from kafkalog.fast.arrow import KAFKA_SCHEMA, KAFKA_VIEW_SCHEMA, to_arrow
 from kafkalog.fast.columnar import decode_columns, iter_columns
@@ -205,7 +205,8 @@ def test_chunked_mixed_magic_and_torn_tail() -> None:
 
 
 def test_chunked_errors_locate_the_record() -> None:
-    """A bad record area raises the per-batch path's InvalidRecordError: file, byte and offset."""
+    """A bad record area raises the per-batch path's InvalidRecordError: file, byte and offset (CRCs
+    not checked: the damage here is the decoder's to find)."""
     good = RecordBatchBuilder(0)
     good.append(1, b"k", b"v")
     b = RecordBatchBuilder(1)
@@ -214,7 +215,7 @@ def test_chunked_errors_locate_the_record() -> None:
     bad[61] = 0x7E  # record length varint: 63, past the end of the batch
     data = good.build() + bytes(bad)
     with LogReader(data, name="x.log") as r, pytest.raises(InvalidRecordError) as e:
-        list(to_arrow(r))
+        list(to_arrow(r, verify_crc=False))
     assert e.value.position == len(good.build()) + 61 and e.value.offset == 1 and e.value.file == "x.log"
     # compressed: position is the batch, the message says where in the decompressed records
     c = RecordBatchBuilder(5, compression=Codec.ZSTD)
@@ -226,13 +227,13 @@ def test_chunked_errors_locate_the_record() -> None:
     area[0] = 0x7E
     bad_c = _rebatch(raw, compress(Codec.ZSTD, bytes(area)))
     with LogReader(data[: len(good.build())] + bad_c) as r, pytest.raises(InvalidRecordError) as e:
-        list(to_arrow(r))
+        list(to_arrow(r, verify_crc=False))
     assert e.value.position == len(good.build()) and e.value.offset == 5 and "decompressed records" in e.value.message
     # a corrupt compressed payload: the codec's DecompressionError, located at the batch
     from kafkalog.errors import DecompressionError
 
     with LogReader(_rebatch(raw, b"\x28\xb5\x2f\xfd garbage"), name="y.log") as r, pytest.raises(DecompressionError) as e2:
-        list(to_arrow(r))
+        list(to_arrow(r, verify_crc=False))
     assert e2.value.position == 0 and e2.value.offset == 5 and e2.value.file == "y.log"
 
 
@@ -410,7 +411,7 @@ def test_damaged_record_areas_agree_with_plain_reference(recs: list, flips: list
         want = None
     try:
         with LogReader(bytes(data)) as r:
-            table = _table(r)
+            table = _table(r, verify_crc=False)  # the walk's checks, not the CRC's
         counts = pc.fill_null(pc.list_value_length(table["headers"]), 0).to_pylist()
         got = [
             (g["offset"], (g["timestamp"] - EPOCH) // timedelta(milliseconds=1), g["key"], g["value"], c)
@@ -467,7 +468,6 @@ def test_chunks_carry_each_batchs_header_fields(records: bool, max_rows: int) ->
 def test_verify_crc_yields_the_batches_before_a_corrupt_one_then_raises(codec: Codec) -> None:
     """``verify_crc``: the records before the first batch whose CRC fails, then the CrcMismatchError
     Kafka's check (RecordBatch.ensure_valid) raises at that batch; without it the bytes decode on."""
-    from kafkalog.errors import CrcMismatchError
     from kafkalog.fast.columnar import iter_chunks
     from kafkalog.format.records.v2 import RecordBatch
 
@@ -491,4 +491,57 @@ def test_verify_crc_yields_the_batches_before_a_corrupt_one_then_raises(codec: C
         assert offsets == [10 * i + j for i in range(bad) for j in range(4)]
         assert (got.value.position, got.value.offset, str(got.value)) == (at, 10 * bad, str(want.value))
     with LogReader(bytes(data)) as r:
-        assert sum(len(c) for c in iter_chunks(r)) == 24
+        assert sum(len(c) for c in iter_chunks(r, verify_crc=False)) == 24
+    for max_rows in (32768, 5):  # skipping: every batch but the bad one, which the callback is given once
+        seen: list[CrcMismatchError] = []
+        with LogReader(bytes(data)) as r:
+            offsets = [o for c in iter_chunks(r, max_rows=max_rows, on_corrupt=seen.append) for o in c.offsets.tolist()]
+        assert offsets == [10 * i + j for i in range(6) if i != bad for j in range(4)]
+        assert [str(e) for e in seen] == [str(want.value)]
+
+
+@pytest.mark.rule("R-VAL-09")
+def test_a_legacy_inner_message_with_a_bad_crc_fails_the_read() -> None:
+    """A magic 1 gzip wrapper whose own CRC matches but one of whose inner messages' does not: Kafka's
+    consumer checks each record it returns (Record.ensureValid), so to_arrow fails at that inner
+    message's offset, skips the whole wrapper with on_corrupt, and decodes it without the check."""
+    import gzip
+
+    from kafkalog.format.records.legacy import encode_message
+
+    inner = bytearray(encode_message(0, 1, 0, 5, b"k0", b"v0") + encode_message(1, 1, 0, 6, b"k1", b"v1"))
+    inner[-1] ^= 0x01  # the second inner message's value: its CRC no longer matches
+    wrapper = encode_message(11, 1, 1, 6, None, gzip.compress(bytes(inner)))  # offset 11: inner offsets 10 and 11
+    plain = encode_message(12, 1, 0, 7, b"k2", b"v2")
+    with LogReader(wrapper + plain, name="v1.log") as r, pytest.raises(CrcMismatchError) as e:
+        list(to_arrow(r))
+    assert (e.value.file, e.value.position, e.value.offset) == ("v1.log", 0, 11) and "inner message 1" in e.value.message
+    with LogReader(wrapper + plain) as r:
+        assert pa.Table.from_batches(list(to_arrow(r, on_corrupt=lambda err: None)))["offset"].to_pylist() == [12]
+    with LogReader(wrapper + plain) as r:
+        assert pa.Table.from_batches(list(to_arrow(r, verify_crc=False)))["value"].to_pylist() == [b"v0", b"v0", b"v2"]  # v1, flipped
+
+
+@pytest.mark.rule("R-VAL-09")
+def test_to_arrow_checks_crcs_of_a_reader_a_log_and_batches(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """One byte flipped inside a batch of a real orders-0 (figures from Kafka's dump of the intact
+    file): to_arrow of the segment's LogReader, of the partition's Log and of its batch objects
+    fails naming the file, position and offset; on_corrupt="skip" gives every other record with one
+    warning; verify_crc=False gives the corrupted value."""
+    from corrupt_copy import corrupt_copy
+    from kafkalog.log.unified import Log
+
+    c = corrupt_copy(tmp_path)
+    for source in ("reader", "log", "batches"):
+        with LogReader(c.log) as r, Log.open(c.data / "orders-0") as log:
+            src = {"reader": r, "log": log, "batches": r.batches()}[source]
+            with pytest.raises(CrcMismatchError) as e:
+                list(to_arrow(src, columns=["offset"]))  # type: ignore[arg-type]
+            assert (e.value.file, e.value.position, e.value.offset) == (str(c.log), c.position, c.base_offset), source
+    with LogReader(c.log) as r, caplog.at_level("WARNING"):
+        got = pa.Table.from_batches(list(to_arrow(r, columns=["offset"], on_corrupt="skip")))
+    assert got.num_rows == c.rows_when_skipped == 17212 - c.records
+    assert [m for m in caplog.messages if f"position {c.position}, offset {c.base_offset}" in m] == caplog.messages and len(caplog.messages) == 1
+    with LogReader(c.log, start=c.position, end=c.position + 1000) as r:
+        rows = pa.Table.from_batches(list(to_arrow(r, columns=["offset", "value"], verify_crc=False))).to_pylist()
+    assert {"offset": c.offset, "value": c.flipped} in rows

@@ -160,3 +160,23 @@ def test_log_written_with_interleaved_transactions(tmp_path: Path) -> None:
     with Log.open(tmp_path / "t-0") as lg:
         assert lg.last_stable_offset == 17
         assert [r.offset for r in consume(lg)] == [2, 3, 5, 6, 8, 10, 11, 15]
+
+
+@pytest.mark.rule("R-VAL-09")
+def test_consume_checks_crcs_as_the_consumer_does(tmp_path: Path) -> None:
+    """check.crcs=true: a batch of a real orders-0 with one byte flipped stops the consumer, naming
+    the segment file, the batch's position in it and its offset; on_corrupt="skip" reads past it,
+    verify_crc=False returns the corrupted value. Figures from Kafka's dump of the intact file."""
+    from corrupt_copy import corrupt_copy
+    from kafkalog.errors import CrcMismatchError
+
+    c = corrupt_copy(tmp_path)
+    with Log.open(c.data / "orders-0") as log:
+        got: list[int] = []
+        with pytest.raises(CrcMismatchError) as e:
+            got.extend(r.offset for r in consume(log, read_committed=False))
+        assert (e.value.file, e.value.position, e.value.offset, len(got)) == (str(c.log), c.position, c.base_offset, c.before)
+        skipped = [r.offset for r in consume(log, read_committed=False, on_corrupt=lambda err: None)]
+        assert len(skipped) == c.rows_when_skipped and not set(skipped) & set(range(c.base_offset, c.last_offset + 1))
+        unchecked = next(r for r in consume(log, c.offset, read_committed=False, verify_crc=False))
+        assert (unchecked.offset, unchecked.value) == (c.offset, c.flipped)

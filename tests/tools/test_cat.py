@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from corrupt_copy import corrupt_copy
 from helpers import GOLDEN, KAFKA_INTERNAL_TOPICS, log_starts, need_shared, read_jsonl
 from kafkalog.tools.cli import main
 
@@ -37,6 +38,12 @@ def _unescape(line: str) -> bytes:
 def _cat(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
     code = main(["cat", *args])
     return code, capsys.readouterr().out.splitlines()
+
+
+def _cat_both(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
+    code = main(["cat", *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err.splitlines()
 
 
 def test_the_last_five_values_of_orders_as_text(capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,3 +178,22 @@ def test_deleted_records_only_with_include_deleted(capsys: pytest.CaptureFixture
     assert main(["dump", "--json", "--isolation", "read_uncommitted", str(data / f"{topic}-0")]) == 0
     dumped = [o["offset"] for o in map(json.loads, capsys.readouterr().out.splitlines()) if o["type"] == "record"]
     assert dumped == [o for o in every if o >= start]
+
+
+@pytest.mark.rule("R-VAL-09")
+@pytest.mark.usefixtures("kernels")
+def test_a_corrupt_batch_fails_cat_unless_skipped_or_unchecked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One byte flipped inside a batch of a real orders-0: cat prints the records before it, then
+    fails naming the file, position and offset (exit 1, one line); --skip-corrupt leaves out that
+    batch's records with one warning; --no-crc prints the corrupted value. Figures: Kafka's dump."""
+    c = corrupt_copy(tmp_path)
+    where = f"{c.log}, position {c.position}, offset {c.base_offset}: record batch is corrupt"
+    code, out, err = _cat_both(capsys, str(c.data), "-t", "orders", "-f", "%o\\n")
+    assert code == 1 and len(out) == c.before and all(int(o) < c.base_offset for o in out)
+    assert len(err) == 1 and where in err[0] and "Traceback" not in err[0]
+    code, out, err = _cat_both(capsys, str(c.data), "-t", "orders", "-f", "%o\\n", "--skip-corrupt")
+    assert code == 0 and len(out) == c.rows_when_skipped == 17212 - c.records
+    assert not {int(o) for o in out} & set(range(c.base_offset, c.last_offset + 1))
+    assert len(err) == 1 and "warning" in err[0] and where in err[0]
+    code, out, err = _cat_both(capsys, str(c.data), "-t", "orders", "-o", str(c.offset), "-c", "1", "--no-crc")
+    assert code == 0 and [_unescape(v) for v in out] == [c.flipped] != [c.value] and err == []

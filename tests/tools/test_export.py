@@ -149,3 +149,25 @@ def test_usage(tmp_path: Path) -> None:
     assert main(["export", str(GOLDEN / "kafka" / "logdir"), "-o", str(tmp_path), "--columns", "key,nope"]) == 2
     assert main(["export", str(GOLDEN / "kafka" / "logdir"), "-o", str(tmp_path), "--format", "csv", "--compression", "zstd"]) == 2
     assert main(["export", str(tmp_path / "absent"), "-o", str(tmp_path / "o")]) == 3
+
+
+@pytest.mark.rule("R-VAL-09")
+def test_a_corrupt_batch_fails_the_export_unless_skipped_or_unchecked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One byte flipped inside a batch of a real orders-0 (figures from Kafka's dump of the intact
+    file): the export fails naming the file, position and offset and leaves no file; --skip-corrupt
+    writes every other record with one warning; --no-crc writes the corrupted value."""
+    from corrupt_copy import corrupt_copy
+
+    c = corrupt_copy(tmp_path)
+    where = f"{c.log}, position {c.position}, offset {c.base_offset}: record batch is corrupt"
+    assert main(["export", str(c.data), "-t", "orders", "-o", str(tmp_path / "a")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and where in err[0] and not [p for p in (tmp_path / "a").rglob("*") if p.is_file()]
+    assert main(["export", str(c.data), "-t", "orders", "-o", str(tmp_path / "b"), "--skip-corrupt"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    got = ds.dataset(tmp_path / "b", format="parquet", partitioning="hive").to_table(columns=["offset"])
+    assert got.num_rows == c.rows_when_skipped == 17212 - c.records and len(warned) == 1 and where in warned[0]
+    assert main(["export", str(c.data), "-t", "orders", "-o", str(tmp_path / "c"), "--no-crc", "--start-offset", str(c.offset),
+                 "--end-offset", str(c.offset + 1)]) == 0
+    got = ds.dataset(tmp_path / "c", format="parquet", partitioning="hive").to_table(columns=["value"])
+    assert got.column("value").to_pylist() == [c.flipped] != [c.value]

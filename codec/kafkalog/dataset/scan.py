@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kafkalog.errors import DataLossError
-from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.records.stream import Batch, LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.gaps import Gap, gaps_error
@@ -201,14 +201,15 @@ def _runs(p: PartitionPlan) -> Iterator[tuple[int, Iterator[LogReader]]]:
         yield max(p.start, run[0].segment.first), readers(run)
 
 
-def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int, verify_crc: bool,
+          on_corrupt: OnCorrupt) -> Iterator[pa.RecordBatch]:
     from kafkalog.fast.arrow import read_partition
 
     for start, readers in _runs(p):
         for batch in read_partition(
             readers, topic=p.topic, partition=p.partition, start=start, end=p.end, aborted=p.aborted,
             last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
-            max_rows=batch_rows,
+            max_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt,
         ):
             yield batch if batch.schema.names == columns else batch.select(columns)
 
@@ -230,6 +231,8 @@ def scan(
     private_keys: Mapping[str, str | os.PathLike[str]] | Keyring | None = None,
     include_internal: bool = False,
     include_deleted: bool = False,
+    verify_crc: bool = True,
+    on_corrupt: OnCorrupt = "fail",
 ) -> pa.RecordBatchReader:
     """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
     Kafka consumers of each partition would receive them: partition by partition (sorted by topic
@@ -271,6 +274,12 @@ def scan(
     partition and the offsets, before anything is read; with ``allow_gaps=True`` each is logged as
     a warning and the rest is read (Spark's ``failOnDataLoss=false``).
 
+    No silent corruption: every batch's CRC is checked before its records are read, as Kafka's
+    consumer does (``check.crcs=true``, SPEC R-VAL-09). A batch whose CRC does not match raises
+    :class:`~kafkalog.errors.CrcMismatchError` naming the ``.log``, the byte position and the offset,
+    as the reader reaches it; with ``on_corrupt="skip"`` it is logged as a warning and left out, and
+    the rest is read; ``verify_crc=False`` turns the check off, for speed.
+
     Tiered storage: ``tiered`` is a prefix (a directory or ``s3://...``) holding the objects Aiven's
     tiered-storage plug-in wrote, and ``path`` then the broker's local data or partition dirs
     (optional). Each partition is one log across tiers (SPEC D.6,
@@ -297,7 +306,7 @@ def scan(
         files = discover(paths, wants=wants)
     return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                       read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
-                      include_deleted=include_deleted)
+                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt)
 
 
 def schema_of(columns: Sequence[str] | None) -> pa.Schema:
@@ -373,11 +382,12 @@ def plan_all(
 
 
 def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None = None, read_committed: bool = False,
-               batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """The Arrow batches of planned partitions, one partition after the other."""
+               batch_rows: int = BATCH_ROWS, verify_crc: bool = True, on_corrupt: OnCorrupt = "fail") -> Iterator[pa.RecordBatch]:
+    """The Arrow batches of planned partitions, one partition after the other, each batch's CRC
+    checked as :func:`scan` checks it."""
     cols = schema_of(columns).names
     for p in plans:
-        yield from _read(p, cols, read_committed, batch_rows)
+        yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt)
 
 
 def scan_files(
@@ -392,6 +402,8 @@ def scan_files(
     allow_gaps: bool = False,
     batch_rows: int = BATCH_ROWS,
     include_deleted: bool = False,
+    verify_crc: bool = True,
+    on_corrupt: OnCorrupt = "fail",
 ) -> pa.RecordBatchReader:
     """:func:`scan` of partitions already found (:func:`kafkalog.log.source.discover`, or another source of segments)."""
     import pyarrow as pa
@@ -400,10 +412,11 @@ def scan_files(
     plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                      read_committed=read_committed, allow_gaps=allow_gaps, include_deleted=include_deleted)
     return pa.RecordBatchReader.from_batches(schema, read_plans(plans, columns=schema.names, read_committed=read_committed,
-                                                               batch_rows=batch_rows))
+                                                               batch_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt))
 
 
-def read_records(plans: Iterable[PartitionPlan], *, read_committed: bool = False, verify_crc: bool = True) -> Iterator[tuple[PartitionPlan, Batch, Record]]:
+def read_records(plans: Iterable[PartitionPlan], *, read_committed: bool = False, verify_crc: bool = True,
+                 on_corrupt: OnCorrupt = "fail") -> Iterator[tuple[PartitionPlan, Batch, Record]]:
     """The records of planned partitions as :class:`~kafkalog.format.records.record.Record` objects,
     each with its plan and batch: the records :func:`read_plans` gives as Arrow rows, in the same
     order (control records and, with ``read_committed``, aborted transactions left out), for callers
@@ -411,14 +424,14 @@ def read_records(plans: Iterable[PartitionPlan], *, read_committed: bool = False
 
     Every batch's CRC is checked first, as a consumer with ``check.crcs=true`` checks it (skipped
     batches and markers too): a mismatch raises :class:`~kafkalog.errors.CrcMismatchError` naming
-    the file, position and offset, unless ``verify_crc`` is false."""
+    the file, position and offset, or with ``on_corrupt`` leaves the batch out
+    (:func:`~kafkalog.format.records.stream.checked`); ``verify_crc=False`` turns the check off."""
     for p in plans:
         committed = ReadCommittedFilter(p.aborted) if read_committed else None
         end = p.end
         for start, readers in _runs(p):
-            for batch in _batches_until(readers, end):
-                if verify_crc:
-                    batch.ensure_valid()
+            batches = _batches_until(readers, end)
+            for batch in checked(batches, on_corrupt) if verify_crc else batches:
                 if (committed is not None and committed.skips(batch)) or (isinstance(batch, RecordBatch) and batch.is_control):
                     continue
                 for r in batch.records():

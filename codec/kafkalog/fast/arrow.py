@@ -22,7 +22,7 @@ from kafkalog.fast.columnar import (
 )
 from kafkalog.format.primitives import java_utf8
 from kafkalog.format.records.control import ControlType, control_type_of
-from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.records.stream import Batch, LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import ATTR_CONTROL, ATTR_TRANSACTIONAL, RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
 
@@ -431,9 +431,10 @@ def _metadata_arrays(cols: BatchColumns | ChunkColumns, h: BatchFields, idx: np.
 
 
 def _pieces(
-    reader: LogReader, *, max_rows: int, max_bytes: int, headers: bool, views: bool
+    reader: LogReader, *, max_rows: int, max_bytes: int, headers: bool, views: bool, verify_crc: bool, on_corrupt: OnCorrupt
 ) -> Iterator[BatchColumns | ChunkColumns]:
-    return iter_chunks(reader, max_rows=max_rows, max_bytes=max_bytes, headers=headers, views=views)
+    return iter_chunks(reader, max_rows=max_rows, max_bytes=max_bytes, headers=headers, views=views, verify_crc=verify_crc,
+                       on_corrupt=on_corrupt)
 
 
 def to_arrow(
@@ -449,9 +450,17 @@ def to_arrow(
     read_committed: bool = False,
     include_control: bool = False,
     metadata: bool = False,
+    verify_crc: bool = True,
+    on_corrupt: OnCorrupt = "fail",
 ) -> Iterator[pa.RecordBatch]:
     """Stream Kafka records as Arrow record batches of about ``max_rows`` rows, as a consumer
     receives them: control records (transaction markers) are left out unless ``include_control``.
+
+    Every batch's CRC is checked before its records are read, as Kafka's consumer checks them
+    (``check.crcs=true``, SPEC R-VAL-09): a corrupt batch raises
+    :class:`~kafkalog.errors.CrcMismatchError` naming the file, byte position and offset (the rows
+    before it have been yielded); ``on_corrupt="skip"`` logs a warning naming it and reads on after
+    it (a callable is given the error instead); ``verify_crc=False`` does not check, for speed.
 
     ``read_committed`` leaves out, as a read_committed consumer does, the records of aborted
     transactions and every record from the last stable offset on (the first offset of a transaction
@@ -493,7 +502,7 @@ def to_arrow(
             readers(), topic=named[0] if topic is None else topic, partition=named[1] if partition is None else partition,
             start=source.log_start_offset, aborted=aborted, last_stable_offset=lso, read_committed=read_committed,
             include_headers=include_headers, columns=columns, max_rows=max_rows, max_bytes=max_bytes, views=views,
-            include_control=include_control, metadata=metadata,
+            include_control=include_control, metadata=metadata, verify_crc=verify_crc, on_corrupt=on_corrupt,
         )
         return
     opts = {"topic": topic or "", "partition": partition or 0, "include_headers": include_headers, "columns": columns, "views": views}
@@ -503,13 +512,14 @@ def to_arrow(
         if read_committed:
             aborted_pairs, lso = _transactions_of(source.batches())
         select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted_pairs, lso=lso)
-        pieces: Iterable[BatchColumns | ChunkColumns] = _pieces(source, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views)
+        pieces: Iterable[BatchColumns | ChunkColumns] = _pieces(source, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers,
+                                                                views=views, verify_crc=verify_crc, on_corrupt=on_corrupt)
         yield from _stream(pieces, select, max_rows, metadata, source.name or "", opts)
         return
-    batches: Iterable[Batch] = source
+    batches: Iterable[Batch] = checked(source, on_corrupt) if verify_crc else source
     aborted_pairs, lso = [], None
     if read_committed:
-        batches = list(source)
+        batches = list(batches)
         aborted_pairs, lso = _transactions_of(batches)
     select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted_pairs, lso=lso)
     yield from _stream(iter_columns(batches), select, max_rows, metadata, "", opts)
@@ -532,6 +542,8 @@ def read_partition(
     views: bool = False,
     include_control: bool = False,
     metadata: bool = False,
+    verify_crc: bool = True,
+    on_corrupt: OnCorrupt = "fail",
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches of one partition's records at offsets ``[start, end)``, read from ``readers``:
     the partition's segments in offset order, each a :class:`LogReader` already positioned (its
@@ -540,12 +552,13 @@ def read_partition(
 
     ``aborted`` (the partition's aborted transactions: ``.txnindex`` entries, or (producer id,
     first offset) pairs) and ``last_stable_offset`` decide what ``read_committed`` leaves out, as
-    for :func:`to_arrow` on a Log; the other options are :func:`to_arrow`'s."""
+    for :func:`to_arrow` on a Log; the other options (the CRC check among them) are :func:`to_arrow`'s."""
     opts = {"topic": topic, "partition": partition, "include_headers": include_headers, "columns": columns, "views": views}
     select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted, lso=last_stable_offset,
                         start=start, end=end)
     for reader in readers:
-        pieces = _pieces(reader, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views)
+        pieces = _pieces(reader, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views, verify_crc=verify_crc,
+                         on_corrupt=on_corrupt)
         yield from _stream(_until(pieces, end), select, max_rows, metadata, reader.name or "", opts)
 
 

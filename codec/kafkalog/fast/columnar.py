@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkalog import fast
-from kafkalog.errors import InvalidRecordError, KafkaLogError
+from kafkalog.errors import CrcMismatchError, InvalidRecordError, KafkaLogError
 from kafkalog.fast import native
 from kafkalog.format.compression import _KAFKA_LZ4_HEADER, Codec, decompress_into
 from kafkalog.format.primitives import crc32c
 from kafkalog.format.records.legacy import LegacyBatch
-from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.records.stream import Batch, LogReader, OnCorrupt, corrupt_handler, crc_error
 from kafkalog.format.records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 
 __all__ = ["CHUNK_BYTES", "PURE", "COMPILED", "Kernels", "BatchColumns", "ChunkBatches", "ChunkColumns", "decode_columns", "gather", "iter_chunks", "iter_columns", "kernels"]
@@ -822,7 +822,8 @@ _CODECS = tuple(Codec)  # by id (the framing takes ids 1-4 only)
 
 def iter_chunks(
     reader: LogReader, *, max_rows: int = 32768, max_bytes: int = CHUNK_BYTES, headers: bool = True,
-    alloc: Callable[[int], np.ndarray] | None = None, views: bool = False, verify_crc: bool = False, records: bool = True,
+    alloc: Callable[[int], np.ndarray] | None = None, views: bool = False, verify_crc: bool = True, records: bool = True,
+    on_corrupt: OnCorrupt = "fail",
 ) -> Iterator[ChunkColumns | ChunkBatches | BatchColumns]:
     """Decode every batch of ``reader`` (from ``reader.start``), chunk by chunk: runs of v2 batches
     become one :class:`ChunkColumns` of at most ``max_rows`` records (unless one batch holds more)
@@ -837,21 +838,24 @@ def iter_chunks(
     (``key_views``, ``value_views``) into bytes it owns (``view_data``: its decompressed record
     areas, or the log bytes read for it) instead of copying them out: no copy of any key or value.
 
-    Each chunk carries its batches' header fields (:attr:`ChunkColumns.batches`). ``verify_crc``
-    checks every batch's CRC before it is decoded, as Kafka's consumer does (in the compiled
-    framing pass): the batches before a bad one are yielded, then
-    :class:`~kafkalog.errors.CrcMismatchError` is raised at it. ``records=False`` reads batch
+    Each chunk carries its batches' header fields (:attr:`ChunkColumns.batches`). Every batch's CRC
+    is checked before it is decoded, as Kafka's consumer does (R-VAL-09; in the compiled framing
+    pass, over the bytes already read): the batches before a bad one are yielded, then its
+    :class:`~kafkalog.errors.CrcMismatchError` (:func:`~kafkalog.format.records.stream.crc_error`)
+    is raised, or with ``on_corrupt="skip"`` (or a callable) reported and the batch left out;
+    ``verify_crc=False`` does not check. ``records=False`` reads batch
     headers only: runs of v2 batches become :class:`ChunkBatches` (nothing decompressed or
     decoded), any other batch still a :class:`BatchColumns`."""
     scratch = _Scratch.take(alloc)
     try:
-        yield from _chunks(reader, max_rows, max_bytes, headers, scratch, views, verify_crc, records)
+        yield from _chunks(reader, max_rows, max_bytes, headers, scratch, views, verify_crc, records, corrupt_handler(on_corrupt))
     finally:
         scratch.give_back()
 
 
 def _chunks(
-    reader: LogReader, max_rows: int, max_bytes: int, headers: bool, scratch: _Scratch, views: bool, verify_crc: bool, records: bool
+    reader: LogReader, max_rows: int, max_bytes: int, headers: bool, scratch: _Scratch, views: bool, verify_crc: bool, records: bool,
+    on_corrupt: Callable[[CrcMismatchError], None] | None,
 ) -> Iterator[ChunkColumns | ChunkBatches | BatchColumns]:
     src = _Source(reader, max_bytes, scratch.own)
     meta = scratch.meta  # batches of the current chunk
@@ -900,9 +904,13 @@ def _chunks(
         if batch is None:
             reader.tail = single.tail
             return
-        if verify_crc:
-            batch.ensure_valid()
-        yield from iter_columns([batch])
+        err = crc_error(batch) if verify_crc else None
+        if err is None:
+            yield from iter_columns([batch])
+        elif on_corrupt is None:
+            raise err
+        else:
+            on_corrupt(err)  # and read on after the batch, as with a seek past it
         pos += batch.size_in_bytes
         reader.valid_bytes = pos - reader.start
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.record import Record
-from kafkalog.format.records.stream import Batch
+from kafkalog.format.records.stream import Batch, OnCorrupt, checked
 from kafkalog.format.records.v2 import NO_PRODUCER_ID, RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
 
@@ -79,11 +79,13 @@ class ReadCommittedFilter:
 
 
 def _visible(
-    batches: Iterable[Batch], aborted: Iterable[AbortedTxn | tuple[int, int]] | None, read_committed: bool, start_offset: int | None
+    batches: Iterable[Batch], aborted: Iterable[AbortedTxn | tuple[int, int]] | None, read_committed: bool, start_offset: int | None,
+    verify_crc: bool, on_corrupt: OnCorrupt,
 ) -> Iterator[tuple[Batch, list[Record]]]:
-    """Each batch of one fetch with the records a consumer returns from it (batches with none left out)."""
+    """Each batch of one fetch with the records a consumer returns from it (batches with none left
+    out), each batch's CRC checked first as the consumer checks it (``check.crcs``, R-VAL-09)."""
     committed = ReadCommittedFilter(aborted or ()) if read_committed else None
-    for batch in batches:
+    for batch in checked(batches, on_corrupt) if verify_crc else batches:
         if committed is not None and committed.skips(batch):
             continue
         if isinstance(batch, RecordBatch) and batch.is_control:
@@ -99,12 +101,17 @@ def consumer_records(
     *,
     read_committed: bool = True,
     start_offset: int | None = None,
+    verify_crc: bool = True,
+    on_corrupt: OnCorrupt = "fail",
 ) -> Iterator[Record]:
     """The records of one fetch a consumer returns to its application: records below
     ``start_offset`` (the fetch position) and control records are dropped under both isolation
     levels; with ``read_committed`` so are the batches of the ``aborted`` transactions
-    ((producer id, first offset) pairs or :class:`~kafkalog.format.txnindex.AbortedTxn`)."""
-    for _batch, records in _visible(batches, aborted, read_committed, start_offset):
+    ((producer id, first offset) pairs or :class:`~kafkalog.format.txnindex.AbortedTxn`). A batch
+    whose CRC does not match raises :class:`~kafkalog.errors.CrcMismatchError`, as the consumer's
+    ``check.crcs=true`` does (``on_corrupt="skip"``: warned about and left out; ``verify_crc=False``:
+    not checked)."""
+    for _batch, records in _visible(batches, aborted, read_committed, start_offset, verify_crc, on_corrupt):
         yield from records
 
 
@@ -120,7 +127,8 @@ class ConsumedBatch:
 
 
 def consume_batches(
-    log: Log, start_offset: int | None = None, *, read_committed: bool = True, max_bytes: int = DEFAULT_FETCH_BYTES
+    log: Log, start_offset: int | None = None, *, read_committed: bool = True, max_bytes: int = DEFAULT_FETCH_BYTES,
+    verify_crc: bool = True, on_corrupt: OnCorrupt = "fail",
 ) -> Iterator[ConsumedBatch]:
     """The batches :func:`consume` takes its records from, each with where it lies and its records."""
     from kafkalog.log.unified import FetchIsolation
@@ -133,16 +141,25 @@ def consume_batches(
         if not batches:
             return
         meta = fetch.offset_metadata  # one fetch reads one segment, from this byte position on
-        for batch, records in _visible(batches, fetch.aborted_transactions, read_committed, position):
-            yield ConsumedBatch(meta.segment_base_offset, meta.relative_position + batch.position, batch, records)
+        segment = log.floor_segment(meta.segment_base_offset)
+        for batch in batches:  # the file and position each batch has in its segment, for what names it (a CRC error)
+            batch.file = None if segment is None else segment.log_path
+            batch.position += meta.relative_position
+        for batch, records in _visible(batches, fetch.aborted_transactions, read_committed, position, verify_crc, on_corrupt):
+            yield ConsumedBatch(meta.segment_base_offset, batch.position, batch, records)
         position = batches[-1].next_offset
 
 
-def consume(log: Log, start_offset: int | None = None, *, read_committed: bool = True, max_bytes: int = DEFAULT_FETCH_BYTES) -> Iterator[Record]:
+def consume(
+    log: Log, start_offset: int | None = None, *, read_committed: bool = True, max_bytes: int = DEFAULT_FETCH_BYTES,
+    verify_crc: bool = True, on_corrupt: OnCorrupt = "fail",
+) -> Iterator[Record]:
     """Every record a consumer reading ``log`` from ``start_offset`` (default: the log start offset)
     receives: read_committed fetches stop at the last stable offset, read_uncommitted ones at the
-    high watermark; each fetch is filtered by :func:`consumer_records` and the next one starts after
-    its last batch. Works on a read-only log (the last stable offset and the aborted transactions
-    come from its in-memory load)."""
-    for consumed in consume_batches(log, start_offset, read_committed=read_committed, max_bytes=max_bytes):
+    high watermark; each fetch is filtered by :func:`consumer_records` (CRCs checked: a corrupt batch
+    raises :class:`~kafkalog.errors.CrcMismatchError` unless ``on_corrupt="skip"`` or
+    ``verify_crc=False``) and the next one starts after its last batch. Works on a read-only log
+    (the last stable offset and the aborted transactions come from its in-memory load)."""
+    for consumed in consume_batches(log, start_offset, read_committed=read_committed, max_bytes=max_bytes, verify_crc=verify_crc,
+                                    on_corrupt=on_corrupt):
         yield from consumed.records

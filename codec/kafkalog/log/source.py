@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from kafkalog.errors import KafkaLogError, LogNotFoundError
 from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
-from kafkalog.log.reads import log_start_offset
 from kafkalog.log.leftovers import as_loaded
+from kafkalog.log.reads import log_start_offset
 
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem

@@ -26,8 +26,11 @@ from kafkalog.tools.command import (
     EXIT_IO,
     EXIT_OK,
     UsageError,
+    add_crc_options,
     add_read_options,
     add_tiered_options,
+    corrupt_failure,
+    crc_options,
     only_internal,
     parse_time,
     partition_filter,
@@ -176,13 +179,14 @@ def parse_offsets(values: list[str]) -> Start:
 
 def _command(args: argparse.Namespace) -> int:
     from kafkalog.dataset.scan import plan_all, read_records, start_floor
-    from kafkalog.errors import LogNotFoundError
+    from kafkalog.errors import CrcMismatchError, LogNotFoundError
     from kafkalog.log.plan import describe
 
     start = parse_offsets(args.offset or ["beginning"])
     if args.count is not None and args.count < 0:
         raise UsageError(f"-c must be 0 or more, got {args.count}")
     render = envelope if args.json else compile_format(args.format)
+    verify_crc, on_corrupt = crc_options(args, "cat")
     try:
         files = partitions_of(args, wants=partition_filter(args))
     except LogNotFoundError as e:
@@ -209,13 +213,16 @@ def _command(args: argparse.Namespace) -> int:
                      read_committed=committed, allow_gaps=args.allow_gaps, include_deleted=args.include_deleted,
                      on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr),
                      on_deleted=lambda m: print(f"kafkalog cat: warning: {m}", file=sys.stderr))
-    rows = read_records(plans, read_committed=committed)
+    rows = read_records(plans, read_committed=committed, verify_crc=verify_crc, on_corrupt=on_corrupt)
     if args.count is not None:
         rows = itertools.islice(rows, args.count)
     out = sys.stdout
     null = "NULL" if args.null else ""
-    for row in rows:
-        out.write(render(row, null))
+    try:
+        for row in rows:
+            out.write(render(row, null))
+    except CrcMismatchError as e:
+        return corrupt_failure("cat", e)  # the records before the corrupt batch are out, as a consumer has them
     return EXIT_OK
 
 
@@ -226,6 +233,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "Print the records of data dirs, partition dirs, globs or URLs as a consumer receives them (no transaction "
         "markers), partition by partition in offset order, one line per record by default (the value). Keys and values "
         "are text: bytes that are not UTF-8 and control characters are escaped (\\xNN, \\n, ...), never printed raw. "
+        "Every batch's CRC is checked, as Kafka's consumer checks it: a corrupt batch ends the command (exit 1) naming "
+        "the file, byte position and offset, unless --skip-corrupt (or --no-crc). "
         "Flags as kcat's consumer mode. The files at rest get no new data, so the command always ends at their end; "
         "-e is accepted as kcat's 'exit at the end'."))
     c.add_argument("paths", nargs="*", metavar="PATH")
@@ -250,5 +259,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "then count from the last stable offset)"))
     c.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
     add_read_options(c)
+    add_crc_options(c)
     add_tiered_options(c)
     c.set_defaults(func=_command)

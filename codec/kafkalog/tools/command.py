@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     import argparse
 
+    from kafkalog.errors import CrcMismatchError
+    from kafkalog.format.records.stream import OnCorrupt
     from kafkalog.format.tiered_aiven import Keyring
     from kafkalog.log.source import PartitionFiles
 
 __all__ = [
-    "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_read_options", "add_tiered_options",
-    "is_kafka_file", "check_tiered_paths", "missing_or_empty", "only_internal", "parse_time", "partition_filter", "partitions_of",
-    "private_keys", "unlink",
+    "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_crc_options", "add_read_options",
+    "add_tiered_options", "corrupt_failure", "crc_options", "is_kafka_file", "check_tiered_paths", "missing_or_empty", "only_internal",
+    "parse_time", "partition_filter", "partitions_of", "private_keys", "unlink",
 ]
 
 EXIT_OK = 0
@@ -152,6 +154,31 @@ def only_internal(command: str, args: argparse.Namespace) -> str:
     where = " ".join(args.paths + ([args.tiered] if args.tiered else []))
     return (f"kafkalog {command}: {where} holds only Kafka's internal topics, left out as a consumer leaves them out "
             "(name one with -t, or add --include-internal)")
+def add_crc_options(parser: argparse.ArgumentParser) -> None:
+    """``--skip-corrupt`` and ``--no-crc``, as every command that returns records takes them: by
+    default a batch whose CRC does not match fails the command (SPEC R-VAL-09)."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--skip-corrupt", action="store_true", help=(
+        "read past a batch whose CRC does not match, leaving its records out, with a warning naming it; without it "
+        "such a batch fails the command (exit 1) naming the file, byte position and offset"))
+    g.add_argument("--no-crc", action="store_true", help="do not check batch CRCs (faster; a corrupt batch's records come out as stored)")
+
+
+def crc_options(args: argparse.Namespace, command: str) -> tuple[bool, OnCorrupt]:
+    """(verify_crc, on_corrupt) for the readers from ``--no-crc`` / ``--skip-corrupt``: each
+    skipped batch is one warning line on stderr."""
+    if args.skip_corrupt:
+        def warn(err: CrcMismatchError) -> None:
+            print(f"kafkalog {command}: warning: {err} (--skip-corrupt: its records left out, reading on)", file=sys.stderr)
+
+        return True, warn
+    return not args.no_crc, "fail"
+
+
+def corrupt_failure(command: str, err: CrcMismatchError) -> int:
+    """Report a corrupt batch that failed the command (one line on stderr) and return its exit code."""
+    print(f"kafkalog {command}: {err} (--skip-corrupt reads past it with a warning)", file=sys.stderr)
+    return EXIT_BAD_DATA
 
 
 def private_keys(args: argparse.Namespace) -> Keyring | None:

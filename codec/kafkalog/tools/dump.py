@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from kafkalog.errors import DataLossError, KafkaLogError
+from kafkalog.errors import CrcMismatchError, DataLossError, KafkaLogError
 from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from kafkalog.format.files import (
     DUMPED_KINDS,
@@ -33,7 +33,7 @@ from kafkalog.format.files import (
 from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.record import LegacyRecord
-from kafkalog.format.records.stream import LogReader
+from kafkalog.format.records.stream import Batch, LogReader, crc_error
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
@@ -99,6 +99,23 @@ class DumpResult:
     torn_tails: list[str] = field(default_factory=list)
     #: offsets lost in the partition directories dumped (with ``allow_gaps``; else dump raises)
     gaps: list[Gap] = field(default_factory=list)
+    #: batches whose CRC does not match: dumped as kafka-dump-log dumps them (``isvalid: false``), and
+    #: each an error (R-VAL-09), reported on stderr once its file is dumped
+    corrupt: list[CrcMismatchError] = field(default_factory=list)
+
+    def report_corrupt(self, since: int, err: TextIO) -> None:
+        """Write the corrupt batches found from index ``since`` on to ``err`` and count them as errors."""
+        for c in self.corrupt[since:]:
+            self.errors.append(str(c))
+            err.write(f"error: {c}\n")
+
+
+def _noting_corrupt(batches: Iterable[Batch], result: DumpResult | None) -> Iterator[Batch]:
+    """``batches``, each one whose CRC does not match noted in ``result.corrupt`` (every batch is still dumped)."""
+    for batch in batches:
+        if result is not None and (err := crc_error(batch)) is not None:
+            result.corrupt.append(err)
+        yield batch
 
 
 # ----------------------------------------------------------------------------- JSON per kind
@@ -210,7 +227,7 @@ def json_lines(
                 return decoded_fields(None, r, decoder=decoder, control=control, file=path, position=batch.position)
 
         with LogReader(path if source is None else source, name=path) as reader:
-            yield from log_lines(_planned(reader.batches(), end), rel, lossless=lossless, extra=extra)
+            yield from log_lines(_noting_corrupt(_planned(reader.batches(), end), result), rel, lossless=lossless, extra=extra)
             if reader.tail is not None and result is not None:
                 result.torn_tails.append(reader.tail.message())
         return
@@ -261,7 +278,7 @@ def _text_log(path: str, out: TextIO, opts: DumpOptions, result: DumpResult, end
         out.write(f"Log starting offset: {int(stem.split('-')[0])}\n")
     with LogReader(path if source is None else source, name=path) as reader:
         valid = 0
-        for batch in _planned(reader.batches(), end):
+        for batch in _noting_corrupt(_planned(reader.batches(), end), result):
             _text_batch_and_records(path, batch, valid, batch.records(), out, opts, decoder)
             valid += batch.size_in_bytes
         if reader.tail is not None:
@@ -532,6 +549,8 @@ def _dump_tiered(paths: list[str], opts: DumpOptions, out: TextIO, err: TextIO, 
     for part in parts:
         current = None
         for seg, batch, first, stop in part.batches():
+            if (crc_err := crc_error(batch)) is not None:
+                result.corrupt.append(crc_err)
             if seg is not current:
                 current = seg
                 result.files += 1
@@ -569,7 +588,8 @@ def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult
         tp = parse_topic_partition(pdir)
         with Log.open(pdir, log_start_offset=(log_dirs[parent].log_start.get(tp) or 0) if tp is not None else 0) as lg:
             current = None
-            for cb in consume_batches(lg, read_committed=opts.isolation == "read_committed"):
+            # a consumer's view: a corrupt batch is left out (and reported, as dump reports it), the rest dumped
+            for cb in consume_batches(lg, read_committed=opts.isolation == "read_committed", on_corrupt=result.corrupt.append):
                 full = os.path.join(pdir, segment_file_name(cb.segment_base_offset, ".log"))
                 rel = os.path.relpath(full, base).replace(os.sep, "/")
                 decoder = opts.decoder_for(full)
@@ -618,6 +638,7 @@ def dump(
     result = DumpResult()
     if opts.tiered is not None:
         _dump_tiered(paths, opts, out, err, result)
+        result.report_corrupt(0, err)
         return result
     result.gaps = _data_loss(paths)
     if result.gaps:
@@ -633,6 +654,7 @@ def dump(
                 e.located(file=p)
                 result.errors.append(str(e))
                 err.write(f"error: {e}\n")
+        result.report_corrupt(0, err)
         return result
     failed: set[int] = set()  # tiered segments whose manifest or data key failed: their other parts are not tried
     for full, rel, kind, planned, src in _targets(paths, err, opts.keys):
@@ -642,6 +664,7 @@ def dump(
         if progress is not None:
             progress(full)
         opened: BinaryIO | None = None
+        corrupt_before = len(result.corrupt)
         try:
             if kind is FileKind.LOG and src is not None:
                 opened = src.open()  # a tiered segment: its chunks, through the manifest
@@ -681,6 +704,7 @@ def dump(
         finally:
             if opened is not None:
                 opened.close()
+            result.report_corrupt(corrupt_before, err)
     if opts.fmt == "json":
         for t in result.torn_tails:
             err.write(f"warning: {t}\n")

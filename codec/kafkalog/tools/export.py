@@ -22,8 +22,11 @@ from kafkalog.tools.command import (
     EXIT_IO,
     EXIT_OK,
     UsageError,
+    add_crc_options,
     add_read_options,
     add_tiered_options,
+    corrupt_failure,
+    crc_options,
     only_internal,
     parse_time,
     partition_filter,
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from kafkalog.dataset.scan import PartitionPlan
+    from kafkalog.format.records.stream import OnCorrupt
 
 __all__ = ["FILE_COLUMNS", "export", "register"]
 
@@ -258,9 +262,12 @@ def _write_csv(f: BinaryIO, batches: Iterator[pa.RecordBatch], names: list[str],
 def export(
     plans: list[PartitionPlan], out: str, *, fmt: str = "parquet", columns: list[str] | None = None, read_committed: bool = False,
     compression: str = "snappy", binary: str = "base64", progress: _Progress | None = None, batch_rows: int | None = None,
+    verify_crc: bool = True, on_corrupt: OnCorrupt = "fail",
 ) -> tuple[int, int]:
     """Write each planned partition to ``out/topic=T/partition=P/part-00000.<fmt>`` (partitions with
-    no row in range get no file); returns (files, rows)."""
+    no row in range get no file); returns (files, rows). Batch CRCs are checked as
+    :func:`kafkalog.scan` checks them: a corrupt batch raises :class:`~kafkalog.errors.CrcMismatchError`
+    and the partition being written gets no file, unless ``on_corrupt`` reads past it."""
     from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
 
     cols = [c for c in (columns or FILE_COLUMNS) if c not in ("topic", "partition")]
@@ -272,7 +279,8 @@ def export(
     committer = _Committer()
     try:
         for p in plans:
-            batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS)
+            batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS, verify_crc=verify_crc,
+                                 on_corrupt=on_corrupt)
             first = next(batches, None)
             if first is None:
                 progress.add(0, partition_done=True)
@@ -316,7 +324,7 @@ def _command(args: argparse.Namespace) -> int:
     import pyarrow  # noqa: F401 - the arrow extra: missing, the run ends here (one line naming it), before anything is read or written
 
     from kafkalog.dataset.scan import plan_all
-    from kafkalog.errors import LogNotFoundError
+    from kafkalog.errors import CrcMismatchError, LogNotFoundError
 
     if args.format != "parquet" and args.compression != "snappy":
         raise UsageError("--compression applies to --format parquet only")
@@ -328,6 +336,7 @@ def _command(args: argparse.Namespace) -> int:
 
         if unknown := [c for c in columns if c not in KAFKA_SCHEMA.names]:
             raise UsageError(f"--columns: unknown {', '.join(unknown)} (known: {', '.join(KAFKA_SCHEMA.names)})")
+    verify_crc, on_corrupt = crc_options(args, "export")
     try:
         files = partitions_of(args, wants=partition_filter(args))
     except LogNotFoundError as e:
@@ -347,7 +356,10 @@ def _command(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         n_files, rows = export(plans, args.output, fmt=args.format, columns=columns, read_committed=committed, compression=args.compression,
-                               binary=args.binary, progress=progress, batch_rows=args.batch_rows)
+                               binary=args.binary, progress=progress, batch_rows=args.batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt)
+    except CrcMismatchError as e:
+        progress.close()
+        return corrupt_failure("export", e)  # the partition being written got no file; those written before are complete
     finally:
         progress.close()
     took = time.monotonic() - t0
@@ -365,7 +377,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "hold key, value, offset, timestamp, timestampType and headers (topic and partition are in the path); JSON and "
         "CSV give keys and values as base64 (--binary) and timestamps in ms. Each file is written under a hidden "
         "temporary name, fsynced and renamed: a failed run leaves no partial file under a final name. A progress bar "
-        "shows on a terminal."))
+        "shows on a terminal. Every batch's CRC is checked, as Kafka's consumer checks it: a corrupt batch fails the "
+        "run (exit 1) naming the file, byte position and offset, unless --skip-corrupt (or --no-crc)."))
     e.add_argument("paths", nargs="*", metavar="PATH")
     e.add_argument("-o", "--output", required=True, metavar="OUT", help="the directory to write into (created if needed; files of the same names are replaced)")
     e.add_argument("--format", choices=["parquet", "jsonl", "csv"], default="parquet", help="default: parquet")
@@ -386,5 +399,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     e.add_argument("--batch-rows", type=int, metavar="N", help="records per batch read, so per Parquet row group at most (default 32768)")
     e.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
     add_read_options(e)
+    add_crc_options(e)
     add_tiered_options(e)
     e.set_defaults(func=_command)

@@ -37,14 +37,13 @@ from kafkalog.format.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIn
 from kafkalog.format.primitives import crc32, crc32c
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.legacy import LegacyBatch
-from kafkalog.format.records.record import LegacyRecord
 from kafkalog.format.records.v2 import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
-    CRC_START,
     RecordBatch,
+    batch_crc_error,
 )
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import ABORTED_TXN, CURRENT_VERSION
@@ -314,12 +313,10 @@ def _scan_buffer(
 
     mv = memoryview(mm)
     try:
-        # CRC-32C over each whole v2 batch, in C
-        crcs = hdr["crc"].tolist()
+        # CRC-32C over each whole v2 batch, in C: the check every reader makes (batch_crc_error)
         for k, (p, e) in enumerate(zip(positions[v2].tolist(), ends[v2].tolist(), strict=True)):
-            if crc32c(mv[p + CRC_START : e]) != crcs[k]:
-                sink(ERROR, "batch-crc", path, p, base[v2[k]],
-                     f"record batch is corrupt (stored crc = {crcs[k]}, computed crc = {crc32c(mv[p + CRC_START : e])})")
+            if (crc_err := batch_crc_error(mv[p:e], file=path, position=p)) is not None:
+                sink(ERROR, "batch-crc", path, p, base[v2[k]], crc_err.message)
         bad_len = np.flatnonzero(batch_len != ends[v2] - positions[v2] - 12)
         for k in bad_len.tolist():  # impossible after framing; kept as a guard against a wrong header view
             sink(ERROR, "batch-size", path, positions[v2[k]], base[v2[k]], "batch length disagrees with framing")
@@ -512,8 +509,8 @@ def _check_legacy(path: str, data: bytes, p: int, sink: _Sink, base: np.ndarray,
         sink(ERROR, "record-invalid", path, err.position if err.position is not None else p, None, err.message)
         valid[i] = False
         return
-    if not batch.is_valid:
-        sink(ERROR, "batch-crc", path, p, batch.last_offset, f"message is corrupt (stored crc = {batch.crc}, computed crc = {_legacy_crc(data)})")
+    if (crc_err := batch.crc_error()) is not None:
+        sink(ERROR, "batch-crc", path, p, batch.last_offset, crc_err.message)
     last[i] = batch.last_offset
     try:
         recs = batch.records()
@@ -525,19 +522,12 @@ def _check_legacy(path: str, data: bytes, p: int, sink: _Sink, base: np.ndarray,
     ts = [r.timestamp for r in recs]
     max_ts[i] = max(ts)
     if batch.compression.value != 0:
-        for n, r in enumerate(recs):
-            if isinstance(r, LegacyRecord) and not r.is_valid:
-                sink(ERROR, "inner-crc", path, p, r.offset, f"inner message {n} of the wrapper is corrupt (stored crc = {r.checksum})")
+        for inner in batch.inner_crc_errors():
+            sink(ERROR, "inner-crc", path, p, inner.offset, inner.message)
         offs = [r.offset for r in recs]
         if any(b <= a for a, b in zip(offs, offs[1:], strict=False)) or offs[-1] != batch.last_offset:
             sink(ERROR, "offsets-not-increasing", path, p, batch.last_offset,
                  f"inner offsets {offs[0]}..{offs[-1]} are not strictly increasing up to the wrapper offset {batch.last_offset}")
-
-
-def _legacy_crc(data: bytes) -> int:
-    from kafkalog.format.primitives import crc32
-
-    return crc32(memoryview(data)[16:])
 
 
 # ----------------------------------------------------------------------------------- indexes

@@ -166,19 +166,41 @@ class LegacyBatch:
             return self.msg.offset
         return self.records()[0].offset
 
+    def crc_error(self) -> CrcMismatchError | None:
+        """The :class:`CrcMismatchError` :meth:`ensure_valid` raises, or None when the CRC matches."""
+        if self.is_valid:
+            return None
+        computed = crc32(memoryview(self.data)[16:])
+        return CrcMismatchError(f"message is corrupt (stored crc = {self.crc}, computed crc = {computed})",
+                                file=self.file, position=self.position, offset=self.msg.offset)
+
     def ensure_valid(self) -> None:
-        """Raise :class:`CrcMismatchError` unless the wrapper's CRC-32 matches."""
-        if not self.is_valid:
-            computed = crc32(memoryview(self.data)[16:])
-            raise CrcMismatchError(
-                f"message is corrupt (stored crc = {self.crc}, computed crc = {computed})",
-                file=self.file, position=self.position, offset=self.msg.offset,
-            )
+        """Raise :class:`CrcMismatchError` unless the message's (the wrapper's) CRC-32 matches (Kafka's
+        AbstractLegacyRecordBatch.ensureValid, which checks the outer message only)."""
+        if (err := self.crc_error()) is not None:
+            raise err
+
+    def inner_crc_errors(self) -> list[CrcMismatchError]:
+        """A :class:`CrcMismatchError` for each inner message of a compressed wrapper whose own CRC-32
+        does not match (``position`` the wrapper's, ``offset`` the inner message's): what Kafka's
+        consumer checks record by record (CompletedFetch.maybeEnsureValid). Decodes the wrapper."""
+        if self.msg.attributes & ATTR_COMPRESSION_MASK == 0:
+            return []
+        return [
+            CrcMismatchError(f"inner message {n} of the wrapper is corrupt (stored crc = {r.checksum})", file=self.file,
+                             position=self.position, offset=r.offset)
+            for n, r in enumerate(self.records())
+            if isinstance(r, LegacyRecord) and not r.is_valid
+        ]
 
     def records(self, verify_crc: bool = False) -> list[Record]:
-        """The message itself, or the wrapper's inner messages with absolute offsets."""
+        """The message itself, or the wrapper's inner messages with absolute offsets; with
+        ``verify_crc``, the wrapper's CRC and each inner message's are checked first (the first
+        mismatch raises :class:`CrcMismatchError`)."""
         if verify_crc:
             self.ensure_valid()
+            for err in self.inner_crc_errors():
+                raise err
         if self._records is None:
             try:
                 self._records = self._decode()

@@ -9,23 +9,30 @@ unclean shutdown): iteration stops and :attr:`LogReader.tail` reports it.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
-from kafkalog.errors import CorruptRecordError, UnsupportedMagicError
+from kafkalog.errors import CorruptRecordError, CrcMismatchError, UnsupportedMagicError
 from kafkalog.format.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kafkalog.format.files import is_url, open_read
 from kafkalog.format.records.legacy import RECORD_OVERHEAD_V0, LegacyBatch
 from kafkalog.format.records.record import Record
 from kafkalog.format.records.v2 import RecordBatch
 
-__all__ = ["Batch", "LogReader", "TornTail", "read_batches"]
+__all__ = ["Batch", "LogReader", "OnCorrupt", "TornTail", "checked", "corrupt_handler", "crc_error", "read_batches"]
+
+log = logging.getLogger(__name__)
 
 Batch = RecordBatch | LegacyBatch
 Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
+#: What a reader does with a batch whose CRC does not match (R-VAL-09): ``"fail"`` raises its
+#: :class:`~kafkalog.errors.CrcMismatchError`; ``"skip"`` logs it as a warning and reads on after the
+#: batch; a callable is given the error and reading goes on after the batch.
+OnCorrupt = Literal["fail", "skip"] | Callable[[CrcMismatchError], None]
 
 #: offset(8) + size(4) + partitionLeaderEpoch/crc(4) + magic(1)
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -152,10 +159,14 @@ class LogReader:
             pos += len(data)
             self.valid_bytes = pos - self.start
 
-    def records(self, verify_crc: bool = False) -> Iterator[Record]:
-        """Yield every record of every batch."""
-        for batch in self.batches():
-            yield from batch.records(verify_crc)
+    def records(self, verify_crc: bool = True, on_corrupt: OnCorrupt = "fail") -> Iterator[Record]:
+        """Yield every record of every batch, checking each batch's CRC first as Kafka's consumer does
+        (R-VAL-09, :func:`crc_error`): a mismatch raises :class:`~kafkalog.errors.CrcMismatchError`
+        naming the file, position and offset, or with ``on_corrupt="skip"`` is warned about and the
+        batch left out. ``verify_crc=False`` does not check (faster, and the corrupt records come out)."""
+        batches = self.batches()
+        for batch in checked(batches, on_corrupt) if verify_crc else batches:
+            yield from batch.records()
 
     def __iter__(self) -> Iterator[Batch]:
         return self.batches()
@@ -166,3 +177,43 @@ def read_batches(source: Source, **kwargs: object) -> Iterator[Batch]:
     with LogReader(source, **kwargs) as reader:  # type: ignore[arg-type]
         yield from reader.batches()
 
+
+
+def crc_error(batch: Batch) -> CrcMismatchError | None:
+    """The first CRC of ``batch`` that does not match its bytes, as the error a reader raises (R-VAL-09),
+    or None: a magic 2 batch's CRC-32C (:func:`~kafkalog.format.records.v2.batch_crc_error`); a magic
+    0/1 message's CRC-32, then, for a compressed wrapper, each inner message's (Kafka's consumer with
+    ``check.crcs=true``: CompletedFetch.maybeEnsureValid)."""
+    err = batch.crc_error()
+    if err is None and isinstance(batch, LegacyBatch):
+        err = next(iter(batch.inner_crc_errors()), None)
+    return err
+
+
+def _warn(err: CrcMismatchError) -> None:
+    log.warning("%s (on_corrupt='skip': the batch is left out, reading on)", err)
+
+
+def corrupt_handler(on_corrupt: OnCorrupt) -> Callable[[CrcMismatchError], None] | None:
+    """What to call with the error of a corrupt batch before reading on after it; None: raise it."""
+    if on_corrupt == "fail":
+        return None
+    if on_corrupt == "skip":
+        return _warn
+    if callable(on_corrupt):
+        return on_corrupt
+    raise ValueError(f"on_corrupt must be 'fail', 'skip' or a callable, got {on_corrupt!r}")
+
+
+def checked(batches: Iterable[Batch], on_corrupt: OnCorrupt = "fail") -> Iterator[Batch]:
+    """``batches`` whose CRCs match (:func:`crc_error`); a corrupt one raises its
+    :class:`~kafkalog.errors.CrcMismatchError`, or is left out after ``on_corrupt`` has it."""
+    handler = corrupt_handler(on_corrupt)
+    for batch in batches:
+        err = crc_error(batch)
+        if err is None:
+            yield batch
+        elif handler is None:
+            raise err
+        else:
+            handler(err)

@@ -26,7 +26,10 @@ from kafkalog.format.records.record import Header, Record, TimestampType
 if TYPE_CHECKING:
     from kafkalog.format.records.legacy import LegacyBatch
 
-__all__ = ["HEADER_SIZE", "RecordBatch", "RecordBatchBuilder", "check_client_batches", "decode_records", "increment_sequence", "validate_batch"]
+__all__ = [
+    "HEADER_SIZE", "RecordBatch", "RecordBatchBuilder", "batch_crc_error", "check_client_batches", "decode_records", "increment_sequence",
+    "validate_batch",
+]
 
 #: struct layout of the 61-byte v2 batch header (mirrors schemas.RECORD_BATCH_V2_HEADER).
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -50,6 +53,22 @@ _INT32_MAX = 2**31 - 1
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _MASK64 = 2**64 - 1
+
+
+_CRC = struct.Struct(">qiibI")  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
+
+
+def batch_crc_error(data: bytes | memoryview, *, file: str | None = None, position: int = 0) -> CrcMismatchError | None:
+    """The :class:`CrcMismatchError` of the magic 2 batch whose bytes (from its ``baseOffset``) are
+    ``data``, when its stored CRC is not the CRC-32C of R-PRIM-07; None when it matches. The one
+    check behind :meth:`RecordBatch.ensure_valid`, the readers' default check (R-VAL-09) and
+    ``kafkalog verify``'s ``batch-crc`` (DefaultRecordBatch.ensureValid)."""
+    base_offset, _length, _epoch, _magic, stored = _CRC.unpack_from(data, 0)
+    computed = crc32c(memoryview(data)[CRC_START:])
+    if computed == stored:
+        return None
+    return CrcMismatchError(f"record batch is corrupt (stored crc = {stored}, computed crc = {computed})", file=file, position=position,
+                            offset=base_offset)
 
 
 def _wrap64(value: int) -> int:
@@ -372,16 +391,14 @@ class RecordBatch:
         """True when the stored CRC-32C matches the bytes from the attributes field to the end."""
         return len(self.data) >= HEADER_SIZE and crc32c(memoryview(self.data)[CRC_START:]) == self.crc
 
+    def crc_error(self) -> CrcMismatchError | None:
+        """The :class:`CrcMismatchError` :meth:`ensure_valid` raises, or None when the CRC matches."""
+        return batch_crc_error(self.data, file=self.file, position=self.position)
+
     def ensure_valid(self) -> None:
         """Raise :class:`CrcMismatchError` unless the CRC matches (Kafka's ensureValid)."""
-        if not self.is_valid:
-            computed = crc32c(memoryview(self.data)[CRC_START:])
-            raise CrcMismatchError(
-                f"record batch is corrupt (stored crc = {self.crc}, computed crc = {computed})",
-                file=self.file,
-                position=self.position,
-                offset=self.base_offset,
-            )
+        if (err := self.crc_error()) is not None:
+            raise err
 
     # -- records -------------------------------------------------------------------------------
     def records_buffer(self) -> bytes:
