@@ -97,3 +97,24 @@ def bench_script(name: str) -> Iterator[ModuleType]:
         yield module
     finally:
         sys.modules.pop(mod_name, None)
+
+
+def lossless_dump(path: Path) -> tuple[list[str], list[str]]:
+    """``kafkalog dump --json --lossless PATH`` in this process, through the command's own code: its
+    lines and the errors it reported."""
+    import io
+
+    from kafkalog.tools.dump import DumpOptions, dump
+
+    out = io.StringIO()
+    result = dump([str(path)], DumpOptions(fmt="json", lossless=True), out=out, err=io.StringIO())
+    return out.getvalue().splitlines(), result.errors
+
+
+def lossless_copy(path: Path) -> tuple[bytes, list[str]]:
+    """``kafkalog dump --json --lossless PATH | kafkalog build -o COPY.log`` in this process: the
+    copy's bytes and the errors the dump reported."""
+    from kafkalog.tools.canonical import build_log
+
+    lines, errors = lossless_dump(path)
+    return b"".join(build_log(lines)), errors
