@@ -115,6 +115,7 @@ def test_every_log_file_copies_byte_identical(path: Path) -> None:
         ('{"type":"record","offset":0}\n', "before any batch"),
         ('{"type":"batch","magic":2}\n', "missing field"),
         ('{"type":"batch","baseOffset":0,"lastOffset":0,"magic":7,"compression":"none","timestampType":"CreateTime","maxTimestamp":0,"attributes":0}\n', "unsupported magic"),
+        ('{"type":"batch","baseOffset":0,"lastOffset":0,"magic":1,"compression":"gzip","timestampType":"CreateTime","maxTimestamp":0,"attributes":1,"payload":"!!"}\n', "payload: not base64"),
     ],
 )
 def test_build_rejects_bad_json_with_line_numbers(text: str, needle: str, tmp_path: Path) -> None:
