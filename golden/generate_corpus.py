@@ -266,18 +266,43 @@ TIERED_PARTS = (
 )
 
 
+#: where an encrypted case keeps the private key of the key pair its data keys are wrapped for (``key1``)
+TIERED_KEY = "keys/key1.pem"
+
+
+def tiered_case_json(mode: str) -> dict:
+    """``case.json`` of ``aiven-<mode>``: what an implementation needs to read the case. Its objects are
+    one input, the folder: the ``.log`` and ``.indexes`` objects are read through the ``.rsm-manifest``
+    beside them and the manifest alone holds no lines (SPEC D.5). An encrypted mode also needs the
+    private key of key pair ``key1`` (a copy of ``golden/tiered/aiven/keys/private.pem``)."""
+    case: dict = {
+        "description": "Aiven's tiered-storage objects of golden-0's segments 0-146: read the folder, not each object "
+                       "(the .log and .indexes objects are read through the .rsm-manifest beside them)",
+        "input": "folder",
+    }
+    if "encryption" in mode:
+        case["privateKeys"] = {"key1": TIERED_KEY}
+    return case
+
+
 def build_tiered(mode: str, out: Path) -> str:
     """``aiven-<mode>``: the plug-in's objects for golden-0's segments 0, 51, 102 and 146, flat, and
     as expected lines Kafka's dump of those segments with ``file`` naming the object that holds each
     file: the ``.log`` lines under the ``.log`` object, and under ``.indexes`` the lines of the files
     it concatenates (SPEC D.5), in stored order. The leader-epoch part holds the checkpoint's
-    entries that start below the next segment's base offset (RemoteLogManager's cut)."""
+    entries that start below the next segment's base offset (RemoteLogManager's cut). ``case.json``
+    says what reading the case needs (:func:`tiered_case_json`), with the key it names."""
     name = f"aiven-{mode}"
     dest = out / name
     dest.mkdir(parents=True)
     objects = sorted(p for p in (TIERED / mode).rglob("*") if p.is_file())
     for p in objects:
         shutil.copyfile(p, dest / p.name)
+    case = tiered_case_json(mode)
+    write_json(dest / "case.json", case)
+    for key_file in case.get("privateKeys", {}).values():
+        (dest / key_file).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(TIERED / "keys" / "private.pem", dest / key_file)
     logs = sorted(p.name for p in objects if p.name.endswith(".log"))
     bases = [int(n[:20]) for n in logs]
     lines = _logdir_lines("golden-0")
@@ -677,8 +702,16 @@ writer over the writer cases in [`writer/`](writer/README.md) (SPEC.md §8.3).
 * **Tiered-storage cases** (`aiven-<mode>/`): the objects Aiven's tiered-storage plug-in wrote for
   golden-0's first four segments (SPEC.md Appendix D), flat, with `expected.jsonl` made of Kafka's
   dump of those segments, `file` naming the object holding each file (the `.indexes` object for the
-  index files it concatenates). The encrypted modes need the key pair `key1`'s private key,
-  `golden/tiered/aiven/keys/private.pem` (`kafkalog dump --private-key key1=FILE`).
+  index files it concatenates). Their `case.json` says what reading them needs: `"input": "folder"`
+  (the objects are read through the `.rsm-manifest` beside them, so the case is one input, its
+  folder), and for the encrypted modes `privateKeys`, the private key of each key pair by id, as a
+  path in the case (`keys/key1.pem`, a copy of `golden/tiered/aiven/keys/private.pem`).
+* **Case metadata** (`case.json`, only where a case needs it): `kafkalog conformance` gives a
+  `"input": "folder"` case's folder where a command has `{file}` (and compares with all of
+  `expected.jsonl`), and puts `--private-key ID=FILE` for each of its `privateKeys` where the
+  command has the word `{keys}`, or at its end when it has none. So
+  `kafkalog conformance --impl "kafkalog dump --json {file}"` runs every case; a tool that takes
+  keys another way places `{keys}` itself, or wraps its command in a script.
 * **Bad cases** (`bad/<case>/`): one deliberate corruption of a golden file each, and `expected.json`
   with the finding a conforming reader or validator must report (`code`, `file`, byte `position`,
   `offset`, `severity`) and the reader's outcome: `reject` (a dumper must fail) or `lines` (a dumper
@@ -695,7 +728,7 @@ def readme(good: list[Good], findings: dict[str, dict]) -> str:
         rows.append(f"| `{c.name}` | {c.exercises} (from `golden/{src}`) | {c.spec} |")
     for mode, (what, spec) in TIERED_MODES.items():
         rows.append(f"| `aiven-{mode}` | Aiven's tiered-storage plug-in's objects for golden-0's segments 0-146: {what} "
-                    f"(from `golden/tiered/aiven/{mode}`; the private key is `golden/tiered/aiven/keys/private.pem`) | {spec} |")
+                    f"(from `golden/tiered/aiven/{mode}`; read as a folder{', with the private key `keys/key1.pem`' if 'encryption' in mode else ''}) | {spec} |")
     rows += ["", "## Bad cases", "", "| case | what it exercises | reader | finding | SPEC |", "|---|---|---|---|---|"]
     for b in BAD:
         f = findings[b.name]

@@ -115,3 +115,24 @@ def log_starts(root: Path) -> dict[tuple[str, int], int]:
         return {}
     lines = f.read_text().splitlines()[2:]
     return {(t, int(p)): int(o) for t, p, o in (line.rsplit(" ", 2) for line in lines if line.strip())}
+
+
+def lossless_dump(path: Path) -> tuple[list[str], list[str]]:
+    """``kafkalog dump --json --lossless PATH`` in this process, through the command's own code: its
+    lines and the errors it reported."""
+    import io
+
+    from kafkalog.tools.dump import DumpOptions, dump
+
+    out = io.StringIO()
+    result = dump([str(path)], DumpOptions(fmt="json", lossless=True), out=out, err=io.StringIO())
+    return out.getvalue().splitlines(), result.errors
+
+
+def lossless_copy(path: Path) -> tuple[bytes, list[str]]:
+    """``kafkalog dump --json --lossless PATH | kafkalog build -o COPY.log`` in this process: the
+    copy's bytes and the errors the dump reported."""
+    from kafkalog.tools.canonical import build_log
+
+    lines, errors = lossless_dump(path)
+    return b"".join(build_log(lines)), errors

@@ -1,6 +1,7 @@
 """A deliberately wrong dumper for tests/tools/test_corpus.py: kafkalog's canonical JSON with known bugs.
 
-Usage: python tests/wrong_dumper.py BUG[,BUG...] PATH
+Usage: python tests/wrong_dumper.py BUG[,BUG...] PATH [--private-key ID=FILE]...
+(the conformance runner adds a case's private keys at the end of the command, as kafkalog dump takes them)
 Bugs: drop-headers (every record's headers printed as []), swap-ts-magic1 (CreateTime and
 LogAppendTime swapped on magic 1 entries), accept-bad-crc (isValid always true), exit-zero (exit
 status 0 even when a file could not be read).
@@ -10,14 +11,10 @@ from __future__ import annotations
 
 import io
 import sys
-from pathlib import Path
 
 from kafkalog.format.tiered_aiven import read_private_keys
 from kafkalog.tools.canonical import dumps
 from kafkalog.tools.dump import DumpOptions, dump
-
-#: the key pair the corpus's encrypted tiered-storage cases (aiven-*) were written with
-TIERED_KEY = Path(__file__).resolve().parents[1] / "golden" / "tiered" / "aiven" / "keys" / "private.pem"
 
 BUGS = {"drop-headers", "swap-ts-magic1", "accept-bad-crc", "exit-zero"}
 _SWAP = {"CreateTime": "LogAppendTime", "LogAppendTime": "CreateTime"}
@@ -39,7 +36,12 @@ def main(argv: list[str]) -> int:
     bugs = set(argv[0].split(","))
     assert bugs <= BUGS, bugs - BUGS
     out, err = io.StringIO(), io.StringIO()
-    result = dump(argv[1:], DumpOptions(fmt="json", keys=read_private_keys([f"key1={TIERED_KEY}"])), out, err)
+    paths, keys = argv[1:], []
+    while "--private-key" in paths:
+        at = paths.index("--private-key")
+        keys.append(paths[at + 1])
+        del paths[at : at + 2]
+    result = dump(paths, DumpOptions(fmt="json", keys=read_private_keys(keys) if keys else None), out, err)
     for line in out.getvalue().splitlines():
         sys.stdout.write(dumps(_break(json.loads(line), bugs)) + "\n")
     sys.stderr.write(err.getvalue())

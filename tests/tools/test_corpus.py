@@ -11,6 +11,7 @@ import filecmp
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,11 @@ from kafkalog.tools.conformance import load_corpus, run_conformance
 
 CORPUS = GOLDEN / "corpus"
 PY = sys.executable
-#: the aiven-* cases' encrypted modes need the key pair they were written with
-DUMP = f"{PY} -m kafkalog dump --json --private-key key1={GOLDEN / 'tiered' / 'aiven' / 'keys' / 'private.pem'}"
+#: the aiven-* cases' encrypted modes need the key pair they were written with: the runner puts the
+#: case's key (case.json) where the command has {keys}
+DUMP = f"{PY} -m kafkalog dump --json {{keys}}"
+#: the command README.md and golden/corpus/README.md show, exactly
+README_IMPL = "kafkalog dump --json {file}"
 WRONG = f"{PY} {REPO / 'tests' / 'wrong_dumper.py'}"
 JOBS = 2
 
@@ -148,10 +152,47 @@ def test_our_dumper_passes_every_case() -> None:
     assert _failing(f"{DUMP} {{dir}}") == {}
 
 
-def test_our_dumper_passes_per_file() -> None:
-    """{file} mode: one run per input file, compared with that file's expected lines."""
-    patterns = ("kafka-records-v2-none", "real-kafka271-offsets-28", "bad/index-position", "bad/snapshot-crc", "bad/crc-v1-wrapper")
-    assert _failing(f"{DUMP} {{file}}", patterns=patterns) == {}
+@pytest.mark.rule("R-CONF-04")
+def test_readme_command_passes_every_case() -> None:
+    """`kafkalog conformance --impl "kafkalog dump --json {file}"`, exactly as the READMEs show it: one
+    run per input file, and for the aiven-* cases (case.json) one run on the folder with the case's
+    private key added at the end of the command."""
+    readmes = (REPO / "README.md").read_text(encoding="utf-8") + (CORPUS / "README.md").read_text(encoding="utf-8")
+    assert f'kafkalog conformance --impl "{README_IMPL}"' in readmes
+    bindir = str(Path(sys.executable).parent)
+    if shutil.which("kafkalog", path=bindir) is None:
+        pytest.skip(f"no kafkalog command beside {sys.executable}: kafkalog is not installed in this environment")
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+    p = subprocess.run(["kafkalog", "conformance", "--impl", README_IMPL], capture_output=True, text=True, check=False, cwd=REPO, env=env)
+    cases = len(load_corpus(CORPUS))
+    assert p.returncode == 0 and p.stdout.splitlines()[-1] == f"{cases} cases, {cases} passed, 0 failed", p.stdout[-3000:] + p.stderr[-2000:]
+
+
+def test_tiered_cases_declare_what_they_need() -> None:
+    """The aiven-* cases are read as one folder, and the encrypted ones name their key, which is there."""
+    tiered = {c.name: c for c in load_corpus(CORPUS) if c.name.startswith("aiven-")}
+    assert len(tiered) == 4 and all(c.folder for c in tiered.values())
+    for name, case in tiered.items():
+        if "encryption" in name:
+            assert [k for k, _ in case.private_keys] == ["key1"] and case.private_keys[0][1].read_bytes() == (
+                GOLDEN / "tiered" / "aiven" / "keys" / "private.pem").read_bytes()
+        else:
+            assert case.private_keys == ()
+
+
+def test_keys_go_where_the_command_says_or_at_its_end() -> None:
+    (case,) = [c for c in load_corpus(CORPUS) if c.name == "aiven-encryption"]
+    key = f"key1={CORPUS / 'aiven-encryption' / 'keys' / 'key1.pem'}"
+    assert case.argv(["tool", "{keys}", "{file}"]) == ["tool", "--private-key", key, "{file}"]
+    assert case.argv(["tool", "{file}"]) == ["tool", "{file}", "--private-key", key]
+    (plain,) = [c for c in load_corpus(CORPUS) if c.name == "kafka-records-v2-none"]
+    assert plain.argv(["tool", "{keys}", "{file}"]) == ["tool", "{file}"] and not plain.folder
+
+
+def test_a_tiered_case_without_its_key_fails() -> None:
+    """The key is needed: a command that drops it fails the encrypted cases only."""
+    failing = _failing(f"""sh -c '{PY} -m kafkalog dump --json "$0"' {{file}} {{keys}}""", patterns=("aiven-*",))
+    assert set(failing) == {"aiven-encryption", "aiven-compression-encryption"}, failing
 
 
 HEADER_CASES = {

@@ -130,7 +130,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``kafkalog build`` to the command line."""
     b = sub.add_parser("build", help="write a .log, or a partition directory, from canonical JSON or .log files", description=(
         "With -o OUT.log: read canonical JSON lines (as 'kafkalog dump --json' prints them) and write the batches to "
-        "one file; CRCs, sizes and positions are recomputed; the file is written to OUT.log.tmp, synced, then renamed. "
+        "one file; CRCs, sizes and positions are recomputed; a compressed batch of 'dump --json --lossless' is written "
+        "with its payload as stored while its records are unchanged, else compressed as Kafka compresses; the file is "
+        "written to OUT.log.tmp, synced, then renamed. "
         "With -o DIR: append every batch of the SOURCEs (canonical JSON, or .log files whose batch bytes are kept "
         "unchanged) one batch per append into a partition directory, as a follower broker appends: segments roll and "
         "indexes, time indexes, transaction indexes, producer snapshots and leader epochs are written by Kafka's rules."))

@@ -2,11 +2,15 @@
 
 The field names and values are those of Kafka's own reader classes (see SPEC.md, "Canonical
 JSON"): ``dump`` produces them from batches, ``build`` turns the same lines back into a ``.log``.
-Bytes are lowercase hex, ``null`` stands for null.
+Bytes are lowercase hex, ``null`` stands for null. The lossless form (``dump --json --lossless``) adds what
+Kafka's view hides, so that ``build`` gives back the stored bytes: stored timestamps, and each compressed
+batch's payload as stored (SPEC.md §7.6).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -17,7 +21,7 @@ from kafkalog.format.records.control import ControlType, control_type_of, parse_
 from kafkalog.format.records.legacy import LegacyBatch, LegacyBatchBuilder
 from kafkalog.format.records.record import LegacyRecord, Record, TimestampType
 from kafkalog.format.records.stream import Batch
-from kafkalog.format.records.v2 import RecordBatch, RecordBatchBuilder
+from kafkalog.format.records.v2 import HEADER_SIZE, RecordBatch, RecordBatchBuilder
 
 __all__ = ["batch_json", "build_log", "dumps", "record_json", "log_lines"]
 
@@ -31,8 +35,13 @@ def dumps(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def batch_json(batch: Batch, file: str) -> dict[str, Any]:
-    """The ``batch`` object of one batch."""
+def batch_json(batch: Batch, file: str, *, lossless: bool = False) -> dict[str, Any]:
+    """The ``batch`` object of one batch.
+
+    With ``lossless``, a compressed batch also carries ``payload``: its compressed records (a v0/v1
+    wrapper's value) as stored, in base64. Other clients compress with other settings than Kafka's
+    (a gzip header with a time and level 9, other lz4 block sizes...), so recompressing the records
+    cannot give their bytes back; ``build`` writes this payload while the records are unchanged."""
     d: dict[str, Any] = {
         "file": file,
         "type": "batch",
@@ -62,6 +71,9 @@ def batch_json(batch: Batch, file: str) -> dict[str, Any]:
             isControlBatch=batch.is_control,
             deleteHorizonMs=batch.delete_horizon_ms,
         )
+    if lossless and batch.compression is not Codec.NONE:
+        stored = batch.data[HEADER_SIZE:] if isinstance(batch, RecordBatch) else batch.msg.value
+        d["payload"] = base64.b64encode(stored or b"").decode("ascii")
     return d
 
 
@@ -120,7 +132,7 @@ def log_lines(
     for batch in batches:
         recs = batch.records()
         base = recs[0].offset if isinstance(batch, LegacyBatch) and recs else None
-        yield batch_json(batch, file)
+        yield batch_json(batch, file, lossless=lossless)
         for r in recs:
             d = record_json(batch, r, file, base_offset=base, lossless=lossless)
             if extra is not None:
@@ -151,6 +163,40 @@ def _need(obj: dict[str, Any], keys: Iterable[str], where: str) -> None:
         raise BuildError(f"{where}: missing field(s) {', '.join(missing)}")
 
 
+def _stored_payload(b: dict[str, Any], codec: Codec, where: str) -> bytes | None:
+    """The compressed payload a lossless ``batch`` object carries as stored (None when it has none)."""
+    value = b.get("payload")
+    if value is None or codec is Codec.NONE:
+        return None
+    if not isinstance(value, str):
+        raise BuildError(f"{where}: payload: expected a base64 string, got {value!r}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error:
+        raise BuildError(f"{where}: payload: not base64: {value[:40]!r}") from None
+
+
+def _record_content(batch: Batch) -> list[tuple[Any, ...]]:
+    """What the lossless JSON holds of each record of ``batch`` (for v0/v1 the attributes too, which
+    a v2 record's object leaves out, R-REC-04)."""
+    legacy = isinstance(batch, LegacyBatch)
+    return [(r.offset, r.timestamp, r.create_timestamp, r.key, r.value, tuple(r.headers), r.attributes if legacy else 0)
+            for r in batch.records()]
+
+
+def _as_stored(stored: bytes, rebuilt: bytes, make: Callable[[bytes], bytes], kind: type[RecordBatch] | type[LegacyBatch]) -> bytes:
+    """``make(stored)`` (the batch with the payload as stored) when it holds exactly the records of
+    ``rebuilt`` (the same batch with them compressed as Kafka compresses), else ``rebuilt``: the
+    stored payload gives back another client's bytes while the JSON's records are those it holds,
+    and records a user edited (or a payload that does not read) are compressed with Kafka's settings."""
+    candidate = make(stored)
+    try:
+        same = _record_content(kind(candidate)) == _record_content(kind(rebuilt))
+    except KafkaLogError:
+        return rebuilt
+    return candidate if same else rebuilt
+
+
 def _build_batch(b: dict[str, Any], recs: list[tuple[int, dict[str, Any]]], where: str) -> bytes:
     magic = b["magic"]
     try:
@@ -158,6 +204,7 @@ def _build_batch(b: dict[str, Any], recs: list[tuple[int, dict[str, Any]]], wher
         tstype = TimestampType(b["timestampType"])
     except (KafkaLogError, ValueError) as e:
         raise BuildError(f"{where}: {e}") from None
+    stored = _stored_payload(b, codec, where)
     if magic == 2:
         _need(b, _REQUIRED_V2, where)
         lat = tstype is TimestampType.LOG_APPEND_TIME
@@ -186,12 +233,12 @@ def _build_batch(b: dict[str, Any], recs: list[tuple[int, dict[str, Any]]], wher
                 builder.append(ts, _unhex(r["key"], rw), _unhex(r["value"], rw), headers, offset=r["offset"])
             except ValueError as e:
                 raise BuildError(f"{rw}: {e}") from None
-        return builder.build(
-            last_offset_delta=b["lastOffsetDelta"],
-            base_timestamp=b["baseTimestamp"],
-            max_timestamp=b["maxTimestamp"],
-            attributes=b["attributes"],
-        )
+        header = {"last_offset_delta": b["lastOffsetDelta"], "base_timestamp": b["baseTimestamp"],
+                  "max_timestamp": b["maxTimestamp"], "attributes": b["attributes"]}
+        rebuilt = builder.build(**header)
+        if stored is None:
+            return rebuilt
+        return _as_stored(stored, rebuilt, lambda payload: builder.build(**header, payload=payload), RecordBatch)
     if magic in (0, 1):
         lat = tstype is TimestampType.LOG_APPEND_TIME
         builder_l = LegacyBatchBuilder(
@@ -211,7 +258,14 @@ def _build_batch(b: dict[str, Any], recs: list[tuple[int, dict[str, Any]]], wher
                 )
             except ValueError as e:
                 raise BuildError(f"{rw}: {e}") from None
-        return builder_l.build(wrapper_timestamp=b["maxTimestamp"], wrapper_attributes=b["attributes"])
+        wrapper = {"wrapper_timestamp": b["maxTimestamp"], "wrapper_attributes": b["attributes"]}
+        rebuilt = builder_l.build(**wrapper)
+        if stored is None:
+            return rebuilt
+        # the stored wrapper's offset too: a client leaves it 0
+        return _as_stored(
+            stored, rebuilt, lambda payload: builder_l.build(**wrapper, wrapper_offset=b["lastOffset"], payload=payload), LegacyBatch
+        )
     raise BuildError(f"{where}: unsupported magic {magic!r}")
 
 

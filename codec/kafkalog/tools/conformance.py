@@ -4,7 +4,10 @@ The corpus (golden/corpus, SPEC.md §8) holds good cases, each a folder of Kafka
 ``expected.jsonl`` (Kafka's own canonical JSON, SPEC §7), and bad cases under ``bad/``, each a
 corrupted file with ``expected.json`` (the finding a conforming reader or validator must report).
 The implementation is any command; ``{file}`` in it is replaced by each input file of a case in
-turn, ``{dir}`` by the case folder.
+turn, ``{dir}`` by the case folder. A case whose ``case.json`` declares ``"input": "folder"`` (its
+files read as one input, as Aiven's tiered-storage objects are read through their manifest) gives its
+folder for ``{file}`` too; one that declares ``privateKeys`` gives ``--private-key ID=FILE`` for each
+where the command has the word ``{keys}``, or at its end when it has none.
 """
 
 from __future__ import annotations
@@ -25,22 +28,36 @@ from kafkalog.tools.harness import CaseResult, _describe, _last_line, _Run, _run
 
 __all__ = ["Case", "CaseResult", "default_corpus", "load_corpus", "render_table", "run_conformance"]
 
-_SIDE_FILES = {"expected.jsonl", "expected.json", "README.md"}
+_SIDE_FILES = {"expected.jsonl", "expected.json", "README.md", "case.json"}
+#: the word of a command that stands for a case's private keys (``--private-key ID=FILE`` each)
+KEYS = "{keys}"
 
 
 @dataclass(frozen=True)
 class Case:
-    """One corpus folder: its name (``bad/<x>`` for bad cases), path, inputs and expectations."""
+    """One corpus folder: its name (``bad/<x>`` for bad cases), path, inputs and expectations, and
+    what reading it needs (its ``case.json``): whether its files are one input, the folder, and the
+    private keys of the key pairs its tiered objects are encrypted for (id -> file)."""
 
     name: str
     path: Path
     inputs: tuple[str, ...]
     expected_lines: tuple[dict[str, Any], ...] | None
     expected: dict[str, Any] | None  # bad cases: the contents of expected.json
+    folder: bool = False
+    private_keys: tuple[tuple[str, Path], ...] = ()
 
     @property
     def bad(self) -> bool:
         return self.expected is not None
+
+    def argv(self, template: list[str]) -> list[str]:
+        """``template`` with the word ``{keys}`` replaced by ``--private-key ID=FILE`` for each of the
+        case's keys, which go at the end when the command has no ``{keys}``."""
+        keys = [arg for key_id, path in self.private_keys for arg in ("--private-key", f"{key_id}={path}")]
+        if KEYS not in template:
+            return template + keys
+        return [arg for word in template for arg in (keys if word == KEYS else [word])]
 
 
 def default_corpus() -> Path | None:
@@ -62,7 +79,9 @@ def _case(path: Path, name: str) -> Case:
     expected = json.loads((path / "expected.json").read_text(encoding="utf-8")) if (path / "expected.json").exists() else None
     if lines is None and expected is None:
         raise ValueError(f"{path}: neither expected.jsonl nor expected.json")
-    return Case(name, path, inputs, lines, expected)
+    meta = json.loads((path / "case.json").read_text(encoding="utf-8")) if (path / "case.json").exists() else {}
+    keys = tuple((key_id, path / file) for key_id, file in sorted(meta.get("privateKeys", {}).items()))
+    return Case(name, path, inputs, lines, expected, meta.get("input") == "folder", keys)
 
 
 def load_corpus(root: Path) -> list[Case]:
@@ -117,16 +136,20 @@ def _mode(template: list[str]) -> str:
     raise ValueError("the command needs {file} (run once per input file) or {dir} (once per case folder)")
 
 
+def _runs(case: Case, template: list[str], timeout: float) -> list[tuple[str | None, _Run]]:
+    """Run a command over a good case: once on its folder (a ``{dir}`` command, or an
+    ``"input": "folder"`` case), else once per input file (named in the result)."""
+    argv = case.argv(template)
+    if _mode(template) == "dir" or case.folder:
+        return [(None, _run(argv, {"file": str(case.path), "dir": str(case.path)}, timeout))]
+    return [(f, _run(argv, {"file": str(case.path / f), "dir": str(case.path)}, timeout)) for f in case.inputs]
+
+
 def _dump_lines(case: Case, template: list[str], timeout: float, strict_exit: bool) -> str | None:
     """Run a dumper over a case and compare its JSON lines with expected.jsonl; None when they match."""
     assert case.expected_lines is not None
-    expected = list(case.expected_lines)
-    if _mode(template) == "dir":
-        runs = [(None, _run(template, {"dir": str(case.path)}, timeout), expected)]
-    else:
-        runs = [(f, _run(template, {"file": str(case.path / f), "dir": str(case.path)}, timeout),
-                 [o for o in expected if o.get("file") == f]) for f in case.inputs]
-    for f, run, exp in runs:
+    for f, run in _runs(case, template, timeout):
+        exp = [o for o in case.expected_lines if f is None or o.get("file") == f]
         where = f"{f}: " if f else ""
         bad = _describe(run, timeout)
         if bad:
@@ -182,7 +205,7 @@ def _run_on_bad_file(case: Case, template: list[str], timeout: float) -> tuple[_
     """Run ``template`` on the file a bad case corrupts: the run, or why it is unusable."""
     assert case.expected is not None
     want = case.expected["finding"]
-    run = _run(template, {"file": str(case.path / want["file"]), "dir": str(case.path)}, timeout)
+    run = _run(case.argv(template), {"file": str(case.path / want["file"]), "dir": str(case.path)}, timeout)
     bad = _describe(run, timeout)
     return (None, bad) if bad else (run, None)
 
@@ -212,11 +235,7 @@ def _bad_with_validator(case: Case, template: list[str], timeout: float) -> str 
 
 
 def _good_with_validator(case: Case, template: list[str], timeout: float) -> str | None:
-    if _mode(template) == "dir":
-        runs = [(None, _run(template, {"dir": str(case.path)}, timeout))]
-    else:
-        runs = [(f, _run(template, {"file": str(case.path / f), "dir": str(case.path)}, timeout)) for f in case.inputs]
-    for f, run in runs:
+    for f, run in _runs(case, template, timeout):
         where = f"{f}: " if f else ""
         bad = _describe(run, timeout)
         if bad:
@@ -346,6 +365,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c = sub.add_parser("conformance", help="run another implementation over the golden corpus and compare", description=(
         "Run a dumper (--impl) and/or a validator (--verify-impl) over the conformance corpus (SPEC.md section 8). "
         "In each COMMAND, {file} is replaced by each input file of a case in turn, {dir} by the case folder. "
+        "A case whose case.json declares \"input\": \"folder\" (Aiven's tiered-storage objects, read through their "
+        "manifest) gives its folder for {file} too; one that declares privateKeys gives --private-key ID=FILE for "
+        "each key pair where the command has the word {keys}, or at its end when it has none. "
         "Good cases: the dumper's stdout must be Kafka's canonical JSON lines (expected.jsonl) and its exit 0. "
         "Bad cases: per expected.json, the dumper must fail ('reject') or print exactly expected.jsonl ('lines'); "
         "the validator must exit non-zero, and JSON findings it prints must include the expected code and position. "

@@ -560,7 +560,7 @@ def _dump_tiered(paths: list[str], opts: DumpOptions, out: TextIO, err: TextIO, 
             if opts.fmt != "json":
                 _text_batch_and_records(seg.name, batch, batch.position, records, out, opts, opts.decoder_for(seg.name))
                 continue
-            out.write(dumps(batch_json(batch, seg.rel)) + "\n")
+            out.write(dumps(batch_json(batch, seg.rel, lossless=opts.lossless)) + "\n")
             base = batch.records()[0].offset if isinstance(batch, LegacyBatch) else None
             for r in records:
                 out.write(dumps(record_json(batch, r, seg.rel, base_offset=base, lossless=opts.lossless)) + "\n")
@@ -601,7 +601,7 @@ def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult
                 if opts.fmt != "json":
                     _text_batch_and_records(full, cb.batch, cb.position, cb.records, out, opts, decoder)
                     continue
-                obj = batch_json(cb.batch, rel)
+                obj = batch_json(cb.batch, rel, lossless=opts.lossless)
                 obj["position"] = cb.position
                 out.write(dumps(obj) + "\n")
                 first = cb.batch.records()[0].offset if isinstance(cb.batch, LegacyBatch) else None
@@ -715,7 +715,7 @@ def _command(args: argparse.Namespace) -> int:
     from kafkalog.format.files import DUMPED_KINDS, kind_of
 
     if args.lossless and not args.json:
-        raise UsageError("--lossless needs --json (it adds timestampDelta to the canonical JSON)")
+        raise UsageError("--lossless needs --json (it adds stored timestamps and compressed payloads to the canonical JSON)")
     text_only = [flag for flag, on in (("--deep-iteration", args.deep_iteration), ("--print-data-log", args.print_data_log),
                                        ("--skip-record-metadata", args.skip_record_metadata)) if on]
     if args.json and text_only:
@@ -790,7 +790,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(SPEC.md Appendix D)."))
     d.add_argument("paths", nargs="*", metavar="PATH")
     d.add_argument("--json", action="store_true", help="canonical JSON, one object per line")
-    d.add_argument("--lossless", action="store_true", help="with --json: add timestampDelta to v2 records so that build gives back identical bytes")
+    d.add_argument("--lossless", action="store_true", help=(
+        "with --json: add what Kafka's view hides (stored record timestamps, each compressed batch's payload as stored, "
+        "in base64) so that build gives back identical bytes"))
     d.add_argument("--deep-iteration", "-d", action="store_true", help="text: print every record, not only batches")
     d.add_argument("--print-data-log", action="store_true", help="text: print keys and values (implies --deep-iteration)")
     d.add_argument("--skip-record-metadata", action="store_true", help="text: with --print-data-log, print only keys and values")

@@ -31,6 +31,7 @@ from aiokafka.record.legacy_records import _LegacyRecordBatchBuilderPy, _LegacyR
 from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.memory_records import MemoryRecordsBuilder as KpMemoryRecordsBuilder
 
+from helpers import lossless_dump
 from kafkalog import (
     Codec,
     ControlType,
@@ -39,6 +40,7 @@ from kafkalog import (
     RecordBatchBuilder,
     TimestampType,
 )
+from kafkalog.tools.canonical import build_log
 
 try:  # aiokafka's compiled readers/builders (the ones aiokafka uses by default)
     from aiokafka.record import _crecords as aio_c
@@ -432,6 +434,57 @@ def test_kafkalog_reads_peer_batches(peer: str, magic: int, codec: Codec) -> Non
         assert seqs == [PRODUCER["base_sequence"] + i for i in range(len(recs))] + [
             PRODUCER["base_sequence"] + 20 + i for i in range(4)
         ]
+
+
+# ------------------------------------------------------------- peers -> lossless JSON -> build
+def _lossless_lines(data: bytes, tmp_path: Path) -> list[dict]:
+    """``kafkalog dump --json --lossless`` of ``data`` (as a .log file), through the command's code."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    lines, errors = lossless_dump(path)
+    assert not errors
+    return [json.loads(line) for line in lines]
+
+
+def _build(lines: list[dict]) -> bytes:
+    """``kafkalog build -o F.log`` of JSON lines, through the command's code."""
+    return b"".join(build_log(json.dumps(o) for o in lines))
+
+
+@pytest.mark.rule("R-JSON-10", "R-JSON-11")
+@pytest.mark.parametrize("peer,magic,codec", PEER_TO_KAFKALOG)
+def test_lossless_json_builds_peer_batches_byte_identical(peer: str, magic: int, codec: Codec, tmp_path: Path) -> None:
+    """`dump --json --lossless | build` gives back a peer's bytes in every codec and magic: the payload
+    as the peer compressed it (its gzip header and level, its lz4 frame, ...), not Kafka's recompression
+    of the records, and a v0/v1 wrapper's offset as the peer left it."""
+    _need_peer(peer, magic, codec)
+    recs = _records_in(magic)
+    data = _build_with_peer(peer, magic, codec, 0, recs, transactional=True) + _build_with_peer(peer, magic, codec, 20, recs[:4], transactional=False)
+    assert _build(_lossless_lines(data, tmp_path)) == data
+
+
+@pytest.mark.rule("R-JSON-11")
+@pytest.mark.parametrize("peer,magic,codec", [p for p in PEER_TO_KAFKALOG if p.values[2] is not Codec.NONE])
+def test_edited_record_of_peer_batch_is_recompressed(peer: str, magic: int, codec: Codec, tmp_path: Path) -> None:
+    """A record value edited in the lossless JSON: its batch no longer matches the stored payload and is
+    compressed as Kafka compresses (as from JSON without the payload), the unedited batch keeps the peer's
+    bytes, and the copy reads back with the edit, CRCs valid."""
+    _need_peer(peer, magic, codec)
+    recs = _records_in(magic)
+    first = _build_with_peer(peer, magic, codec, 0, recs, transactional=True)
+    second = _build_with_peer(peer, magic, codec, 20, recs[:4], transactional=False)
+    lines = _lossless_lines(first + second, tmp_path)
+    (edited,) = [o for o in lines if o["type"] == "record" and o["offset"] == 1]
+    edited["value"] = b"edited".hex()
+    first_lines = lines[: 1 + len(recs)]
+    assert "payload" in first_lines[0]
+    kafkas = _build([{k: v for k, v in o.items() if k != "payload"} for o in first_lines])
+    built = _build(lines)
+    assert built == kafkas + second
+    assert kafkas[: len(first)] != first  # the edit changed the first batch
+    got = [(r.offset, r.key, r.value) for b in LogReader(built).batches() for r in b.records(verify_crc=True)]
+    want = [(i, k, b"edited" if i == 1 else v) for i, (_ts, k, v, _h) in enumerate(recs)]
+    assert got == want + [(20 + i, k, v) for i, (_ts, k, v, _h) in enumerate(recs[:4])]
 
 
 # ------------------------------------------------------------------ byte-identical uncompressed

@@ -347,17 +347,24 @@ class LegacyBatchBuilder:
         self._entries.append((offset, timestamp, key, value, attributes))
         return offset
 
-    def build(self, *, wrapper_timestamp: int | None = None, wrapper_attributes: int | None = None) -> bytes:
-        """Return the message set bytes."""
+    def build(
+        self, *, wrapper_timestamp: int | None = None, wrapper_attributes: int | None = None,
+        wrapper_offset: int | None = None, payload: bytes | None = None,
+    ) -> bytes:
+        """Return the message set bytes. The keyword overrides keep a stored wrapper's fields: its
+        timestamp, attributes and offset (another client may have left it 0), and ``payload``, its
+        value as that client compressed it (the caller checks that it holds the appended messages),
+        written instead of compressing them."""
         if self.compression is Codec.NONE:
             return b"".join(encode_message(o, self.magic, a, t, k, v) for o, t, k, v, a in self._entries)
         if not self._entries:
             return b""
-        first = self._entries[0][0]
-        inner = b"".join(
-            encode_message(o - first if self.magic == 1 else o, self.magic, a, t, k, v) for o, t, k, v, a in self._entries
-        )
-        payload = compress(self.compression, inner, magic=self.magic, level=self.compression_level)
+        if payload is None:
+            first = self._entries[0][0]
+            inner = b"".join(
+                encode_message(o - first if self.magic == 1 else o, self.magic, a, t, k, v) for o, t, k, v, a in self._entries
+            )
+            payload = compress(self.compression, inner, magic=self.magic, level=self.compression_level)
         attrs = int(self.compression)
         if self.magic == 1 and self.timestamp_type is TimestampType.LOG_APPEND_TIME:
             attrs |= ATTR_TIMESTAMP_TYPE
@@ -370,4 +377,6 @@ class LegacyBatchBuilder:
                 wrapper_timestamp = self.log_append_time
             else:
                 wrapper_timestamp = max(t for _, t, _, _, _ in self._entries)
-        return encode_message(self._entries[-1][0], self.magic, attrs, wrapper_timestamp, None, payload)  # type: ignore[arg-type]
+        if wrapper_offset is None:
+            wrapper_offset = self._entries[-1][0]
+        return encode_message(wrapper_offset, self.magic, attrs, wrapper_timestamp, None, payload)  # type: ignore[arg-type]

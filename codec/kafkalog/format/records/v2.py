@@ -643,15 +643,19 @@ class RecordBatchBuilder:
         base_timestamp: int | None = None,
         max_timestamp: int | None = None,
         attributes: int | None = None,
+        payload: bytes | None = None,
     ) -> bytes:
         """Return the batch bytes. The keyword overrides let a follower-style copy keep fields
-        the cleaner or broker changed (a compacted batch's lastOffsetDelta, a stamped max timestamp).
+        the cleaner or broker changed (a compacted batch's lastOffsetDelta, a stamped max timestamp),
+        and ``payload`` the record area as another client compressed it (a copy of a stored batch;
+        the caller checks that it holds the appended records): it is written instead of compressing them.
         With nothing appended and no ``last_offset_delta`` there is no batch (b""), as in Kafka (R-WR-02)."""
         if self._count == 0 and last_offset_delta is None:
             return b""
-        records = bytes(self._records)
         codec = self.compression
-        payload = records if codec is Codec.NONE else compress(codec, records, magic=2, level=self.compression_level)
+        if payload is None:
+            records = bytes(self._records)
+            payload = records if codec is Codec.NONE else compress(codec, records, magic=2, level=self.compression_level)
         attrs = int(codec)
         if self.timestamp_type is TimestampType.LOG_APPEND_TIME:
             attrs |= ATTR_TIMESTAMP_TYPE
