@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from kafkalog.errors import DataLossError
 from kafkalog.fast.arrow import KAFKA_SCHEMA, read_partition
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.txnindex import AbortedTxn
-from kafkalog.log.gaps import Gap, gaps_error
+from kafkalog.log.gaps import Divergence, Gap, gaps_error
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.source import PartitionFiles, SegmentFiles, discover
 
@@ -94,11 +93,11 @@ def _offset_for(spec: Offsets, pf: PartitionFiles) -> int | None:
 def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
     """The byte ranges of the segments holding offsets ``[start, end)``, cut at ``.index`` entries:
     a segment entirely outside the range is not opened. A segment gives offsets from its
-    :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's."""
+    :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's (or to its ``until``)."""
     logs = pf.logs
     out = []
     for n, seg in enumerate(logs):
-        nxt = logs[n + 1].first if n + 1 < len(logs) else None
+        nxt = seg.until if seg.until is not None else logs[n + 1].first if n + 1 < len(logs) else None
         if not seg.size or (nxt is not None and nxt <= start) or (end is not None and seg.first >= end):
             continue
         lo = max(start, seg.first)
@@ -175,15 +174,18 @@ def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows
                                                               end=sl.end if sl.end is not None else sl.segment.size or None) as reader:
                 yield reader
 
-    # a segment whose first offsets an earlier one gave (tiered storage's overlap) starts a run read from its own first offset
+    # a segment whose first offsets an earlier one gave (tiered storage's overlap, another copy of the
+    # partition) starts a run read from its own first offset; one whose last offsets a later copy gives ends its run
     runs: list[list[Slice]] = []
     for sl in p.slices:
-        if not runs or sl.segment.first_offset is not None:
+        if not runs or sl.segment.first_offset is not None or runs[-1][-1].segment.until is not None:
             runs.append([])
         runs[-1].append(sl)
     for run in runs:
+        until = run[-1].segment.until
+        end = until if p.end is None else p.end if until is None else min(p.end, until)
         for batch in read_partition(
-            readers(run), topic=p.topic, partition=p.partition, start=max(p.start, run[0].segment.first), end=p.end, aborted=p.aborted,
+            readers(run), topic=p.topic, partition=p.partition, start=max(p.start, run[0].segment.first), end=end, aborted=p.aborted,
             last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
             max_rows=batch_rows,
         ):
@@ -315,10 +317,11 @@ def plan_all(
             continue
         lost.extend(g for g in pf.gaps() if g.end > p.start and (p.end is None or g.start < p.end))
         plans.append(p)
+    lost.sort(key=lambda g: not isinstance(g, Divergence))  # a divergence first: the error is a ReplicaDivergenceError
     if lost and not allow_gaps:
         e = gaps_error(lost)
-        raise DataLossError(f"{e.message} (allow_gaps=True, --allow-gaps in the CLI, reads the rest with a warning)", file=e.file,
-                            offset=e.offset, gaps=e.gaps)
+        raise type(e)(f"{e.message} (allow_gaps=True, --allow-gaps in the CLI, reads the rest with a warning)", file=e.file,
+                      offset=e.offset, gaps=e.gaps)
     for g in lost:
         on_gap(g)
     return plans

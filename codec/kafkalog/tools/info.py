@@ -28,6 +28,8 @@ def _time(ms: int | None) -> str:
 
 def summary_json(s: PartitionSummary) -> dict[str, Any]:
     """One partition's line of ``info --json``."""
+    from kafkalog.log.gaps import Divergence
+
     return {
         "topic": s.topic,
         "partition": s.partition,
@@ -42,7 +44,11 @@ def summary_json(s: PartitionSummary) -> dict[str, Any]:
         "firstTimestamp": s.first_timestamp,
         "lastTimestamp": s.last_timestamp,
         "openTransactions": [{"producerId": pid, "firstOffset": first} for pid, first in s.open_transactions.items()],
-        "dataLoss": [{"start": g.start, "end": g.end, "evidence": g.evidence} for g in s.gaps],
+        "dataLoss": [{"start": g.start, "end": g.end, "evidence": g.evidence} for g in s.gaps if not isinstance(g, Divergence)],
+        "copies": s.copies,
+        "mostComplete": s.copies[0] if s.copies else s.dir,
+        "divergence": [{"start": g.start, "end": g.end, "copies": [g.directory, g.other], "kept": g.kept, "evidence": g.evidence}
+                       for g in s.gaps if isinstance(g, Divergence)],
         "problems": s.problems,
     }
 
@@ -50,17 +56,18 @@ def summary_json(s: PartitionSummary) -> dict[str, Any]:
 _COLUMNS = ("TOPIC", "PART", "SEGS", "BYTES", "START", "END", "FIRST TIME", "LAST TIME", "OPEN TXNS", "PROBLEMS")
 
 
-def _row(s: PartitionSummary) -> list[str]:
+def _row(s: PartitionSummary, copies: bool) -> list[str]:
     def num(v: int | None) -> str:
         return "-" if v is None else str(v)
 
-    return [s.topic, str(s.partition), str(s.segments), str(s.bytes), num(s.log_start_offset), num(s.end_offset), _time(s.first_timestamp),
+    several = [str(len(s.copies)), s.copies[0] if s.copies else s.dir] if copies else []
+    return [s.topic, str(s.partition), *several, str(s.segments), str(s.bytes), num(s.log_start_offset), num(s.end_offset), _time(s.first_timestamp),
             _time(s.last_timestamp), str(len(s.open_transactions)) if s.open_transactions else "-", "; ".join(s.problems) or "-"]
 
 
 def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS) - 1)]
-    right = {1, 2, 3, 4, 5}
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    right = {1, 2, 3, 4, 5} if len(rows[0]) == len(_COLUMNS) else {1, 2, 4, 5, 6, 7}
     lines = []
     for r in rows:
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))]
@@ -84,7 +91,10 @@ def _command(args: argparse.Namespace) -> int:
         for s in summaries:
             print(json.dumps(summary_json(s), separators=(",", ":")))
         return EXIT_OK
-    print(_table([list(_COLUMNS), *(_row(s) for s in summaries)]))
+    # with copies of a partition in several directories (replicas), how many and the most complete one
+    copies = any(len(s.copies) > 1 for s in summaries)
+    head = [*_COLUMNS[:2], "COPIES", "MOST COMPLETE", *_COLUMNS[2:]] if copies else list(_COLUMNS)
+    print(_table([head, *(_row(s, copies) for s in summaries)]))
     damaged = sum(1 for s in summaries if s.problems)
     records = sum(1 for s in summaries if s.last_offset is not None)
     tail = f", {damaged} with missing or damaged files" if damaged else ""
@@ -99,7 +109,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "What data dirs, partition dirs, globs of them or URLs (s3://bucket/data) hold: for every topic-partition its "
         "segments and bytes, log start offset and end offset (the next offset), the first batch's and the largest "
         "timestamp, its open transactions (from the producer snapshot and the batches after it) and any missing or "
-        "damaged files. Reads the indexes, the snapshot and the last batches only, never whole segments. A table, or "
+        "damaged files. Folders are searched at any depth; a partition found in several directories (its replicas "
+        "under each broker's data dir) is one line, read as one log (SPEC 6.9), with its number of COPIES, the MOST "
+        "COMPLETE one and any replica divergence. Reads the indexes, the snapshot and the last batches only, never whole "
+        "segments (with copies, every batch header, to compare them). A table, or "
         "one JSON object per partition with --json. Exit 0 whatever the files hold (problems are reported, not "
         "failed on); 3 when a path is missing or holds no partition."))
     p.add_argument("paths", nargs="*", metavar="PATH")
