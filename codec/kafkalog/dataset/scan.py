@@ -3,7 +3,7 @@ prefixes as one :class:`pyarrow.RecordBatchReader`, as a consumer of every parti
 them.
 
 Planning happens when :func:`scan` is called (so a bad path or an unreachable offset fails at once):
-the partitions are found (:func:`kafkalog.log.source.discover`), offsets and times are resolved
+the partitions are found (:func:`kafkalog.log.replicas.discover`), offsets and times are resolved
 through the offset and time indexes (:mod:`kafkalog.log.plan`), and each partition becomes a list
 of byte ranges of its segments. Decoding happens as the reader is consumed, a chunk of batches at a
 time (:func:`kafkalog.fast.arrow.read_partition`), so memory holds a few batches whatever the input.
@@ -26,7 +26,8 @@ from kafkalog.format.records.stream import LogReader
 from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.gaps import Divergence, Gap, gaps_error
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
-from kafkalog.log.source import PartitionFiles, SegmentFiles, discover
+from kafkalog.log.replicas import discover
+from kafkalog.log.source import PartitionFiles, SegmentFiles
 
 if TYPE_CHECKING:
     from kafkalog.format.tiered_aiven import Keyring
@@ -347,7 +348,7 @@ def scan_files(
     allow_gaps: bool = False,
     batch_rows: int = BATCH_ROWS,
 ) -> pa.RecordBatchReader:
-    """:func:`scan` of partitions already found (:func:`kafkalog.log.source.discover`, or another source of segments)."""
+    """:func:`scan` of partitions already found (:func:`kafkalog.log.replicas.discover`, or another source of segments)."""
     schema = schema_of(columns)
     plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                      read_committed=read_committed, allow_gaps=allow_gaps)

@@ -33,15 +33,16 @@ removed, batches rewritten) does not count as diverged. Every batch header of ev
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.records.stream import LogReader
 from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, segment_bases
 from kafkalog.log.plan import BatchHeader, scan_headers
-from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage
+from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, find_partitions
 
-__all__ = ["ReplicatedFiles", "one_view"]
+__all__ = ["ReplicatedFiles", "discover", "divergences", "one_view"]
 
 
 @dataclass(frozen=True)
@@ -171,13 +172,9 @@ def _storage(copies: list[PartitionFiles]) -> LocalStorage | UrlStorage:
                         file=", ".join(c.display() for c in copies))
 
 
-def one_view(copies: list[PartitionFiles]) -> PartitionFiles:
-    """The copies of one topic-partition as one log (see the module docstring); one copy is returned as it is."""
-    if len(copies) == 1:
-        return copies[0]
-    storage = _storage(copies)
-    found = [_read_copy(pf) for pf in sorted(copies, key=lambda p: p.display())]
-    # divergence: pairwise, the copy of the older history gives nothing from the first differing offset on
+def _diverge(found: list[_Copy]) -> list[Divergence]:
+    """Compare every two copies; the copy of the older history gives nothing from the first
+    differing offset on (its :attr:`_Copy.cut`)."""
     diverged: list[Divergence] = []
     for n, a in enumerate(found):
         for b in found[n + 1 :]:
@@ -189,6 +186,22 @@ def one_view(copies: list[PartitionFiles]) -> PartitionFiles:
             epochs = f"partition leader epochs {x.leader_epoch} and {y.leader_epoch}" if x.leader_epoch != y.leader_epoch else "same leader epoch"
             diverged.append(Divergence(a.name, at, min(a.end, b.end), epochs, other=b.name, kept=kept.name))
             other.cut = at if other.cut is None else min(other.cut, at)
+    return sorted(diverged, key=lambda d: (d.start, d.directory, d.other))
+
+
+def divergences(copies: list[PartitionFiles]) -> list[Divergence]:
+    """Where copies of one topic-partition hold different records at the same offsets (what
+    ``kafkalog verify`` reports as ``replica-divergence``), by first offset."""
+    return _diverge([_read_copy(pf) for pf in sorted(copies, key=lambda p: p.display())])
+
+
+def one_view(copies: list[PartitionFiles]) -> PartitionFiles:
+    """The copies of one topic-partition as one log (see the module docstring); one copy is returned as it is."""
+    if len(copies) == 1:
+        return copies[0]
+    storage = _storage(copies)
+    found = [_read_copy(pf) for pf in sorted(copies, key=lambda p: p.display())]
+    diverged = _diverge(found)
     spans = {c.name: c.spans() for c in found}
     ranked = sorted(found, key=lambda c: (-sum(hi - lo for lo, hi in spans[c.name]), -c.usable_end, c.name))
     # each offset from the most complete copy holding it, staying on a copy while it holds the next offset
@@ -226,6 +239,17 @@ def one_view(copies: list[PartitionFiles]) -> PartitionFiles:
         storage, best.files.topic, best.files.partition, best.files.dir, tuple(segments),
         pieces[-1][0].files.snapshots if pieces else best.files.snapshots,
         LogDirOffsets({key: log_start}, {}), best.files.listing,
-        copies=tuple(c.name for c in ranked), lost=tuple(sorted(diverged, key=lambda d: d.start)) + tuple(sorted(lost, key=lambda g: g.start)),
+        copies=tuple(c.name for c in ranked), lost=tuple(diverged) + tuple(sorted(lost, key=lambda g: g.start)),
     )
 
+
+def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
+    """Every topic-partition under ``paths`` (see :func:`find_partitions`), sorted by topic and
+    partition, each as one view: a partition found in several directories (its replicas under each
+    broker's data dir in a backup of a cluster, or two copies given as two paths) is read as one
+    log, each offset once from the copies that hold it, whatever order the paths come in
+    (:func:`one_view`, SPEC §6.9)."""
+    copies: dict[tuple[str, int], list[PartitionFiles]] = {}
+    for p in find_partitions(paths, wants=wants):
+        copies.setdefault((p.topic, p.partition), []).append(p)
+    return [one_view(c) for _, c in sorted(copies.items())]

@@ -33,8 +33,8 @@ __all__ = [
     "SegmentFiles",
     "Storage",
     "UrlStorage",
-    "discover",
     "find_partitions",
+    "partition_dirs",
     "storage_for",
 ]
 
@@ -333,7 +333,7 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     """Every partition directory under ``paths`` (each a folder searched at any depth, a partition
     dir or a glob of them, local or a URL), each copy on its own, sorted by topic, partition and
     directory; ``wants(topic, partition)`` false skips one. This is the one discovery of kafkalog:
-    :func:`discover` (and so ``info``, ``cat``, ``scan``, ``export``), ``dump``, ``verify`` and the
+    :func:`kafkalog.log.replicas.discover` (and so ``info``, ``cat``, ``scan``, ``export``), ``dump``, ``verify`` and the
     Spark source find partitions with it.
 
     A directory named ``<topic>-<partition>`` holding segment files, snapshots, ``partition.metadata``
@@ -372,15 +372,10 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.display()))
 
 
-def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
-    """Every topic-partition under ``paths`` (see :func:`find_partitions`), sorted by topic and
-    partition, each as one view: a partition found in several directories (its replicas under each
-    broker's data dir in a backup of a cluster, or two copies given as two paths) is read as one
-    log, each offset once from the copies that hold it, whatever order the paths come in
-    (:func:`kafkalog.log.replicas.one_view`, SPEC §6.9)."""
-    from kafkalog.log.replicas import one_view
-
-    copies: dict[tuple[str, int], list[PartitionFiles]] = {}
-    for p in find_partitions(paths, wants=wants):
-        copies.setdefault((p.topic, p.partition), []).append(p)
-    return [one_view(c) for _, c in sorted(copies.items())]
+def partition_dirs(root: str) -> list[str]:
+    """The partition directories under ``root`` that hold a ``.log`` (:func:`find_partitions`: any
+    depth, every copy), sorted; none when it holds no partition."""
+    try:
+        return sorted({p.dir for p in find_partitions(root) if p.logs})
+    except LogNotFoundError:
+        return []

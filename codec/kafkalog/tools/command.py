@@ -138,7 +138,7 @@ def partitions_of(args: argparse.Namespace, wants: Callable[[str, int], bool] | 
         from kafkalog.log.tiered import tiered_files
 
         return tiered_files(args.tiered, args.paths, keys=private_keys(args), wants=wants)
-    from kafkalog.log.source import discover
+    from kafkalog.log.replicas import discover
 
     return discover(args.paths, wants=wants)
 
