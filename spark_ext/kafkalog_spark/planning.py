@@ -151,11 +151,48 @@ class PartitionLog:
         self._advanced: set[str] = set()
         self.gaps: list[tuple[int, int]] = []
         log_dirs = {} if log_dirs is None else log_dirs
+        #: the log start offset of copies read as one (SPEC §6.9), else 0 (the first piece's offset counts)
+        self._log_start = 0
+        self._main: Replica | None = None  # the copy read last, when copies are read as one
+        if len(self.replicas) > 1 and not any(s.tiered or s.segment_id for r in self.replicas for s in r.segments):
+            # copies of a partition in broker data dirs: the codec's one rule (kafkalog.log.replicas.one_view)
+            self.pieces, self.lost = self._one_view(log_dirs)
+            self.claim: tuple[int, str] | None = None
+            return
         self._orphans = {r.dir: self._orphan_gaps(r, log_dirs) for r in replicas}
         self.pieces = self._merge()
         #: offsets the replicas' own files say existed but no ``.log`` holds (SPEC §6.8), less those
         #: another replica holds; ``log_dirs`` caches each log dir's checkpoints across partitions
         self.lost = self._lost(replicas, log_dirs)
+
+    def _one_view(self, log_dirs: dict[str, LogDirOffsets]) -> tuple[list[Piece], list[Gap]]:
+        """Pieces and lost offsets (replica divergence first) of copies in broker data dirs, as every
+        kafkalog reader reads them: :func:`kafkalog.log.replicas.one_view` on the same files."""
+        from fsspec.implementations.local import LocalFileSystem
+
+        from kafkalog.log import source
+        from kafkalog.log.replicas import one_view
+
+        storage = source.LocalStorage() if isinstance(self.fs, LocalFileSystem) else source.UrlStorage(self.fs)
+        copies = []
+        by_log: dict[str, tuple[Replica, SegmentFiles]] = {}
+        for r in self.replicas:
+            parent = posixpath.dirname(r.dir.rstrip("/"))
+            if parent not in log_dirs:
+                log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
+            segs = tuple(source.SegmentFiles(s.base_offset, s.log, s.size, s.index, s.timeindex, s.txnindex) for s in r.segments)
+            by_log.update((s.log, (r, s)) for s in r.segments)
+            copies.append(source.PartitionFiles(storage, r.topic, r.partition, r.dir, segs, r.snapshots, log_dirs[parent],
+                                                tuple((n, 0) for n in r.names)))
+        merged = one_view(copies)
+        pieces = []
+        for n, seg in enumerate(merged.logs):
+            r, s = by_log[seg.log]  # type: ignore[index]
+            hi = seg.until if seg.until is not None else merged.logs[n + 1].first if n + 1 < len(merged.logs) else None
+            pieces.append(Piece(s, seg.first, hi, s is not r.segments[-1]))
+            self._main = r
+        self._log_start = merged.log_start_checkpoint or 0
+        return pieces, merged.gaps()
 
     def _orphan_gaps(self, r: Replica, log_dirs: dict[str, LogDirOffsets]) -> list[Gap]:
         parent = posixpath.dirname(r.dir.rstrip("/"))
@@ -258,9 +295,11 @@ class PartitionLog:
     @property
     def earliest(self) -> int:
         """The first offset on disk (the first segment's base offset); 0 for a log without segments."""
-        return self.pieces[0].lo if self.pieces else 0
+        return max(self.pieces[0].lo, self._log_start) if self.pieces else 0
 
     def _main_replica(self) -> Replica:
+        if self._main is not None:
+            return self._main
         if len(self.replicas) == 1:
             return self.replicas[0]
         return max(self.replicas, key=lambda r: self.tail(r).next_offset)
