@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fsspec.spec import AbstractFileSystem
 from pyspark.sql.datasource import InputPartition
 
-from kafkalog.log.gaps import Gap, LogDirOffsets, claimed_end, find_gaps
+from kafkalog.log.gaps import Gap, LogDirOffsets, claimed_end, find_gaps, subtract_spans
 
 from .errors import DataLossError, SourceOptionError
 from .filters import RowFilter
@@ -279,7 +279,7 @@ class PartitionLog:
         if len(replicas) < 2:
             return [g for _, g in found]
         held = {  # what each replica holds: from its first segment to its log end, less its own gaps
-            r.dir: _subtract([(r.segments[0].base_offset, self.tail(r).next_offset)], [(g.start, g.end) for o, g in found if o is r])
+            r.dir: subtract_spans([(r.segments[0].base_offset, self.tail(r).next_offset)], [(g.start, g.end) for o, g in found if o is r])
             for r in self.replicas
         }
         out = []
@@ -287,7 +287,7 @@ class PartitionLog:
             rest = [(g.start, g.end)]
             for d, spans in held.items():
                 if d != r.dir:
-                    rest = _subtract(rest, spans)
+                    rest = subtract_spans(rest, spans)
             out.extend(Gap(g.directory, a, b, g.evidence) for a, b in rest)
         return out
 
@@ -447,19 +447,3 @@ class PartitionLog:
             for a, b in zip(bounds[:-1], bounds[1:], strict=True)
         ]
 
-
-def _subtract(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of the half-open ``spans`` outside every one of ``holes``."""
-    out = spans
-    for h_lo, h_hi in holes:
-        nxt = []
-        for lo, hi in out:
-            if h_hi <= lo or h_lo >= hi:
-                nxt.append((lo, hi))
-                continue
-            if lo < h_lo:
-                nxt.append((lo, h_lo))
-            if h_hi < hi:
-                nxt.append((h_hi, hi))
-        out = nxt
-    return out

@@ -244,6 +244,13 @@ def scan(
     partition and the offsets, before anything is read; with ``allow_gaps=True`` each is logged as
     a warning and the rest is read (Spark's ``failOnDataLoss=false``).
 
+    Folders are searched at any depth, and a partition held by several directories (its replicas
+    under each broker's data dir) is read as one log whatever the order of the paths
+    (:func:`kafkalog.log.replicas.one_view`, SPEC §6.9): each offset once, from the copies that hold
+    it; copies holding different records at the same offsets raise
+    :class:`~kafkalog.errors.ReplicaDivergenceError` naming both, or with ``allow_gaps=True`` warn
+    and read the copy Kafka keeps.
+
     Tiered storage: ``tiered`` is a prefix (a directory or ``s3://...``) holding the objects Aiven's
     tiered-storage plug-in wrote, and ``path`` then the broker's local data or partition dirs
     (optional). Each partition is one log across tiers (SPEC D.6,

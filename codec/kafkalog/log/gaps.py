@@ -45,7 +45,7 @@ from kafkalog.format.txnindex import read_txn_index
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
 
-__all__ = ["Divergence", "Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "raise_on_gaps", "segment_bases"]
+__all__ = ["Divergence", "Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "raise_on_gaps", "segment_bases", "subtract_spans"]
 
 #: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged)
 _SEGMENT = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
@@ -97,6 +97,23 @@ class Divergence(Gap):
 
     def __str__(self) -> str:
         return self.message()
+
+
+def subtract_spans(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of the half-open ``spans`` outside every one of ``holes``."""
+    out = spans
+    for h_lo, h_hi in holes:
+        nxt = []
+        for lo, hi in out:
+            if h_hi <= lo or h_lo >= hi:
+                nxt.append((lo, hi))
+                continue
+            if lo < h_lo:
+                nxt.append((lo, h_lo))
+            if h_hi < hi:
+                nxt.append((h_hi, hi))
+        out = nxt
+    return out
 
 
 def segment_bases(names: Iterable[str]) -> list[int]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.records.stream import LogReader
-from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, segment_bases
+from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, segment_bases, subtract_spans
 from kafkalog.log.plan import BatchHeader, scan_headers
 from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, find_partitions
 
@@ -145,23 +145,6 @@ def _first_difference(a: _Copy, b: _Copy) -> tuple[int, BatchHeader, BatchHeader
     return None
 
 
-def _subtract(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of the half-open ``spans`` outside every one of ``holes``."""
-    out = spans
-    for h_lo, h_hi in holes:
-        nxt = []
-        for lo, hi in out:
-            if h_hi <= lo or h_lo >= hi:
-                nxt.append((lo, hi))
-                continue
-            if lo < h_lo:
-                nxt.append((lo, h_lo))
-            if h_hi < hi:
-                nxt.append((h_hi, hi))
-        out = nxt
-    return out
-
-
 def _storage(copies: list[PartitionFiles]) -> LocalStorage | UrlStorage:
     first = copies[0].storage
     if all(isinstance(c.storage, LocalStorage) for c in copies):
@@ -231,7 +214,7 @@ def one_view(copies: list[PartitionFiles]) -> PartitionFiles:
     for c in found:
         others = [s for d in found if d is not c for s in spans[d.name]]
         for g in c.files.gaps():
-            lost.extend(Gap(g.directory, lo, hi, g.evidence) for lo, hi in _subtract([(g.start, g.end)], others))
+            lost.extend(Gap(g.directory, lo, hi, g.evidence) for lo, hi in subtract_spans([(g.start, g.end)], others))
     best = ranked[0]
     log_start = max(c.start for c in found if c.files.logs) if any(c.files.logs for c in found) else best.start
     key = (best.files.topic, best.files.partition)
