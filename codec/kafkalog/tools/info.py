@@ -27,9 +27,16 @@ def _time(ms: int | None) -> str:
 
 
 def summary_json(s: PartitionSummary) -> dict[str, Any]:
-    """One partition's line of ``info --json``."""
+    """One partition's line of ``info --json`` (``copies``, ``mostComplete`` and ``divergence`` for a
+    partition read from several directories)."""
     from kafkalog.log.gaps import Divergence
 
+    several = {
+        "copies": s.copies,
+        "mostComplete": s.copies[0],
+        "divergence": [{"start": g.start, "end": g.end, "copies": [g.directory, g.other], "kept": g.kept, "evidence": g.evidence}
+                       for g in s.gaps if isinstance(g, Divergence)],
+    } if len(s.copies) > 1 else {}
     return {
         "topic": s.topic,
         "partition": s.partition,
@@ -45,10 +52,7 @@ def summary_json(s: PartitionSummary) -> dict[str, Any]:
         "lastTimestamp": s.last_timestamp,
         "openTransactions": [{"producerId": pid, "firstOffset": first} for pid, first in s.open_transactions.items()],
         "dataLoss": [{"start": g.start, "end": g.end, "evidence": g.evidence} for g in s.gaps if not isinstance(g, Divergence)],
-        "copies": s.copies,
-        "mostComplete": s.copies[0] if s.copies else s.dir,
-        "divergence": [{"start": g.start, "end": g.end, "copies": [g.directory, g.other], "kept": g.kept, "evidence": g.evidence}
-                       for g in s.gaps if isinstance(g, Divergence)],
+        **several,
         "problems": s.problems,
     }
 
