@@ -147,3 +147,16 @@ def test_a_diverged_copy_fails_every_reader_naming_both_copies(backup: Backup, c
     assert len(found) == 3 and all(f.severity == "error" and f.offset >= UNCLEAN_AT and new in f.message for f in found)
     assert {f.file for f in found} == {backup.copy(n) for n in (1, 2, 3)}
     assert not any(f.code == "replica-divergence" for f in verify([str(backup.backup)]).findings)
+
+
+@pytest.mark.rule("R-REP-04")
+def test_copies_of_two_topics_of_one_name_are_told_apart_by_topic_id(backup: Backup, tmp_path: Path) -> None:
+    import shutil
+
+    ids = {1: "AAAAAAAAAAAAAAAAAAAAAQ", 4: "AAAAAAAAAAAAAAAAAAAAAg"}
+    for n, topic_id in ids.items():
+        d = tmp_path / f"cluster-{n}" / "orders-0"
+        shutil.copytree(backup.copy(n), d)
+        (d / "partition.metadata").write_text(f"version: 0\ntopic_id: {topic_id}\n")
+    with pytest.raises(ReplicaDivergenceError, match=f"topic ids {ids[1]} and {ids[4]}: two topics of one name"):
+        kafkalog.scan([str(tmp_path / "cluster-4"), str(tmp_path / "cluster-1")])

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafkalog.errors import KafkaLogError
+from kafkalog.format.checkpoints import read_partition_metadata
+from kafkalog.format.files import FileKind
 from kafkalog.format.records.stream import LogReader
 from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, segment_bases, subtract_spans
 from kafkalog.log.plan import BatchHeader, scan_headers
@@ -68,6 +70,7 @@ class _Copy:
     batches: list[tuple[BatchHeader, SegmentFiles]]
     start: int  # its own log start offset
     end: int  # its log end offset
+    topic_id: str | None = None  # from its partition.metadata
     cut: int | None = None  # diverged from a kept copy from this offset on: it gives nothing from here
 
     @property
@@ -111,7 +114,18 @@ def _read_copy(pf: PartitionFiles) -> _Copy:
     bases = segment_bases(name for name, _size in pf.listing) or [s.base_offset for s in logs] or [0]
     first = min(bases)
     start = first if pf.log_start_checkpoint is None else max(first, pf.log_start_checkpoint)
-    return _Copy(pf, pf.display(), batches, start, end)
+    return _Copy(pf, pf.display(), batches, start, end, _topic_id(pf))
+
+
+def _topic_id(pf: PartitionFiles) -> str | None:
+    """The topic id of a copy's ``partition.metadata`` (None when absent or unreadable: ``verify`` reports that)."""
+    name = FileKind.PARTITION_METADATA.value
+    if name not in dict(pf.listing):
+        return None
+    try:
+        return read_partition_metadata(data=pf.storage.read(pf.storage.join(pf.dir, name))).topic_id
+    except (KafkaLogError, OSError):
+        return None
 
 
 def _records(c: _Copy, h: BatchHeader, seg: SegmentFiles) -> dict[int, tuple]:
@@ -167,6 +181,9 @@ def _diverge(found: list[_Copy]) -> list[Divergence]:
             at, x, y = hit
             kept, other = (a, b) if (x.leader_epoch, a.end, b.name) >= (y.leader_epoch, b.end, a.name) else (b, a)
             epochs = f"partition leader epochs {x.leader_epoch} and {y.leader_epoch}" if x.leader_epoch != y.leader_epoch else "same leader epoch"
+            if a.topic_id and b.topic_id and a.topic_id != b.topic_id:
+                # replicas of one partition share the topic's id: these are two topics of one name (two clusters, a re-created topic)
+                epochs = f"topic ids {a.topic_id} and {b.topic_id}: two topics of one name, not replicas of one partition"
             diverged.append(Divergence(a.name, at, min(a.end, b.end), epochs, other=b.name, kept=kept.name))
             other.cut = at if other.cut is None else min(other.cut, at)
     return sorted(diverged, key=lambda d: (d.start, d.directory, d.other))
