@@ -32,6 +32,7 @@ removed, batches rewritten) does not count as diverged. Every batch header of ev
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -204,17 +205,30 @@ def one_view(copies: list[PartitionFiles]) -> PartitionFiles:
     diverged = _diverge(found)
     spans = {c.name: c.spans() for c in found}
     ranked = sorted(found, key=lambda c: (-sum(hi - lo for lo, hi in spans[c.name]), -c.usable_end, c.name))
-    # each offset from the most complete copy holding it, staying on a copy while it holds the next offset
+    starts = {name: [lo for lo, _hi in s] for name, s in spans.items()}
+
+    def held_until(c: _Copy, at: int) -> int | None:
+        """The end of ``c``'s run of batches holding ``at`` (None: it does not hold it)."""
+        i = bisect.bisect_right(starts[c.name], at) - 1
+        return spans[c.name][i][1] if i >= 0 and spans[c.name][i][1] > at else None
+
+    # each offset from the most complete copy holding it, staying on a copy while it holds the next
+    # offset; offsets no copy holds (compaction's holes) do not end a copy's piece
     pieces: list[tuple[_Copy, int, int]] = []
-    at = min((s[0][0] for s in spans.values() if s), default=None)
+    at = min((s[0] for s in starts.values() if s), default=None)
     while at is not None:
-        held = [(c, hi) for c in ranked for lo, hi in spans[c.name] if lo <= at < hi]
-        if held:
-            c, hi = held[0]
-            pieces.append((c, at, hi))
-            at = hi
+        for c in ([pieces[-1][0]] if pieces else []) + ranked:
+            hi = held_until(c, at)
+            if hi is not None:
+                break
         else:
-            at = min((lo for s in spans.values() for lo, _hi in s if lo > at), default=None)
+            at = min((s[k] for s in starts.values() if (k := bisect.bisect_right(s, at)) < len(s)), default=None)
+            continue
+        if pieces and pieces[-1][0] is c:
+            pieces[-1] = (c, pieces[-1][1], hi)
+        else:
+            pieces.append((c, at, hi))
+        at = hi
     segments: list[SegmentFiles] = []
     for k, (c, lo, hi) in enumerate(pieces):
         logs = c.files.logs
