@@ -97,7 +97,7 @@ def fresh(out: Path) -> Path:
 
 def export_all(data: Path, out: Path, fmt: str, verify_crc: bool = True) -> int:
     from kafkalog.dataset.scan import plan_all
-    from kafkalog.log.source import discover
+    from kafkalog.log.replicas import discover
     from kafkalog.tools.export import export
 
     _files, rows = export(plan_all(discover([str(data)])), str(out), fmt=fmt, verify_crc=verify_crc)

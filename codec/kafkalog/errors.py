@@ -207,3 +207,12 @@ class DataLossError(KafkaLogError):
     ) -> None:
         super().__init__(message, file=file, position=position, offset=offset)
         self.gaps = list(gaps or [])
+
+
+class ReplicaDivergenceError(DataLossError):
+    """Two copies of one topic-partition (replicas under two brokers' data dirs, or two paths given)
+    hold different records at the same offsets, as after an unclean leader election: Kafka keeps one
+    history and truncates the other, so one of them is lost (SPEC §6.9). ``file`` names both copies,
+    ``offset`` the first offset at which they differ, and ``gaps`` the diverged ranges
+    (:class:`kafkalog.log.gaps.Divergence`). Readers raise it unless gaps are allowed, when they read
+    the copy SPEC §6.9 chooses, with a warning."""

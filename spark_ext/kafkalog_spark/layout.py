@@ -1,6 +1,6 @@
 """Find the partitions and segments under the given paths, on any fsspec filesystem.
 
-Layouts read (each path, after glob expansion, is one of these):
+Layouts read (each path, after glob expansion, is one of these, or a folder holding them at any depth):
 
 * a **broker log dir** (``log.dirs`` entry): sub-directories ``<topic>-<partition>`` holding
   ``<20-digit base offset>.log`` segments with ``.index``/``.timeindex``/``.txnindex`` beside them;
@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -39,6 +39,7 @@ from fsspec.spec import AbstractFileSystem
 
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, UrlStore, parse_object_key
 from kafkalog.log.leftovers import as_loaded
+from kafkalog.log.source import LocalStorage, UrlStorage
 from kafkalog.log.unified import topic_name_problem
 
 from .errors import LayoutError
@@ -212,29 +213,22 @@ def _unwanted(name: str, wants: Callable[[str, int], bool] | None) -> bool:
     return bool(parsed) and not any(wants(topic, part) for topic, part, _ in parsed)
 
 
-def _listing(fs: AbstractFileSystem, root: str) -> tuple[list[dict], Mapping[str, list[dict] | None]]:
-    """``root``'s entries, and its sub-directories (None: each is listed when wanted, which on a
-    local disk costs little and skips the unwanted ones)."""
-    entries = fs.ls(root, detail=True)
-    return entries, {e["name"]: None for e in entries if e.get("type") == "directory"}
-
-
-def _tree(fs: AbstractFileSystem, root: str) -> tuple[list[dict], Mapping[str, list[dict] | None]]:
-    """``root``'s files and those of each sub-directory, from one recursive listing: on object
-    storage that is a paginated listing of every key under the prefix (1,000 a request on S3),
-    where listing each partition directory would be a request apiece. Deeper files are ignored."""
-    top = root.rstrip("/")
+def _tree(fs: AbstractFileSystem, root: str) -> tuple[list[dict], dict[str, list[dict]]]:
+    """``root``'s files and those of every directory under it, at any depth, as kafkalog's own
+    discovery lists them (:meth:`kafkalog.log.source.LocalStorage.tree`; on object storage one
+    paginated listing of every key under the prefix, 1,000 a request on S3, where listing each
+    partition directory would be a request apiece). Directories ending in ``-delete``, ``-future``
+    or ``-stray`` are not entered."""
+    storage = LocalStorage() if isinstance(fs, LocalFileSystem) else UrlStorage(fs)
+    top = root.rstrip("/") if isinstance(storage, UrlStorage) else root
     own: list[dict] = []
     children: dict[str, list[dict]] = {}
-    for name, info in sorted(fs.find(top, withdirs=False, detail=True).items()):
-        rel = name[len(top) + 1 :] if name.startswith(top + "/") else None
-        if not rel:
-            continue
-        parts = rel.split("/")
-        if len(parts) == 1:
-            own.append(info)
-        elif len(parts) == 2:
-            children.setdefault(f"{top}/{parts[0]}", []).append(info)
+    for d, files in sorted(storage.tree(root).items()):
+        entries = [{"name": e.path, "size": e.size, "type": "file"} for e in files]
+        if d.rstrip("/") == top.rstrip("/"):
+            own = entries
+        else:
+            children[d] = entries
     return own, children
 
 
@@ -280,20 +274,19 @@ def discover(
     ``refresh`` drops fsspec's cached listings first (streaming polls need fresh ones); a path
     holding no partition directory raises :class:`LayoutError` unless ``allow_empty`` (a live
     data dir that has no partitions yet). ``wants(topic, partition)`` false: the directory is
-    skipped by its name (a data dir's internal topics, unsubscribed ones); on a local disk without
-    being listed. On object storage each path is listed once, recursively (see :func:`_tree`).
+    skipped by its name (a data dir's internal topics, unsubscribed ones). Each path is searched at
+    any depth, listed once (see :func:`_tree`), as kafkalog's other readers search it.
     A path holding none of the other layouts is searched for Aiven's plug-in's objects, whose
     encrypted segments ``keys`` decrypts.
     """
     replicas: dict[str, Replica] = {}
-    local = isinstance(fs, LocalFileSystem)
     for raw in paths:
         if refresh:
             fs.invalidate_cache()
         roots = _expand(fs, raw)
         found = 0
         for root in roots:
-            entries, children = _listing(fs, root) if local else _tree(fs, root)
+            entries, children = _tree(fs, root)
             own = _replica(fs, root, entries)
             if own is not None:
                 replicas[own.dir] = own
@@ -305,8 +298,7 @@ def discover(
                 if _unwanted(_basename(child), wants):
                     found += 1
                     continue
-                files = children[child]
-                rep = _replica(fs, child, files if files is not None else fs.ls(child, detail=True))
+                rep = _replica(fs, child, children[child])
                 if rep is not None:
                     replicas[rep.dir] = rep
                     found += 1

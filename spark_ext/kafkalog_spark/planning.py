@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fsspec.spec import AbstractFileSystem
 from pyspark.sql.datasource import InputPartition
 
-from kafkalog.log.gaps import Gap, LogDirOffsets, claimed_end, find_gaps
+from kafkalog.log.gaps import Gap, LogDirOffsets, claimed_end, find_gaps, subtract_spans
 from kafkalog.log.reads import log_start_offset
 
 from .errors import DataLossError, SourceOptionError
@@ -152,6 +152,12 @@ class PartitionLog:
         self._advanced: set[str] = set()
         self.gaps: list[tuple[int, int]] = []
         log_dirs = {} if log_dirs is None else log_dirs
+        self._main: Replica | None = None  # the copy read last, when copies are read as one
+        if len(self.replicas) > 1 and not any(s.tiered or s.segment_id for r in self.replicas for s in r.segments):
+            # copies of a partition in broker data dirs: the codec's one rule (kafkalog.log.replicas.one_view)
+            self.pieces, self.lost = self._one_view(log_dirs)
+            self.claim: tuple[int, str] | None = None
+            return
         self._orphans = {r.dir: self._orphan_gaps(r, log_dirs) for r in replicas}
         self.pieces = self._merge()
         # the highest log-start-offset-checkpoint entry of the replicas' log dirs: the log start offset only rises
@@ -160,6 +166,35 @@ class PartitionLog:
         #: offsets the replicas' own files say existed but no ``.log`` holds (SPEC §6.8), less those
         #: another replica holds; ``log_dirs`` caches each log dir's checkpoints across partitions
         self.lost = self._lost(replicas, log_dirs)
+
+    def _one_view(self, log_dirs: dict[str, LogDirOffsets]) -> tuple[list[Piece], list[Gap]]:
+        """Pieces and lost offsets (replica divergence first) of copies in broker data dirs, as every
+        kafkalog reader reads them: :func:`kafkalog.log.replicas.one_view` on the same files."""
+        from fsspec.implementations.local import LocalFileSystem
+
+        from kafkalog.log import source
+        from kafkalog.log.replicas import one_view
+
+        storage = source.LocalStorage() if isinstance(self.fs, LocalFileSystem) else source.UrlStorage(self.fs)
+        copies = []
+        by_log: dict[str, tuple[Replica, SegmentFiles]] = {}
+        for r in self.replicas:
+            parent = posixpath.dirname(r.dir.rstrip("/"))
+            if parent not in log_dirs:
+                log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
+            segs = tuple(source.SegmentFiles(s.base_offset, s.log, s.size, s.index, s.timeindex, s.txnindex) for s in r.segments)
+            by_log.update((s.log, (r, s)) for s in r.segments)
+            copies.append(source.PartitionFiles(storage, r.topic, r.partition, r.dir, segs, r.snapshots, log_dirs[parent],
+                                                tuple((n, 0) for n in r.names)))
+        merged = one_view(copies)
+        pieces = []
+        for n, seg in enumerate(merged.logs):
+            r, s = by_log[seg.log]  # type: ignore[index]
+            hi = seg.until if seg.until is not None else merged.logs[n + 1].first if n + 1 < len(merged.logs) else None
+            pieces.append(Piece(s, seg.first, hi, s is not r.segments[-1]))
+            self._main = r
+        self._log_start_checkpoint = merged.log_start_checkpoint  # the largest of the copies' (SPEC §6.9)
+        return pieces, merged.gaps()
 
     def _orphan_gaps(self, r: Replica, log_dirs: dict[str, LogDirOffsets]) -> list[Gap]:
         parent = _parent(r.dir)
@@ -244,7 +279,7 @@ class PartitionLog:
         if len(replicas) < 2:
             return [g for _, g in found]
         held = {  # what each replica holds: from its first segment to its log end, less its own gaps
-            r.dir: _subtract([(r.segments[0].base_offset, self.tail(r).next_offset)], [(g.start, g.end) for o, g in found if o is r])
+            r.dir: subtract_spans([(r.segments[0].base_offset, self.tail(r).next_offset)], [(g.start, g.end) for o, g in found if o is r])
             for r in self.replicas
         }
         out = []
@@ -252,7 +287,7 @@ class PartitionLog:
             rest = [(g.start, g.end)]
             for d, spans in held.items():
                 if d != r.dir:
-                    rest = _subtract(rest, spans)
+                    rest = subtract_spans(rest, spans)
             out.extend(Gap(g.directory, a, b, g.evidence) for a, b in rest)
         return out
 
@@ -272,6 +307,8 @@ class PartitionLog:
         return log_start_offset(self._log_start_checkpoint, self.first_on_disk) or 0
 
     def _main_replica(self) -> Replica:
+        if self._main is not None:
+            return self._main
         if len(self.replicas) == 1:
             return self.replicas[0]
         return max(self.replicas, key=lambda r: self.tail(r).next_offset)
@@ -426,20 +463,3 @@ class PartitionLog:
 def _parent(directory: str) -> str:
     """The log dir holding a partition dir (whose checkpoints name the partition)."""
     return posixpath.dirname(directory.rstrip("/"))
-
-
-def _subtract(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of the half-open ``spans`` outside every one of ``holes``."""
-    out = spans
-    for h_lo, h_hi in holes:
-        nxt = []
-        for lo, hi in out:
-            if h_hi <= lo or h_lo >= hi:
-                nxt.append((lo, hi))
-                continue
-            if lo < h_lo:
-                nxt.append((lo, h_lo))
-            if h_hi < hi:
-                nxt.append((h_hi, hi))
-        out = nxt
-    return out

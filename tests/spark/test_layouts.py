@@ -47,12 +47,15 @@ def layouts(tmp_path_factory) -> dict:  # noqa: ANN001 - fixture
         meta = (LOGDIR / name / "partition.metadata").read_text()
         topic_ids[name] = meta.split("topic_id:")[1].strip()
         tiered_copy(LOGDIR / name, tmp / "tiered", topic_ids[name])
-    # two brokers: one holds golden-0's first three segments, the other the last four (51 twice)
+    # two brokers: one holds golden-0's first three segments, the other its first and last three (0
+    # twice; both start at 0, so the partition does: SPEC R-REP-02), each offset read from one that holds it
     copy_segments(LOGDIR / "golden-0", tmp / "broker1" / "golden-0", [0, 51, 102])
-    copy_segments(LOGDIR / "golden-0", tmp / "broker2" / "golden-0", [51, 102, 146, 190, 234])
-    # two brokers with a hole between them: offsets 51..101 are on neither
+    copy_segments(LOGDIR / "golden-0", tmp / "broker2" / "golden-0", [0, 146, 190, 234])
+    # two brokers with a hole between them: offsets 51..101 are on neither, and gap2's files say they
+    # existed (segment 0's .index without its .log: SPEC R-LOSS-01)
     copy_segments(LOGDIR / "golden-0", tmp / "gap1" / "golden-0", [0])
     copy_segments(LOGDIR / "golden-0", tmp / "gap2" / "golden-0", [102, 146])
+    shutil.copy(LOGDIR / "golden-0" / "00000000000000000000.index", tmp / "gap2" / "golden-0")
     # things a reader must skip: a pending delete, a future replica, leftover cleaner files
     shutil.copytree(LOGDIR / "golden-0", tmp / "broker1" / "golden-0.0123456789abcdef0123456789abcdef-delete")
     shutil.copytree(LOGDIR / "golden-0", tmp / "broker1" / "golden-0.0123456789abcdef0123456789abcdef-future")
@@ -112,12 +115,12 @@ def test_in_memory_filesystem_reads_the_same_rows(dump, layouts) -> None:  # noq
 def test_replicas_with_a_hole_report_data_loss(layouts, caplog) -> None:  # noqa: ANN001 - fixtures
     tmp = layouts["tmp"]
     paths = f"{tmp / 'gap1'},{tmp / 'gap2'}"
-    with pytest.raises(DataLossError, match="offsets 51 to 101 of golden-0 are in none of its replicas"):
+    with pytest.raises(DataLossError, match="offsets 51 to 101 are in no .log"):
         read_in_process({"path": paths})
     table, _, _ = read_in_process({"path": paths, "failOnDataLoss": "false"})
     offsets = sorted(table.column("offset").to_pylist())
     assert offsets[0] == 0 and 51 not in offsets and 101 not in offsets and offsets[-1] == 189
-    assert "in none of its replicas" in caplog.text
+    assert "offsets 51 to 101 are in no .log" in caplog.text
 
 
 def test_discovery_skips_deleted_future_and_cleaner_files(layouts) -> None:  # noqa: ANN001 - fixture
@@ -125,13 +128,18 @@ def test_discovery_skips_deleted_future_and_cleaner_files(layouts) -> None:  # n
     found = discover(fs, [str(layouts["tmp"] / "broker1"), str(layouts["tmp"] / "broker2")])
     assert [(r.topic, r.partition, [s.base_offset for s in r.segments]) for r in found] == [
         ("golden", 0, [0, 51, 102]),
-        ("golden", 0, [51, 102, 146, 190, 234]),
+        ("golden", 0, [0, 146, 190, 234]),
     ]
     tiered = discover(fs, [str(layouts["tmp"] / "tiered")])
     assert {(r.topic, r.partition, r.topic_id) for r in tiered} == {("golden", 0, "AAAAAAAAAAAAAAAAAAAAAQ"), ("transactional", 0, layouts["topic_ids"]["transactional-0"])}
     assert all(s.segment_id and s.index and s.timeindex for r in tiered for s in r.segments)
+    # a folder is searched at any depth (golden/kafka/logdir/golden-0 is found under golden/) ...
+    assert ("golden", 0) in {r.key for r in discover(fs, [str(GOLDEN)])}
+    # ... and one holding no partition directory at any depth is refused
+    (layouts["tmp"] / "nothing" / "deeper").mkdir(parents=True, exist_ok=True)
+    (layouts["tmp"] / "nothing" / "deeper" / "notes.txt").write_text("no Kafka files here")
     with pytest.raises(LayoutError, match="no Kafka partition directories"):
-        discover(fs, [str(GOLDEN)])
+        discover(fs, [str(layouts["tmp"] / "nothing")])
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ prefixes as one :class:`pyarrow.RecordBatchReader`, as a consumer of every parti
 them; :func:`read_records` gives the same records as objects, without pyarrow (``kafkalog cat``).
 
 Planning happens when :func:`scan` is called (so a bad path or an unreachable offset fails at once):
-the partitions are found (:func:`kafkalog.log.source.discover`), offsets and times are resolved
+the partitions are found (:func:`kafkalog.log.replicas.discover`), offsets and times are resolved
 through the offset and time indexes (:mod:`kafkalog.log.plan`), and each partition becomes a list
 of byte ranges of its segments. Decoding happens as the reader is consumed, a chunk of batches at a
 time (:func:`kafkalog.fast.arrow.read_partition`), so memory holds a few batches whatever the input.
@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from kafkalog.errors import DataLossError
 from kafkalog.format.records.stream import Batch, LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
-from kafkalog.log.gaps import Gap, gaps_error
+from kafkalog.log.gaps import Divergence, Gap, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.reads import includes_topic
-from kafkalog.log.source import PartitionFiles, SegmentFiles, discover
+from kafkalog.log.replicas import discover
+from kafkalog.log.source import PartitionFiles, SegmentFiles
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -101,11 +101,11 @@ def _offset_for(spec: Offsets, pf: PartitionFiles) -> int | None:
 def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
     """The byte ranges of the segments holding offsets ``[start, end)``, cut at ``.index`` entries:
     a segment entirely outside the range is not opened. A segment gives offsets from its
-    :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's."""
+    :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's (or to its ``until``)."""
     logs = pf.logs
     out = []
     for n, seg in enumerate(logs):
-        nxt = logs[n + 1].first if n + 1 < len(logs) else None
+        nxt = seg.until if seg.until is not None else logs[n + 1].first if n + 1 < len(logs) else None
         if not seg.size or (nxt is not None and nxt <= start) or (end is not None and seg.first >= end):
             continue
         lo = max(start, seg.first)
@@ -180,10 +180,9 @@ def _as_set(v: object, kind: type) -> set | None:
     return set(v)  # type: ignore[call-overload]
 
 
-def _runs(p: PartitionPlan) -> Iterator[tuple[int, Iterator[LogReader]]]:
-    """``p``'s slices as runs, each with the offset it gives records from and its readers: a
-    segment whose first offsets an earlier one gave (tiered storage's overlap) starts a run read
-    from its own first offset."""
+def _runs(p: PartitionPlan) -> Iterator[tuple[int, int | None, Iterator[LogReader]]]:
+    """``p``'s slices as runs, each with the offsets it gives records from and up to (None: to the
+    plan's end) and its readers."""
     storage = p.files.storage
 
     def readers(slices: list[Slice]) -> Iterator[LogReader]:
@@ -192,22 +191,26 @@ def _runs(p: PartitionPlan) -> Iterator[tuple[int, Iterator[LogReader]]]:
                                                               end=sl.end if sl.end is not None else sl.segment.size or None) as reader:
                 yield reader
 
+    # a segment whose first offsets an earlier one gave (tiered storage's overlap, another copy of the
+    # partition) starts a run read from its own first offset; one whose last offsets a later copy gives ends its run
     runs: list[list[Slice]] = []
     for sl in p.slices:
-        if not runs or sl.segment.first_offset is not None:
+        if not runs or sl.segment.first_offset is not None or runs[-1][-1].segment.until is not None:
             runs.append([])
         runs[-1].append(sl)
     for run in runs:
-        yield max(p.start, run[0].segment.first), readers(run)
+        until = run[-1].segment.until
+        end = until if p.end is None else p.end if until is None else min(p.end, until)
+        yield max(p.start, run[0].segment.first), end, readers(run)
 
 
 def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int, verify_crc: bool,
           on_corrupt: OnCorrupt) -> Iterator[pa.RecordBatch]:
     from kafkalog.fast.arrow import read_partition
 
-    for start, readers in _runs(p):
+    for start, end, readers in _runs(p):
         for batch in read_partition(
-            readers, topic=p.topic, partition=p.partition, start=start, end=p.end, aborted=p.aborted,
+            readers, topic=p.topic, partition=p.partition, start=start, end=end, aborted=p.aborted,
             last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
             max_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt,
         ):
@@ -279,6 +282,13 @@ def scan(
     :class:`~kafkalog.errors.CrcMismatchError` naming the ``.log``, the byte position and the offset,
     as the reader reaches it; with ``on_corrupt="skip"`` it is logged as a warning and left out, and
     the rest is read; ``verify_crc=False`` turns the check off, for speed.
+
+    Folders are searched at any depth, and a partition held by several directories (its replicas
+    under each broker's data dir) is read as one log whatever the order of the paths
+    (:func:`kafkalog.log.replicas.one_view`, SPEC §6.9): each offset once, from the copies that hold
+    it; copies holding different records at the same offsets raise
+    :class:`~kafkalog.errors.ReplicaDivergenceError` naming both, or with ``allow_gaps=True`` warn
+    and read the copy Kafka keeps.
 
     Tiered storage: ``tiered`` is a prefix (a directory or ``s3://...``) holding the objects Aiven's
     tiered-storage plug-in wrote, and ``path`` then the broker's local data or partition dirs
@@ -372,10 +382,11 @@ def plan_all(
                        "files still hold of them)")
         lost.extend(g for g in pf.gaps() if g.end > p.start and (p.end is None or g.start < p.end))
         plans.append(p)
+    lost.sort(key=lambda g: not isinstance(g, Divergence))  # a divergence first: the error is a ReplicaDivergenceError
     if lost and not allow_gaps:
         e = gaps_error(lost)
-        raise DataLossError(f"{e.message} (allow_gaps=True, --allow-gaps in the CLI, reads the rest with a warning)", file=e.file,
-                            offset=e.offset, gaps=e.gaps)
+        raise type(e)(f"{e.message} (allow_gaps=True, --allow-gaps in the CLI, reads the rest with a warning)", file=e.file,
+                      offset=e.offset, gaps=e.gaps)
     for g in lost:
         on_gap(g)
     return plans
@@ -405,7 +416,7 @@ def scan_files(
     verify_crc: bool = True,
     on_corrupt: OnCorrupt = "fail",
 ) -> pa.RecordBatchReader:
-    """:func:`scan` of partitions already found (:func:`kafkalog.log.source.discover`, or another source of segments)."""
+    """:func:`scan` of partitions already found (:func:`kafkalog.log.replicas.discover`, or another source of segments)."""
     import pyarrow as pa
 
     schema = schema_of(columns)
@@ -428,8 +439,7 @@ def read_records(plans: Iterable[PartitionPlan], *, read_committed: bool = False
     (:func:`~kafkalog.format.records.stream.checked`); ``verify_crc=False`` turns the check off."""
     for p in plans:
         committed = ReadCommittedFilter(p.aborted) if read_committed else None
-        end = p.end
-        for start, readers in _runs(p):
+        for start, end, readers in _runs(p):
             batches = _batches_until(readers, end)
             for batch in checked(batches, on_corrupt) if verify_crc else batches:
                 if (committed is not None and committed.skips(batch)) or (isinstance(batch, RecordBatch) and batch.is_control):

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
-from kafkalog.errors import DataLossError, KafkaLogError
+from kafkalog.errors import DataLossError, KafkaLogError, ReplicaDivergenceError
 from kafkalog.format.checkpoints import read_offset_checkpoint
 from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.format.index import OffsetIndex, TimeIndex
@@ -46,7 +46,10 @@ from kafkalog.log.reads import log_start_offset
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
 
-__all__ = ["Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "last_next_offset", "raise_on_gaps", "segment_bases"]
+__all__ = [
+    "Divergence", "Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "last_next_offset", "raise_on_gaps", "segment_bases",
+    "subtract_spans",
+]
 
 #: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged)
 _SEGMENT = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
@@ -83,6 +86,40 @@ class Gap:
         return f"{self.directory}: {self.message()}"
 
 
+@dataclass(frozen=True)
+class Divergence(Gap):
+    """Offsets ``[start, end)`` that two copies of one partition (``directory`` and ``other``) both
+    hold with different records, as after an unclean leader election (SPEC §6.9); ``kept`` is the
+    copy a reader that allows gaps reads them from. The offsets of the other copy are lost."""
+
+    other: str = ""
+    kept: str = ""
+
+    def message(self) -> str:
+        span = f"offset {self.start}" if self.end - self.start == 1 else f"offsets {self.start} to {self.last}"
+        return f"replica divergence: {span} differ between copies {self.directory} and {self.other} ({self.evidence}); read from {self.kept}"
+
+    def __str__(self) -> str:
+        return self.message()
+
+
+def subtract_spans(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of the half-open ``spans`` outside every one of ``holes``."""
+    out = spans
+    for h_lo, h_hi in holes:
+        nxt = []
+        for lo, hi in out:
+            if h_hi <= lo or h_lo >= hi:
+                nxt.append((lo, hi))
+                continue
+            if lo < h_lo:
+                nxt.append((lo, h_lo))
+            if h_hi < hi:
+                nxt.append((h_hi, hi))
+        out = nxt
+    return out
+
+
 def segment_bases(names: Iterable[str]) -> list[int]:
     """The base offsets that a directory listing's segment files (``.log``, ``.index``,
     ``.timeindex``, ``.txnindex``) name, sorted: each segment answers for the offsets up to the
@@ -92,10 +129,12 @@ def segment_bases(names: Iterable[str]) -> list[int]:
 
 def gaps_error(gaps: list[Gap]) -> DataLossError:
     """One :class:`~kafkalog.errors.DataLossError` for the gaps of one or more partitions: the first
-    gap's directory and offset locate it, the message lists them all."""
+    gap's directory and offset locate it, the message lists them all. A :class:`Divergence` first
+    (callers put them first) gives a :class:`~kafkalog.errors.ReplicaDivergenceError` naming both copies."""
     first = gaps[0]
     rest = "".join(f"; {g}" for g in gaps[1:])
-    return DataLossError(first.message() + rest, file=first.directory, offset=first.start, gaps=gaps)
+    cls = ReplicaDivergenceError if isinstance(first, Divergence) else DataLossError
+    return cls(first.message() + rest, file=first.directory, offset=first.start, gaps=gaps)
 
 
 def raise_on_gaps(gaps: list[Gap]) -> None:

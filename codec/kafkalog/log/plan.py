@@ -31,7 +31,7 @@ from kafkalog.format.records.v2 import (
 )
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import AbortedTxn, read_txn_index
-from kafkalog.log.gaps import Gap
+from kafkalog.log.gaps import Divergence, Gap
 from kafkalog.log.source import PartitionFiles, SegmentFiles
 
 __all__ = [
@@ -67,6 +67,8 @@ class BatchHeader:
     max_timestamp: int
     producer_id: int
     records: int = 1  # v2: the header's record count; a v0/v1 entry counts as one
+    crc: int = 0  # the stored CRC (magic 2: of the batch; 0/1: of the message)
+    leader_epoch: int = -1  # the partition leader epoch (magic 2; -1 before it)
 
     @property
     def is_transactional(self) -> bool:
@@ -104,15 +106,15 @@ def scan_headers(f: BinaryIO, name: str, start: int, end: int) -> Iterator[Batch
             if 12 + size < HEADER_SIZE or len(buf) - rel < HEADER_SIZE:
                 raise CorruptRecordError(f"record batch is {12 + size} bytes, smaller than the minimum overhead {HEADER_SIZE}",
                                          file=name, position=pos, offset=offset)
-            (base, _len, _epoch, _magic, _crc, attrs, lod, first_ts, max_ts, pid, _pe, _seq, count) = HEADER.unpack_from(buf, rel)
+            (base, _len, epoch, _magic, crc, attrs, lod, first_ts, max_ts, pid, _pe, _seq, count) = HEADER.unpack_from(buf, rel)
             if attrs & ATTR_TIMESTAMP_TYPE:
                 first_ts = max_ts  # LogAppendTime: every record carries the append time
             elif attrs & ATTR_DELETE_HORIZON:
                 first_ts = max_ts  # the base timestamp is the delete horizon, not a record's time
-            yield BatchHeader(pos, 12 + size, base, base + lod, magic, attrs, first_ts, max_ts, pid, count)
+            yield BatchHeader(pos, 12 + size, base, base + lod, magic, attrs, first_ts, max_ts, pid, records=count, crc=crc, leader_epoch=epoch)
         else:
             ts = _LEGACY.unpack_from(buf, rel)[5] if magic == 1 and len(buf) - rel >= _LEGACY.size else -1
-            yield BatchHeader(pos, 12 + size, offset, offset, magic, buf[rel + 17], ts, ts, -1)
+            yield BatchHeader(pos, 12 + size, offset, offset, magic, buf[rel + 17], ts, ts, -1, crc=_LEGACY.unpack_from(buf, rel)[2])
         pos += 12 + size
 
 
@@ -200,7 +202,8 @@ class PartitionSummary:
     and last batch on disk (None without any); ``end_offset`` is the next offset (the log end
     offset; None when the segment holding it could not be read). ``open_transactions`` maps producer
     id to the first offset of its undecided transaction; ``problems`` lists missing or damaged files,
-    ``gaps`` the offsets lost (data loss)."""
+    ``gaps`` the offsets lost (data loss) and those two copies of the partition hold differently
+    (:class:`~kafkalog.log.gaps.Divergence`)."""
 
     topic: str
     partition: int
@@ -216,6 +219,8 @@ class PartitionSummary:
     open_transactions: dict[int, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
+    #: the directories the partition was read from, most complete first (several: copies, SPEC §6.9)
+    copies: list[str] = field(default_factory=list)
 
     @property
     def last_stable_offset(self) -> int | None:
@@ -246,11 +251,12 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
     offset, for open transactions), and judges data loss (:meth:`PartitionFiles.gaps`). Never
     raises for bad files: what cannot be read is a problem."""
     logs = pf.logs
-    out = PartitionSummary(pf.topic, pf.partition, pf.display(), len(logs), sum(s.size for s in logs))
+    out = PartitionSummary(pf.topic, pf.partition, pf.display(), len(logs), sum(s.size for s in logs),
+                           copies=list(getattr(pf, "copies", ())) or [pf.display()])
     problems = out.problems
     try:
         out.gaps = pf.gaps()
-        problems.extend(f"data loss: {g.message()}" for g in out.gaps)
+        problems.extend(g.message() if isinstance(g, Divergence) else f"data loss: {g.message()}" for g in out.gaps)
     except (KafkaLogError, OSError) as e:
         _problem(problems, e, f"data loss not judged: {e}")
     out.log_start_offset = pf.log_start_offset

@@ -40,7 +40,8 @@ __all__ = [
     "SegmentFiles",
     "Storage",
     "UrlStorage",
-    "discover",
+    "find_partitions",
+    "partition_dirs",
     "storage_for",
 ]
 
@@ -73,7 +74,8 @@ class Storage(Protocol):
         """The entries of a directory."""
 
     def tree(self, path: str) -> dict[str, list[Entry]]:
-        """The files of a directory and of each of its sub-directories, keyed by directory."""
+        """The files of a directory and of every directory under it (at any depth; not under a
+        ``-delete``, ``-future`` or ``-stray`` one), keyed by directory."""
 
     def open(self, path: str) -> BinaryIO:
         """A seekable binary file opened for reading."""
@@ -109,11 +111,18 @@ class LocalStorage:
         return out
 
     def tree(self, path: str) -> dict[str, list[Entry]]:
-        top = self.listdir(path)
-        out = {path: [e for e in top if not e.is_dir]}
-        for e in top:
-            if e.is_dir:
-                out[e.path] = [c for c in self.listdir(e.path) if not c.is_dir]
+        out: dict[str, list[Entry]] = {}
+        todo = [path]
+        while todo:
+            d = todo.pop()
+            try:
+                entries = self.listdir(d)
+            except (FileNotFoundError, NotADirectoryError):
+                if d == path:
+                    raise
+                continue  # removed while walked
+            out[d] = [e for e in entries if not e.is_dir]
+            todo.extend(e.path for e in entries if e.is_dir and not _SKIPPED_DIR.search(e.name))
         return out
 
     def open(self, path: str) -> BinaryIO:
@@ -165,9 +174,9 @@ class UrlStorage:
         for name, info in sorted(found.items()):  # type: ignore[attr-defined]
             rel = name[len(top) + 1 :] if name.startswith(top + "/") else ""
             parts = rel.split("/")
-            if not rel or len(parts) > 2:
+            if not rel or any(_SKIPPED_DIR.search(p) for p in parts[:-1]):
                 continue
-            d = top if len(parts) == 1 else f"{top}/{parts[0]}"
+            d = "/".join([top, *parts[:-1]])
             out.setdefault(d, []).append(Entry(name, int(info.get("size") or 0), False))
         return out
 
@@ -208,7 +217,9 @@ class SegmentFiles:
 
     ``first_offset``: the first offset read from it, when an earlier segment already gave the ones
     before (a segment in both tiers of tiered storage, or two leaders' copies overlapping; see
-    :meth:`kafkalog.log.tiered.TieredPartition.files`); None: from its base offset."""
+    :meth:`kafkalog.log.tiered.TieredPartition.files`); None: from its base offset. ``until``: the
+    first offset not read from it, when a later segment of another copy gives the rest
+    (:func:`kafkalog.log.replicas.one_view`); None: up to the next segment."""
 
     base_offset: int
     log: str | None
@@ -217,6 +228,7 @@ class SegmentFiles:
     timeindex: str | None = None
     txnindex: str | None = None
     first_offset: int | None = None
+    until: int | None = None
 
     @property
     def first(self) -> int:
@@ -352,42 +364,53 @@ def tiered_hint(roots: Iterable[str]) -> str:
     return ""
 
 
-def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
-    """Every partition under ``paths`` (each a broker data dir, a partition dir or a glob of them,
-    local or a URL), sorted by topic and partition; ``wants(topic, partition)`` false skips one.
+def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
+    """Every partition directory under ``paths`` (each a folder searched at any depth, a partition
+    dir or a glob of them, local or a URL), each copy on its own, sorted by topic, partition and
+    directory; ``wants(topic, partition)`` false skips one. This is the one discovery of kafkalog:
+    :func:`kafkalog.log.replicas.discover` (and so ``info``, ``cat``, ``scan``, ``export``), ``dump``, ``verify`` and the
+    Spark source find partitions with it.
 
     A directory named ``<topic>-<partition>`` holding segment files, snapshots, ``partition.metadata``
-    or ``leader-epoch-checkpoint`` is a partition (an empty one too); ``-delete``, ``-future`` and
-    ``-stray`` directories are skipped, as Kafka skips them. The same partition found twice (two
-    paths naming it) is read once. A path holding no partition raises
-    :class:`~kafkalog.errors.LogNotFoundError`."""
-    found: dict[tuple[str, int], PartitionFiles] = {}
+    or ``leader-epoch-checkpoint`` is a partition (an empty one too), and its parent its data dir
+    (whose checkpoints give its log start offset). Directories ending in ``-delete``, ``-future`` or
+    ``-stray`` are skipped, as Kafka skips them, with everything under them. A path named twice gives
+    its partitions once. A path holding no partition raises :class:`~kafkalog.errors.LogNotFoundError`."""
+    found: dict[tuple[str, str], PartitionFiles] = {}
     for raw in [paths] if isinstance(paths, str) else paths:
         storage, path = storage_for(os.fspath(raw))
         roots = _expand(storage, path)
         count = 0
+        log_dirs: dict[str, LogDirOffsets] = {}
         for root in roots:
-            tree = storage.tree(root)
-            own = tree.get(root.rstrip("/") if isinstance(storage, UrlStorage) else root, [])
-            is_partition = any(_SEGMENT_FILE.match(e.name) or e.name in _PARTITION_FILES for e in own)
-            # a partition dir's checkpoints are its data dir's: the parent's
-            log_dir = _log_dir(storage, _parent(storage, root) if is_partition else root)
-            me = _partition(storage, root, own, log_dir) if is_partition else None
-            parts = [me] if me is not None else [
-                _partition(storage, d, files, log_dir)
-                for d, files in sorted(tree.items())
-                if d != root and d.rstrip("/") != root.rstrip("/") and not _SKIPPED_DIR.search(d.rstrip("/"))
-                and _PARTITION_DIR.match(d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1])
-            ]
-            for p in parts:
+            top = root.rstrip("/") if isinstance(storage, UrlStorage) else root
+            for d, files in sorted(storage.tree(root).items()):
+                name = d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1]
+                is_root = d.rstrip("/") == top.rstrip("/")
+                if (not is_root and not _PARTITION_DIR.match(name)) or not any(_SEGMENT_FILE.match(e.name) or e.name in _PARTITION_FILES for e in files):
+                    continue
+                parent = _parent(storage, d)
+                if parent not in log_dirs:
+                    log_dirs[parent] = _log_dir(storage, parent)
+                p = _partition(storage, d, files, log_dirs[parent])
                 if p is None:
                     continue
                 count += 1
                 if wants is None or wants(p.topic, p.partition):
-                    found.setdefault((p.topic, p.partition), p)
+                    key = os.path.abspath(d) if isinstance(storage, LocalStorage) else storage.display(d)
+                    found.setdefault((p.name, key), p)
         if roots and not count:
             raise LogNotFoundError("no Kafka partition directories (<topic>-<partition> holding Kafka files) found"
                                    + tiered_hint([storage.display(r) for r in roots]), file=storage.display(path))
         if not roots:
             raise LogNotFoundError("the glob matches no directory", file=storage.display(path))
-    return sorted(found.values(), key=lambda p: (p.topic, p.partition))
+    return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.display()))
+
+
+def partition_dirs(root: str) -> list[str]:
+    """The partition directories under ``root`` that hold a ``.log`` (:func:`find_partitions`: any
+    depth, every copy), sorted; none when it holds no partition."""
+    try:
+        return sorted({p.dir for p in find_partitions(root) if p.logs})
+    except LogNotFoundError:
+        return []

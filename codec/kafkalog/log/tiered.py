@@ -29,7 +29,7 @@ from kafkalog.format.index import OffsetIndex
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, open_store, parse_object_key
 from kafkalog.log.gaps import Gap, gaps_error
-from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles
+from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, partition_dirs
 
 __all__ = ["TieredFiles", "TieredPartition", "TieredSegment", "TieredStorage", "open_tiered", "tiered_files"]
 
@@ -252,7 +252,7 @@ def tiered_files(
     """:func:`open_tiered`'s partitions as :class:`~kafkalog.log.source.PartitionFiles` (see
     :meth:`TieredPartition.files`), those ``wants(topic, partition)`` rejects left out. A missing
     prefix or broker dir, or one holding no partition, raises :class:`~kafkalog.errors.LogNotFoundError`
-    as :func:`kafkalog.log.source.discover` does."""
+    as :func:`kafkalog.log.replicas.discover` does."""
     try:
         parts = open_tiered(remote, local, keys=keys, allow_gaps=True, warnings=warnings)
     except FileNotFoundError as e:
@@ -296,16 +296,6 @@ def _remote_segments(prefix: str, keys: Keyring | None, warnings: list[str]) -> 
     return out
 
 
-def _local_partition_dirs(root: str) -> list[str]:
-    """``root`` if it holds segments, else every directory under it that does."""
-    found = []
-    for dirpath, dirs, names in os.walk(root):
-        dirs.sort()
-        if any(_LOCAL_LOG.match(n) for n in names):
-            found.append(dirpath)
-    return sorted(found)
-
-
 def _local_segments(roots: Sequence[str]) -> dict[tuple[str, int], list[TieredSegment]]:
     """The broker's segments under ``roots`` (data dirs or partition dirs) by (topic, partition)."""
     out: dict[tuple[str, int], list[TieredSegment]] = {}
@@ -314,7 +304,7 @@ def _local_segments(roots: Sequence[str]) -> dict[tuple[str, int], list[TieredSe
             raise ValueError(f"{root}: the broker's segments are read from a local directory")
         if not os.path.isdir(root):
             raise FileNotFoundError(root)
-        for pdir in _local_partition_dirs(root):
+        for pdir in partition_dirs(root):
             m = _PARTITION_DIR.match(os.path.basename(os.path.abspath(pdir)))
             if m is None:
                 continue

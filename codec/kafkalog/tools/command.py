@@ -223,7 +223,7 @@ def partitions_of(args: argparse.Namespace, wants: Callable[[str, int], bool] | 
         from kafkalog.log.tiered import tiered_files
 
         return tiered_files(args.tiered, args.paths, keys=private_keys(args), wants=selected)
-    from kafkalog.log.source import discover
+    from kafkalog.log.replicas import discover
 
     return discover(args.paths, wants=selected)
 

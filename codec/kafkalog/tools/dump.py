@@ -39,6 +39,7 @@ from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error
 from kafkalog.log.leftovers import as_loaded
+from kafkalog.log.source import partition_dirs
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 from kafkalog.tools.command import (
     EXIT_BAD_DATA,
@@ -521,16 +522,6 @@ def _data_loss(paths: list[str]) -> list[Gap]:
 
 
 _SEGMENT_KINDS = frozenset({FileKind.LOG, FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT})
-
-
-def partition_dirs(root: str) -> list[str]:
-    """``root`` if it holds segments, else every directory under it that does (sorted)."""
-    found = []
-    for dirpath, dirs, names in os.walk(root):
-        dirs.sort()
-        if any(kind_of(os.path.join(dirpath, n)) is FileKind.LOG for n in names):
-            found.append(dirpath)
-    return sorted(found)
 
 
 def _dump_tiered(paths: list[str], opts: DumpOptions, out: TextIO, err: TextIO, result: DumpResult) -> None:

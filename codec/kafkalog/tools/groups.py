@@ -33,6 +33,7 @@ from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.internal import decode_log
+from kafkalog.log.source import partition_dirs
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, is_kafka_file, missing_or_empty
 
 __all__ = [
@@ -170,11 +171,10 @@ def _partition_dirs(dirs: Iterable[str | os.PathLike[str]]) -> dict[tuple[str, i
         d = os.fspath(d)
         if not os.path.isdir(d):
             raise FileNotFoundError(d)
-        for dirpath, dirnames, filenames in os.walk(d):
-            dirnames.sort()
-            m = _PARTITION_DIR.match(os.path.basename(dirpath))
-            if m and any(kind_of(n) is FileKind.LOG for n in filenames):
-                found.setdefault((m.group(1), int(m.group(2))), []).append(dirpath)
+        for pdir in partition_dirs(d):  # kafkalog's one discovery: any depth, -delete/-future/-stray skipped
+            m = _PARTITION_DIR.match(os.path.basename(pdir))
+            if m:
+                found.setdefault((m.group(1), int(m.group(2))), []).append(pdir)
     return found
 
 

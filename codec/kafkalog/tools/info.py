@@ -35,7 +35,16 @@ def _time(ms: int | None) -> str:
 
 
 def summary_json(s: PartitionSummary) -> dict[str, Any]:
-    """One partition's line of ``info --json``."""
+    """One partition's line of ``info --json`` (``copies``, ``mostComplete`` and ``divergence`` for a
+    partition read from several directories)."""
+    from kafkalog.log.gaps import Divergence
+
+    several = {
+        "copies": s.copies,
+        "mostComplete": s.copies[0],
+        "divergence": [{"start": g.start, "end": g.end, "copies": [g.directory, g.other], "kept": g.kept, "evidence": g.evidence}
+                       for g in s.gaps if isinstance(g, Divergence)],
+    } if len(s.copies) > 1 else {}
     return {
         "topic": s.topic,
         "partition": s.partition,
@@ -50,7 +59,8 @@ def summary_json(s: PartitionSummary) -> dict[str, Any]:
         "firstTimestamp": s.first_timestamp,
         "lastTimestamp": s.last_timestamp,
         "openTransactions": [{"producerId": pid, "firstOffset": first} for pid, first in s.open_transactions.items()],
-        "dataLoss": [{"start": g.start, "end": g.end, "evidence": g.evidence} for g in s.gaps],
+        "dataLoss": [{"start": g.start, "end": g.end, "evidence": g.evidence} for g in s.gaps if not isinstance(g, Divergence)],
+        **several,
         "problems": s.problems,
     }
 
@@ -63,8 +73,9 @@ def _num(v: int | None, segments: int = 0) -> str:
     return str(v) if v is not None else "?" if segments else "-"
 
 
-def _row(s: PartitionSummary) -> list[str]:
-    return [s.topic, str(s.partition), str(s.segments), str(s.bytes), _num(s.log_start_offset), _num(s.end_offset, s.segments),
+def _row(s: PartitionSummary, copies: bool) -> list[str]:
+    several = [str(len(s.copies)), s.copies[0] if s.copies else s.dir] if copies else []
+    return [s.topic, str(s.partition), *several, str(s.segments), str(s.bytes), _num(s.log_start_offset), _num(s.end_offset, s.segments),
             _time(s.first_timestamp), _time(s.last_timestamp), str(len(s.open_transactions)) if s.open_transactions else "-",
             "; ".join(s.problems) or "-"]
 
@@ -109,7 +120,8 @@ def _topic_row(t: dict[str, Any]) -> list[str]:
 
 def _table(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    right = {1, 2, 3, 4, 5} if rows[0][1] == "PART" else {1, 2, 3, 4}
+    # the number columns: --by topic's, a partition's, or a partition's with COPIES and MOST COMPLETE after PART
+    right = {1, 2, 3, 4} if rows[0][1] == "PARTS" else {1, 2, 3, 4, 5} if len(rows[0]) == len(_COLUMNS) else {1, 2, 4, 5, 6, 7}
     lines = []
     for r in rows:
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))]
@@ -143,7 +155,10 @@ def _command(args: argparse.Namespace) -> int:
     if by_topic is not None:
         print(_table([list(_TOPIC_COLUMNS), *(_topic_row(t) for t in by_topic)]))
     else:
-        print(_table([list(_COLUMNS), *(_row(s) for s in summaries)]))
+        # with copies of a partition in several directories (replicas), how many and the most complete one
+        copies = any(len(s.copies) > 1 for s in summaries)
+        head = [*_COLUMNS[:2], "COPIES", "MOST COMPLETE", *_COLUMNS[2:]] if copies else list(_COLUMNS)
+        print(_table([head, *(_row(s, copies) for s in summaries)]))
     damaged = sum(1 for s in summaries if s.problems)
     records = sum(1 for s in summaries if s.last_offset is not None)
     tail = f", {damaged} with missing or damaged files" if damaged else ""
@@ -160,11 +175,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "What data dirs, partition dirs, globs of them or URLs (s3://bucket/data) hold: for every topic-partition its "
         "segments and bytes, log start offset and end offset (the next offset), the first batch's and the largest "
         "timestamp, its open transactions (from the producer snapshot and the batches after it) and any missing or "
-        "damaged files. Kafka's internal topics are left out unless --include-internal or named with -t, as the other "
-        "readers leave them out. Reads the indexes, the snapshot and the last batches only, never whole segments. A "
-        "table (a line per topic with --by topic), or one JSON object per line with --json; ? for an offset that cannot "
-        "be read. Exit 0 whatever the files hold (problems are reported, not failed on); 3 when a path is missing or "
-        "holds no partition (or none the -t/-p given)."))
+        "damaged files. Folders are searched at any depth; a partition found in several directories (its replicas "
+        "under each broker's data dir) is one line, read as one log (SPEC 6.9), with its number of COPIES, the MOST "
+        "COMPLETE one and any replica divergence. Kafka's internal topics are left out unless --include-internal or "
+        "named with -t, as the other readers leave them out. Reads the indexes, the snapshot and the last batches only, "
+        "never whole segments (with copies, every batch header, to compare them). A table (a line per topic with --by "
+        "topic), or one JSON object per line with --json; ? for an offset that cannot be read. Exit 0 whatever the "
+        "files hold (problems are reported, not failed on); 3 when a path is missing or holds no partition (or none "
+        "the -t/-p given)."))
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("-t", "--topic", action="append", metavar="TOPIC", help="only this topic (repeatable; default: every topic)")
     p.add_argument("-p", "--partition", action="append", type=int, metavar="N", help="only this partition (repeatable; default: all)")

@@ -936,8 +936,36 @@ def verify(
         total(sum(1 for targets in groups.values() for t in targets if _checked(os.path.basename(t))))
     for d in sorted(groups):
         _verify_dir(d, groups[d], d in walked, report, progress, max_message_bytes)
+    _replica_divergence([os.fspath(p) for p in paths if os.path.isdir(p)], report)
     report.sort()
     return report
+
+
+def _replica_divergence(dirs: list[str], report: VerifyReport) -> None:
+    """Report copies of one topic-partition (replicas under several brokers' data dirs, found at
+    any depth under ``dirs``) that hold different records at the same offsets (SPEC §6.9): an error,
+    since a reader would have to choose one history."""
+    from kafkalog.log.replicas import divergences
+    from kafkalog.log.source import PartitionFiles, find_partitions
+
+    copies: dict[tuple[str, int], dict[str, PartitionFiles]] = {}
+    for d in dirs:
+        try:
+            found = find_partitions(d)
+        except (KafkaLogError, OSError):
+            continue  # no partition (LogNotFoundError), or one the file checks already report
+        for pf in found:
+            copies.setdefault((pf.topic, pf.partition), {}).setdefault(os.path.abspath(pf.dir), pf)
+    for group in copies.values():
+        if len(group) < 2:
+            continue
+        try:
+            found_divergences = divergences(list(group.values()))
+        except (KafkaLogError, OSError) as err:
+            report.add(ERROR, "unreadable", next(iter(group)), None, None, f"copies not compared: {err}")
+            continue
+        for g in found_divergences:
+            report.add(ERROR, "replica-divergence", g.directory, None, g.start, g.message())
 
 
 def _checked(name: str) -> bool:
