@@ -38,7 +38,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, UrlStore, parse_object_key
-from kafkalog.log.leftovers import as_loaded
+from kafkalog.log.leftovers import as_loaded, renamed_name
 from kafkalog.log.source import LocalStorage, UrlStorage
 from kafkalog.log.unified import topic_name_problem
 
@@ -136,13 +136,22 @@ def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _open_listed(fs: AbstractFileSystem, path: str) -> BinaryIO:
+    """A listed file, or the same bytes under the name the broker renamed it to since the listing
+    (:func:`kafkalog.log.leftovers.renamed_name`: a swap completed by a live cleaner)."""
+    try:
+        return fs.open(path, "rb")  # type: ignore[return-value]
+    except FileNotFoundError:
+        return fs.open(renamed_name(path), "rb")  # type: ignore[return-value]
+
+
 def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[dict]) -> Replica | None:
     """The replica a listing describes, or None when the directory holds no segment files."""
     groups: dict[tuple[int, str | None], dict[str, tuple[str, int]]] = {}
     snapshots = []
     files = {_basename(e["name"]): e for e in entries if e.get("type") == "file"}
     names = list(files)
-    for name, e in as_loaded(files, lambda e: fs.open(e["name"], "rb")):  # as the broker has them after loading
+    for name, e in as_loaded(files, lambda e: _open_listed(fs, e["name"])):  # as the broker has them after loading
         m = _SEGMENT_FILE.match(name)
         if not m:
             continue

@@ -21,6 +21,7 @@ from kafkalog.format.records.stream import LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.tiered_aiven import Keyring
 from kafkalog.log.isolation import ReadCommittedFilter
+from kafkalog.log.leftovers import renamed_name
 from kafkalog_spark.arrow import count_rows, pieces_to_arrow
 from kafkalog_spark.filters import RowFilter
 from kafkalog_spark.layout import SegmentFiles
@@ -31,7 +32,6 @@ __all__ = ["MAX_ROWS", "ReadSettings", "read_slice"]
 log = logging.getLogger(__name__)
 
 #: the suffix Kafka gives a segment file it will delete after file.delete.delay.ms
-DELETED_SUFFIX = ".deleted"
 
 #: Records per decoded chunk, so per yielded Arrow batch at most (unless one Kafka batch holds more).
 MAX_ROWS = 32 * 1024
@@ -67,16 +67,16 @@ def _display(sl: SegmentSlice) -> str:
 
 
 def _open_segment(fs: AbstractFileSystem, path: str, tiered: bool = False, keys: Keyring | None = None) -> BinaryIO:
-    """Open a planned segment; if retention or the cleaner removed it since planning, read it
-    under the ``.deleted`` name it keeps for file.delete.delay.ms (Kafka delays deletion so that
-    reads in flight can finish). A tiered segment of Aiven's plug-in opens as the seekable
+    """Open a planned segment; if retention or the cleaner renamed it since planning, read it under
+    its new name (:func:`kafkalog.log.leftovers.renamed_name`: the ``.deleted`` name it keeps for
+    file.delete.delay.ms, so that reads in flight can finish, or a swap's final name). A tiered segment of Aiven's plug-in opens as the seekable
     original bytes its chunks hold."""
     if tiered:
         return SegmentFiles(0, path, 0, tiered=True, keys=keys).open_log(fs)
     try:
         return fs.open(path, "rb")
     except FileNotFoundError:
-        return fs.open(path + DELETED_SUFFIX, "rb")
+        return fs.open(renamed_name(path), "rb")
 
 
 def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBatch]:

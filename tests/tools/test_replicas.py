@@ -115,8 +115,8 @@ def test_the_log_start_offset_is_the_largest_of_the_copies(backup: Backup, tmp_p
         assert _info(capsys, *paths)["logStartOffset"] == 40
         code, lines, _ = _cat(capsys, *paths)
         assert code == 0 and lines == _lines(_want(RECORDS, 40))
-    # asked for explicitly, the offsets below it are read from the copies that still hold them
-    assert _rows(kafkalog.scan([backup.copy(1), str(lagging)], start_offset=0).read_all()) == _want(RECORDS)
+    # asked for explicitly (include_deleted, R-VAL-10), the offsets below it are read from the copies that still hold them
+    assert _rows(kafkalog.scan([backup.copy(1), str(lagging)], include_deleted=True).read_all()) == _want(RECORDS)
 
 
 @pytest.mark.rule("R-REP-04")

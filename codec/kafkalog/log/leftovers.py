@@ -30,7 +30,8 @@ from typing import BinaryIO, TypeVar
 
 from kafkalog.log.gaps import last_next_offset
 
-__all__ = ["COMPLETE", "DELETE", "LEFTOVER_SUFFIXES", "LoadPlan", "Leftover", "as_loaded", "has_leftovers", "load_plan", "local_load_plan", "swap_next_offset"]
+__all__ = ["COMPLETE", "DELETE", "LEFTOVER_SUFFIXES", "LoadPlan", "Leftover", "as_loaded", "has_leftovers", "load_plan", "local_load_plan", "renamed_name",
+           "swap_next_offset"]
 
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
@@ -143,6 +144,14 @@ def swap_next_offset(fh: BinaryIO, name: str) -> int:
     its base offset when it holds none (LogSegment.readNextOffset), for :func:`load_plan`."""
     end = last_next_offset(fh, 0)
     return (_offset(name) or 0) if end is None else end
+
+
+def renamed_name(path: str) -> str:
+    """The name a listed segment file may have by the time a reader opens it, when the broker renamed
+    it since the listing: a ``.swap`` the cleaner or a split has since given its final name, any
+    other file renamed ``.deleted`` by retention or the cleaner (kept for file.delete.delay.ms so that
+    reads in flight can finish, R-LIVE-03)."""
+    return path[: -len(SWAP_SUFFIX)] if path.endswith(SWAP_SUFFIX) else path + DELETED_SUFFIX
 
 
 def as_loaded(files: Mapping[str, _F], open_file: Callable[[_F], BinaryIO]) -> list[tuple[str, _F]]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from kafkalog.errors import KafkaLogError, LogNotFoundError
 from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
-from kafkalog.log.leftovers import as_loaded
+from kafkalog.log.leftovers import as_loaded, renamed_name
 from kafkalog.log.reads import log_start_offset
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class LocalStorage:
         return out
 
     def open(self, path: str) -> BinaryIO:
-        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+        return _listed(path, lambda p: open(p, "rb"))
 
     def read(self, path: str) -> bytes:
         with open(path, "rb") as f:
@@ -181,7 +181,7 @@ class UrlStorage:
         return out
 
     def open(self, path: str) -> BinaryIO:
-        return self._call(path, lambda: self.fs.open(path, "rb"))  # type: ignore[return-value]
+        return _listed(path, lambda p: self._call(p, lambda: self.fs.open(p, "rb")))  # type: ignore[return-value]
 
     def read(self, path: str) -> bytes:
         return self._call(path, lambda: self.fs.cat_file(path))  # type: ignore[return-value]
@@ -200,6 +200,20 @@ class UrlStorage:
 
     def display(self, path: str) -> str:
         return self.fs.unstrip_protocol(path)
+
+
+def _listed(path: str, open_file: Callable[[str], BinaryIO]) -> BinaryIO:
+    """``open_file(path)`` of a file a listing named; if the broker renamed it since (a completed
+    swap, a segment renamed ``.deleted``: :func:`kafkalog.log.leftovers.renamed_name`), the file
+    under its new name, which holds the same bytes. The original error when neither is there."""
+    try:
+        return open_file(path)
+    except FileNotFoundError:
+        try:
+            return open_file(renamed_name(path))
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def storage_for(path: str) -> tuple[Storage, str]:

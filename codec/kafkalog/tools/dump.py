@@ -38,7 +38,7 @@ from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error
-from kafkalog.log.leftovers import as_loaded
+from kafkalog.log.leftovers import as_loaded, renamed_name
 from kafkalog.log.source import partition_dirs
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 from kafkalog.tools.command import (
@@ -457,8 +457,17 @@ def _as_loaded(listing: list[tuple[str, str, int | None]]) -> list[tuple[str, tu
     by_dir: dict[str, dict[str, tuple[str, str, int | None]]] = {}
     for f in listing:
         by_dir.setdefault(posixpath.dirname(f[1]), {})[posixpath.basename(f[1])] = f
-    loaded = [(name, f) for files in by_dir.values() for name, f in as_loaded(files, lambda f: open_read(f[0]))]
+    loaded = [(name, f) for files in by_dir.values() for name, f in as_loaded(files, lambda f: _open_listed(f[0]))]
     return sorted(loaded, key=lambda nf: posixpath.join(posixpath.dirname(nf[1][1]), nf[0]))
+
+
+def _open_listed(path: str) -> BinaryIO:
+    """A listed file, or the same bytes under the name a live broker renamed it to since the listing
+    (:func:`kafkalog.log.leftovers.renamed_name`)."""
+    try:
+        return open_read(path)
+    except FileNotFoundError:
+        return open_read(renamed_name(path))
 
 
 def _next_base(walked: list[tuple[str, str, FileKind | None, int | None]], i: int) -> int | None:
@@ -485,8 +494,7 @@ def _open_segment(path: str) -> BinaryIO:
     try:
         return open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
     except FileNotFoundError:
-        renamed = path[: -len(".swap")] if path.endswith(".swap") else path + DELETED_SUFFIX
-        return open(renamed, "rb", buffering=1 << 20)  # noqa: SIM115
+        return open(renamed_name(path), "rb", buffering=1 << 20)  # noqa: SIM115
 
 
 def _replaced(opened: BinaryIO, planned: tuple[int, int | None] | None) -> int | None:
