@@ -1,0 +1,357 @@
+"""Keys and values as data: Confluent's Schema Registry wire format (Avro, JSON Schema) and the
+plain formats of Kafka's own serializers, decoded with the schemas of :mod:`kafkalog.dataset.registry`.
+
+Formats (``-s value=FORMAT`` in ``kafkalog cat``, ``value_format=`` in :func:`kafkalog.scan`):
+
+=============  ==================================================================================
+``bytes``      the bytes as stored (no decoding)
+``string``     UTF-8 text (Kafka's ``StringSerializer``)
+``short``,     big-endian two's complement of 2, 4 or 8 bytes, IEEE-754 big-endian of 4 or 8 bytes
+``int``,       (Kafka's ``ShortSerializer``, ``IntegerSerializer``, ``LongSerializer``,
+``long``,      ``FloatSerializer``, ``DoubleSerializer``)
+``float``,
+``double``
+``avro``       the wire format with an Avro schema, read with fastavro's ``schemaless_reader``
+``json``       the wire format with a JSON Schema (JSON text after the 5-byte prefix); a value
+               whose first byte is not 0 is plain JSON text (no JSON text starts with byte 0, so
+               the two never mix up)
+``auto``       the wire format, decoded as its schema's type says (``AVRO`` or ``JSON``)
+=============  ==================================================================================
+
+The wire format is byte 0 (the "magic byte"), the schema id as a 4-byte big-endian int, then the
+payload (Confluent's ``AbstractKafkaSchemaSerDe``). Protobuf's (message indexes after the id) is
+recognised and refused with a clear error: it is not decoded yet.
+
+Avro values of a topic are read with the latest version of its subject (``<topic>-value`` or
+``<topic>-key``, Confluent's ``TopicNameStrategy``) as the reader schema, each with its own writer
+schema by id, by Avro's schema resolution rules: every version of the subject gives the latest
+version's shape, so a topic has one Arrow type (:meth:`Decoder.arrow_type`). Without such a
+subject, each value is read with its writer schema.
+
+A value that cannot be decoded raises :class:`~kafkalog.errors.UndecodableValueError`, one whose
+id no source knows :class:`~kafkalog.errors.UnknownSchemaError`; :func:`on_undecodable` modes turn
+them into a warning and the raw bytes, a null, or the record left out, never a guessed value.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafkalog.errors import SchemaError, UndecodableValueError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kafkalog.dataset.registry import Registry, Schema
+
+__all__ = ["FORMATS", "ON_UNDECODABLE", "Decoder", "avro_arrow_type", "split_wire"]
+
+FORMATS = ("bytes", "string", "short", "int", "long", "float", "double", "avro", "json", "auto")
+#: What a record whose key or value does not decode does: fail (default), or warn and give the raw
+#: bytes, a null, or leave the record out
+ON_UNDECODABLE = ("error", "raw", "null", "skip")
+_NUMBERS = {"short": struct.Struct(">h"), "int": struct.Struct(">i"), "long": struct.Struct(">q"),
+            "float": struct.Struct(">f"), "double": struct.Struct(">d")}
+_WIRE_TYPES = {"avro": "AVRO", "json": "JSON"}
+
+
+def split_wire(data: bytes) -> tuple[int, memoryview]:
+    """The schema id and the payload of a value in the wire format (magic byte 0, 4-byte big-endian id)."""
+    if len(data) < 5 or data[0] != 0:
+        what = "is empty" if not data else f"starts with byte {data[0]}" if data[0] else f"is {len(data)} bytes"
+        raise UndecodableValueError(f"not in the Schema Registry wire format (byte 0, a 4-byte schema id, the payload): the value {what}")
+    return int.from_bytes(data[1:5], "big"), memoryview(data)[5:]
+
+
+# ------------------------------------------------------------------------------------------ Avro
+def _strip_uuid(s: Any) -> Any:
+    """An Avro schema (parsed JSON) whose ``uuid`` strings are plain strings: fastavro then gives the
+    text, not a :class:`uuid.UUID`, which is the same value and what Arrow's string column takes."""
+    if isinstance(s, dict):
+        out = {k: _strip_uuid(v) for k, v in s.items()}
+        if out.get("logicalType") == "uuid" and out.get("type") == "string":
+            del out["logicalType"]
+        return out
+    if isinstance(s, list):
+        return [_strip_uuid(v) for v in s]
+    return s
+
+
+def _parse_avro(registry: Registry | None, schema: Schema, named: dict[str, Any], seen: set[tuple[str, int]]) -> Any:
+    """``schema`` parsed by fastavro, its references first (their named types go into ``named``)."""
+    import fastavro
+
+    for ref in schema.references:
+        if (ref.subject, ref.version) in seen:
+            continue
+        seen.add((ref.subject, ref.version))
+        dep = registry.by_version(ref.subject, ref.version) if registry is not None else None
+        if dep is None:
+            raise UndecodableValueError(f"reference {ref.name!r} to {ref.subject} version {ref.version} is in no schema source",
+                                        schema_id=schema.id)
+        _parse_avro(registry, dep, named, seen)
+    try:
+        return fastavro.parse_schema(_strip_uuid(json.loads(schema.text)), named_schemas=named)
+    except (ValueError, fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as e:
+        raise UndecodableValueError(f"the Avro schema does not parse: {e}", schema_id=schema.id) from None
+
+
+def _unions(s: Any) -> bool:
+    """Whether a parsed Avro schema has a union of two or more non-null branches (see :func:`avro_arrow_type`)."""
+    if isinstance(s, list):
+        return sum(b != "null" for b in s) > 1 or any(_unions(b) for b in s)
+    if isinstance(s, dict):
+        t = s.get("type")
+        if t == "record" or t == "error":
+            return any(_unions(f["type"]) for f in s["fields"])
+        if t == "array":
+            return _unions(s["items"])
+        if t == "map":
+            return _unions(s["values"])
+        return isinstance(t, (dict, list)) and _unions(t)
+    return False
+
+
+def avro_arrow_type(s: Any) -> pa.DataType:
+    """The Arrow type of a parsed (fastavro) Avro schema.
+
+    record: struct; enum: string; array: list; map: map<string, T>; fixed: fixed_size_binary;
+    bytes: binary; string: string; int/long: int32/int64; float/double: float32/float64; boolean:
+    bool; null: null. Logical types: decimal (bytes or fixed) decimal128 (decimal256 above 38
+    digits), date date32, time-millis time32[ms], time-micros time64[us], timestamp-millis/micros
+    timestamp[ms/us, UTC], local-timestamp-millis/micros timestamp[ms/us] (no zone), uuid string.
+
+    Unions: a union of ``null`` and one type is that type, nullable. A union of two or more
+    non-null types (no Arrow type that Parquet, DuckDB and Spark all read holds it) is a string
+    column holding the value as JSON (:func:`json_text`)."""
+    import pyarrow as pa
+
+    if isinstance(s, list):
+        branches = [b for b in s if b != "null"]
+        return avro_arrow_type(branches[0]) if len(branches) == 1 else pa.string()
+    if isinstance(s, str):
+        prim = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
+                "double": pa.float64(), "bytes": pa.binary(), "string": pa.string()}
+        if s not in prim:
+            raise ValueError(f"Avro type {s!r} is unknown here (named types are resolved by fastavro's parse_schema)")
+        return prim[s]
+    t = s["type"]
+    logical = s.get("logicalType")
+    if logical == "decimal" and t in ("bytes", "fixed"):
+        p, sc = int(s["precision"]), int(s.get("scale", 0))
+        return pa.decimal128(p, sc) if p <= 38 else pa.decimal256(p, sc)
+    lt = {("int", "date"): pa.date32(), ("int", "time-millis"): pa.time32("ms"), ("long", "time-micros"): pa.time64("us"),
+          ("long", "timestamp-millis"): pa.timestamp("ms", tz="UTC"), ("long", "timestamp-micros"): pa.timestamp("us", tz="UTC"),
+          ("long", "local-timestamp-millis"): pa.timestamp("ms"), ("long", "local-timestamp-micros"): pa.timestamp("us")}
+    if isinstance(t, str) and (t, logical) in lt:
+        return lt[(t, logical)]
+    if t in ("record", "error"):
+        return pa.struct([pa.field(f["name"], avro_arrow_type(f["type"]), nullable=_nullable(f["type"])) for f in s["fields"]])
+    if t == "enum":
+        return pa.string()
+    if t == "array":
+        return pa.list_(avro_arrow_type(s["items"]))
+    if t == "map":
+        return pa.map_(pa.string(), avro_arrow_type(s["values"]))
+    if t == "fixed":
+        return pa.binary(int(s["size"]))
+    return avro_arrow_type(t)
+
+
+def _nullable(s: Any) -> bool:
+    return s == "null" or (isinstance(s, list) and "null" in s)
+
+
+def _jsonable(v: Any) -> Any:
+    """A decoded value's JSON form (see :func:`json_text`)."""
+    import datetime
+    import decimal
+    import uuid
+
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).decode("latin-1")
+    if isinstance(v, uuid.UUID):
+        return str(v)
+    if isinstance(v, tuple):
+        return list(v)
+    raise TypeError(f"{type(v).__name__} has no JSON form")
+
+
+def json_text(v: Any) -> str:
+    """A decoded value as one line of JSON. Avro's JSON encoding where JSON has no type: bytes and
+    fixed as a string of the code points 0-255 (one per byte), decimals as their exact decimal
+    text, dates, times and timestamps in ISO 8601 (timestamps with their UTC offset)."""
+    return json.dumps(v, default=_jsonable, ensure_ascii=False, separators=(",", ":"))
+
+
+def _to_arrow_rows(s: Any) -> Callable[[Any], Any] | None:
+    """A function that turns fastavro's value into what :func:`pyarrow.array` takes for
+    :func:`avro_arrow_type` of ``s``, or None when the value is taken as it is (the common case:
+    no union of two or more non-null types)."""
+    if not _unions(s):
+        return None
+
+    def walk(s: Any, v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(s, list):
+            branches = [b for b in s if b != "null"]
+            return walk(branches[0], v) if len(branches) == 1 else json_text(v)
+        if isinstance(s, dict):
+            t = s["type"]
+            if t in ("record", "error"):
+                return {f["name"]: walk(f["type"], v.get(f["name"])) for f in s["fields"]}
+            if t == "array":
+                return [walk(s["items"], x) for x in v]
+            if t == "map":
+                return {k: walk(s["values"], x) for k, x in v.items()}
+            if isinstance(t, (dict, list)):
+                return walk(t, v)
+        return v
+
+    return lambda v: walk(s, v)
+
+
+# --------------------------------------------------------------------------------------- decoder
+class Decoder:
+    """Decodes the keys or the values of one topic in one format (:data:`FORMATS`).
+
+    ``subject`` (``<topic>-value``) names the subject whose latest version is the Avro reader
+    schema; ``registry`` gives the schemas of the wire format's ids."""
+
+    def __init__(self, fmt: str, registry: Registry | None = None, *, subject: str | None = None) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"format {fmt!r} is none of {', '.join(FORMATS)}")
+        self.format = fmt
+        self.registry = registry
+        self.subject = subject
+        self._avro: dict[int, tuple[Any, Any]] = {}  # id -> (writer schema, reader schema or None), parsed
+        self._reader: Schema | None | bool = False  # the subject's latest schema, once looked up
+        self._reader_avro: Any = False  # ... parsed, when it is Avro
+
+    def _need_registry(self) -> Registry:
+        if self.registry is None:
+            raise UndecodableValueError(f"format {self.format} needs schemas: none was given (a backup's _schemas topic, schema files or a registry URL)")
+        return self.registry
+
+    def reader_schema(self) -> Schema | None:
+        """The latest live version of the subject, the reader schema of every Avro value (None: none registered)."""
+        if self._reader is False:
+            self._reader = self._need_registry().by_version(self.subject) if self.subject else None
+        return self._reader  # type: ignore[return-value]
+
+    def _avro_schemas(self, schema_id: int) -> tuple[Any, Any]:
+        got = self._avro.get(schema_id)
+        if got is None:
+            reg = self._need_registry()
+            writer = reg.by_id(schema_id)
+            reader = self.reader_schema()
+            parsed_w = _parse_avro(reg, writer, {}, set())
+            parsed_r = None
+            if reader is not None and reader.type == "AVRO" and reader.id != schema_id:
+                parsed_r = _parse_avro(reg, reader, {}, set())
+            got = self._avro[schema_id] = (parsed_w, parsed_r)
+        return got
+
+    def decode(self, data: bytes | None) -> Any:
+        """The value of ``data`` (None stays None); :class:`~kafkalog.errors.SchemaError` when it does not decode."""
+        if data is None:
+            return None
+        fmt = self.format
+        if fmt == "bytes":
+            return data
+        if fmt == "string":
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise UndecodableValueError(f"not UTF-8 text: {e.reason} at byte {e.start}") from None
+        if fmt in _NUMBERS:
+            st = _NUMBERS[fmt]
+            if len(data) != st.size:
+                raise UndecodableValueError(f"a {fmt} is {st.size} bytes, the value is {len(data)}")
+            return st.unpack(data)[0]
+        if fmt == "json" and data[:1] != b"\0":
+            return self._json(data, None)
+        schema_id, payload = split_wire(data)
+        try:
+            kind = self._need_registry().by_id(schema_id).type
+            if fmt != "auto" and kind != _WIRE_TYPES[fmt]:
+                raise UndecodableValueError(f"the schema is {kind}, not {_WIRE_TYPES[fmt]} (-s {fmt}); auto decodes by the schema's type")
+            if kind == "AVRO":
+                return self._avro_value(schema_id, payload)
+            if kind == "JSON":
+                return self._json(payload, schema_id)
+            raise UndecodableValueError("Protobuf values are not decoded yet (the wire format's message indexes follow the id)")
+        except SchemaError as e:
+            if e.schema_id is None:
+                e.schema_id = schema_id
+                e.args = (e._render(),)
+            raise
+
+    def _avro_value(self, schema_id: int, payload: memoryview) -> Any:
+        import fastavro
+
+        writer, reader = self._avro_schemas(schema_id)
+        fo = io.BytesIO(payload)
+        try:
+            v = fastavro.schemaless_reader(fo, writer, reader)
+        except Exception as e:  # noqa: BLE001 - fastavro raises many types (EOFError, ValueError, IndexError, SchemaResolutionError...) for bad bytes
+            raise UndecodableValueError(f"the Avro value does not decode: {type(e).__name__}: {e}", schema_id=schema_id) from None
+        if fo.tell() != len(payload):
+            raise UndecodableValueError(f"the Avro value ends at byte {fo.tell()} of {len(payload)}: bytes left over", schema_id=schema_id)
+        return v
+
+    @staticmethod
+    def _json(payload: bytes | memoryview, schema_id: int | None) -> Any:
+        try:
+            return json.loads(bytes(payload))
+        except ValueError as e:
+            raise UndecodableValueError(f"not JSON text: {e}", schema_id=schema_id) from None
+
+    # ------------------------------------------------------------------- as Arrow
+    def arrow_type(self) -> pa.DataType:
+        """The Arrow type of the decoded column: from the subject's latest Avro schema for ``avro``
+        (and ``auto`` when that schema is Avro), the number or string types of the plain formats,
+        and a string of JSON text for ``json`` (and ``auto`` over a JSON Schema subject)."""
+        import pyarrow as pa
+
+        fmt = self.format
+        plain = {"bytes": pa.binary(), "string": pa.string(), "short": pa.int16(), "int": pa.int32(), "long": pa.int64(),
+                 "float": pa.float32(), "double": pa.float64(), "json": pa.string()}
+        if fmt in plain:
+            return plain[fmt]
+        reader = self.reader_schema()
+        if reader is None:
+            raise UndecodableValueError(f"typed columns need the subject {self.subject}: it is in no schema source "
+                                        "(cat decodes each value with its own schema)")
+        if reader.type == "JSON":
+            return pa.string()
+        if reader.type != "AVRO":
+            raise UndecodableValueError(f"{reader.type} subjects are not decoded yet", schema_id=reader.id)
+        return avro_arrow_type(self._parsed_reader())
+
+    def _parsed_reader(self) -> Any:
+        if self._reader_avro is False:
+            reader = self.reader_schema()
+            self._reader_avro = _parse_avro(self.registry, reader, {}, set()) if reader is not None and reader.type == "AVRO" else None
+        return self._reader_avro
+
+    def to_arrow(self, values: list[Any], typ: pa.DataType) -> pa.Array:
+        """Decoded values (:meth:`decode`) as an Arrow array of :meth:`arrow_type`."""
+        import pyarrow as pa
+
+        if self.format == "json" or (self.format == "auto" and self._parsed_reader() is None):
+            return pa.array([None if v is None else json_text(v) for v in values], type=typ)
+        if self.format in ("avro", "auto"):
+            conv = _to_arrow_rows(self._parsed_reader())
+            if conv is not None:
+                values = [conv(v) for v in values]
+        return pa.array(values, type=typ)
