@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from kafkalog.dataset.registry import Registry, Schema
 
-__all__ = ["FORMATS", "ON_UNDECODABLE", "Decoder", "avro_arrow_type", "split_wire"]
+__all__ = ["FORMATS", "ON_UNDECODABLE", "Decoder", "avro_arrow_type", "decode_all", "json_text", "split_wire"]
 
 FORMATS = ("bytes", "string", "short", "int", "long", "float", "double", "avro", "json", "auto")
 #: What a record whose key or value does not decode does: fail (default), or warn and give the raw
@@ -236,6 +236,7 @@ class Decoder:
         self._avro: dict[int, tuple[Any, Any]] = {}  # id -> (writer schema, reader schema or None), parsed
         self._reader: Schema | None | bool = False  # the subject's latest schema, once looked up
         self._reader_avro: Any = False  # ... parsed, when it is Avro
+        self._handlers: dict[int, Callable[[int, memoryview], Any]] = {}  # schema id -> its values' decoder
 
     def _need_registry(self) -> Registry:
         if self.registry is None:
@@ -279,16 +280,28 @@ class Decoder:
                 raise UndecodableValueError(f"a {fmt} is {st.size} bytes, the value is {len(data)}")
             return st.unpack(data)[0]
         if fmt == "json" and data[:1] != b"\0":
-            return self._json(data, None)
+            return self._json(None, data)
         schema_id, payload = split_wire(data)
+        handler = self._handlers.get(schema_id)
+        if handler is None:
+            handler = self._handlers[schema_id] = self._handler(schema_id)
+        return handler(schema_id, payload)
+
+    def _handler(self, schema_id: int) -> Callable[[int, memoryview], Any]:
+        """How the values of one schema id decode, found once per id."""
         try:
             kind = self._need_registry().by_id(schema_id).type
-            if fmt != "auto" and kind != _WIRE_TYPES[fmt]:
-                raise UndecodableValueError(f"the schema is {kind}, not {_WIRE_TYPES[fmt]} (-s {fmt}); auto decodes by the schema's type")
+            if self.format != "auto" and kind != _WIRE_TYPES[self.format]:
+                raise UndecodableValueError(f"the schema is {kind}, not {_WIRE_TYPES[self.format]} (-s {self.format}); "
+                                            "auto decodes by the schema's type")
             if kind == "AVRO":
-                return self._avro_value(schema_id, payload)
+                import fastavro
+
+                writer, reader = self._avro_schemas(schema_id)
+                read = fastavro.schemaless_reader
+                return lambda sid, payload: self._avro_value(read, writer, reader, sid, payload)
             if kind == "JSON":
-                return self._json(payload, schema_id)
+                return self._json
             raise UndecodableValueError("Protobuf values are not decoded yet (the wire format's message indexes follow the id)")
         except SchemaError as e:
             if e.schema_id is None:
@@ -296,13 +309,11 @@ class Decoder:
                 e.args = (e._render(),)
             raise
 
-    def _avro_value(self, schema_id: int, payload: memoryview) -> Any:
-        import fastavro
-
-        writer, reader = self._avro_schemas(schema_id)
+    @staticmethod
+    def _avro_value(read: Callable[..., Any], writer: Any, reader: Any, schema_id: int, payload: memoryview) -> Any:
         fo = io.BytesIO(payload)
         try:
-            v = fastavro.schemaless_reader(fo, writer, reader)
+            v = read(fo, writer, reader)
         except Exception as e:  # noqa: BLE001 - fastavro raises many types (EOFError, ValueError, IndexError, SchemaResolutionError...) for bad bytes
             raise UndecodableValueError(f"the Avro value does not decode: {type(e).__name__}: {e}", schema_id=schema_id) from None
         if fo.tell() != len(payload):
@@ -310,7 +321,7 @@ class Decoder:
         return v
 
     @staticmethod
-    def _json(payload: bytes | memoryview, schema_id: int | None) -> Any:
+    def _json(schema_id: int | None, payload: bytes | memoryview) -> Any:
         try:
             return json.loads(bytes(payload))
         except ValueError as e:
@@ -355,3 +366,34 @@ class Decoder:
             if conv is not None:
                 values = [conv(v) for v in values]
         return pa.array(values, type=typ)
+
+
+def decode_all(
+    decoder: Decoder,
+    values: list[bytes | None],
+    *,
+    topic: str,
+    partition: int,
+    offsets: list[int],
+    on_undecodable: str = "error",
+    warn: Callable[[str], None] | None = None,
+) -> tuple[list[Any], list[int]]:
+    """``values`` decoded, and the positions of those that did not decode (:data:`ON_UNDECODABLE`):
+    with ``error`` the first raises, located at its record; otherwise each is passed to ``warn``
+    and stands as its raw bytes (``raw``) or None (``null``, ``skip``: the caller leaves the
+    record out)."""
+    decode = decoder.decode
+    out: list[Any] = []
+    bad: list[int] = []
+    for i, v in enumerate(values):
+        try:
+            out.append(decode(v))
+        except SchemaError as e:
+            e.at(topic, partition, offsets[i])
+            if on_undecodable == "error":
+                raise
+            if warn is not None:
+                warn(f"{e} (on undecodable: {on_undecodable})")
+            out.append(v if on_undecodable == "raw" else None)
+            bad.append(i)
+    return out, bad

@@ -14,9 +14,14 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, partitions_of
+from kafkalog.tools.formats import add_format_options, decoders_for, parse_formats, registry_of, warn
+
+if TYPE_CHECKING:
+    from kafkalog.dataset.registry import Registry
+    from kafkalog.dataset.values import Decoder
 
 __all__ = ["compile_format", "register", "text"]
 
@@ -38,8 +43,8 @@ def _headers(hs: list[dict[str, Any]] | None, null: str) -> str:
 
 
 _TOKENS: dict[str, Callable[[dict[str, Any], str], str]] = {
-    "s": lambda r, null: text(r["value"], null),
-    "k": lambda r, null: text(r["key"], null),
+    "s": lambda r, null: r["value_text"] if "value_text" in r else text(r["value"], null),
+    "k": lambda r, null: r["key_text"] if "key_text" in r else text(r["key"], null),
     "S": lambda r, null: str(-1 if r["value"] is None else len(r["value"])),
     "K": lambda r, null: str(-1 if r["key"] is None else len(r["key"])),
     "t": lambda r, null: r["topic"],
@@ -128,6 +133,12 @@ def _command(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 0:
         raise UsageError(f"-c must be 0 or more, got {args.count}")
     render, needs = compile_format(args.format)
+    formats = parse_formats(args)
+    if args.json:
+        render, needs = _envelope, {"topic", "partition", "offset", "timestamp", "key", "value", "headers"}
+    registry = registry_of(args, formats)
+    if formats:
+        needs |= {"topic", "partition", "offset", *formats}
     topics = set(args.topic) if args.topic else None
     parts = set(args.partition) if args.partition else None
     try:
@@ -152,6 +163,7 @@ def _command(args: argparse.Namespace) -> int:
                      on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
     columns = [c for c in ("topic", "partition", "offset", "timestamp", "key", "value", "headers") if c in needs]
     left = args.count
+    decoders: dict[str, dict[str, Decoder]] = {}
     out = sys.stdout
     null = "NULL" if args.null else ""
     for batch in read_plans(plans, columns=columns or ["offset"], read_committed=committed):
@@ -163,9 +175,57 @@ def _command(args: argparse.Namespace) -> int:
         if "timestamp" in columns:
             batch = batch.set_column(batch.schema.get_field_index("timestamp"), "timestamp",
                                      pc.divide(batch.column("timestamp").cast(pa.int64()), 1000))
-        for row in batch.to_pylist():
+        rows = batch.to_pylist()
+        if formats:
+            rows = _decoded(rows, formats, registry, decoders, args.on_undecodable)
+        for row in rows:
             out.write(render(row, null))
     return EXIT_OK
+
+
+#: C1 controls, DEL and the line separators as JSON escapes: decoded text printed as JSON keeps each record on its line
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
+
+
+def _decoded(rows: list[dict[str, Any]], formats: dict[str, str], registry: Registry | None,
+             decoders: dict[str, dict[str, Decoder]], on_undecodable: str) -> list[dict[str, Any]]:
+    """The rows of one batch (one partition) with ``key_text``/``value_text``: the decoded key and
+    value as JSON (None as ``null``), or the raw bytes' text when ``--on-undecodable raw`` kept them."""
+    from kafkalog.dataset.values import decode_all, json_text
+
+    if not rows:
+        return rows
+    topic, partition = rows[0]["topic"], rows[0]["partition"]
+    dec = decoders.get(topic)
+    if dec is None:
+        dec = decoders[topic] = decoders_for(topic, formats, registry)
+    offsets = [r["offset"] for r in rows]
+    skip: set[int] = set()
+    for role, d in dec.items():
+        values, bad = decode_all(d, [r[role] for r in rows], topic=topic, partition=partition, offsets=offsets,
+                                 on_undecodable=on_undecodable, warn=warn("cat"))
+        for i, (r, v) in enumerate(zip(rows, values, strict=True)):
+            raw = on_undecodable == "raw" and i in bad
+            r[f"{role}_text"] = text(v) if raw else json_text(v).translate(_JSON_ESCAPES)
+            r[f"{role}_data"] = text(v) if raw else v
+        if on_undecodable == "skip":
+            skip.update(bad)
+    return [r for i, r in enumerate(rows) if i not in skip]
+
+
+def _envelope(r: dict[str, Any], null: str) -> str:
+    """kcat's -J: one JSON object per record (key and payload decoded when a format is given, else as text)."""
+    from kafkalog.dataset.values import json_text
+
+    def field(role: str) -> Any:
+        if f"{role}_data" in r:
+            return r[f"{role}_data"]
+        return None if r[role] is None else text(r[role])
+
+    hs = [x for h in r["headers"] or [] for x in (h["key"], None if h["value"] is None else text(h["value"]))]
+    env = {"topic": r["topic"], "partition": r["partition"], "offset": r["offset"], "tstype": "create", "ts": r["timestamp"],
+           "broker": -1, "headers": hs, "key": field("key"), "payload": field("value")}
+    return json_text(env).translate(_JSON_ESCAPES) + "\n"
 
 
 # ------------------------------------------------------------------------------- the command
@@ -194,5 +254,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "read_committed: leave out aborted transactions and everything from the last stable offset on (-N and end "
         "then count from the last stable offset)"))
     c.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
+    c.add_argument("-J", dest="json", action="store_true", help=(
+        "kcat's JSON envelope: one object per record with topic, partition, offset, tstype, ts, broker (-1: at rest), "
+        "headers, key and payload (decoded with -s, else as text)"))
+    add_format_options(c, serdes_flag=True)
     add_tiered_options(c)
     c.set_defaults(func=_command)

@@ -1,0 +1,84 @@
+"""The command line's options for keys and values as data (issue #34), shared by ``cat`` and ``export``:
+the formats (kcat's ``-s value=avro``), the schema sources (the backup's ``_schemas`` topic,
+``--schema-file``, kcat's ``-r URL``) and what an undecodable value does (``--on-undecodable``).
+The decoding itself is :mod:`kafkalog.dataset.values`'s."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kafkalog.dataset.values import FORMATS as _FORMATS
+from kafkalog.dataset.values import ON_UNDECODABLE as _ON_UNDECODABLE
+from kafkalog.tools.command import UsageError
+
+if TYPE_CHECKING:
+    from kafkalog.dataset.registry import Registry
+    from kafkalog.dataset.values import Decoder
+
+__all__ = ["add_format_options", "decoders_for", "parse_formats", "registry_of"]
+
+
+def add_format_options(c: argparse.ArgumentParser, *, serdes_flag: bool) -> None:
+    """``-s``/``--key-format``/``--value-format``, the schema sources and ``--on-undecodable``."""
+    g = c.add_argument_group("keys and values as data (Schema Registry wire format: Avro, JSON Schema; plain formats)")
+    if serdes_flag:
+        g.add_argument("-s", dest="serdes", action="append", metavar="[key=|value=]FORMAT", help=(
+            f"decode keys and/or values (kcat's -s): {', '.join(_FORMATS)}; 'avro', 'json' and 'auto' read Confluent's "
+            "wire format with the schemas of the backup's _schemas topic (or --schema-file, -r). Each record is then "
+            "printed as JSON (%%s, %%k)"))
+    g.add_argument("--key-format", choices=_FORMATS, help="decode keys (as -s key=FORMAT)")
+    g.add_argument("--value-format", choices=_FORMATS, help="decode values (as -s value=FORMAT)")
+    g.add_argument("--schemas-topic", default="_schemas", metavar="TOPIC", help=(
+        "the Schema Registry's topic in the data read (default: _schemas, the Registry's kafkastore.topic)"))
+    g.add_argument("--schema-file", action="append", metavar="ID=PATH", help=(
+        "the schema with this id in a file: .avsc (Avro), .json (JSON Schema); asked before the _schemas topic (repeatable)"))
+    g.add_argument("-r", "--schema-registry", metavar="URL", help="a live Schema Registry, asked last (kcat's -r)")
+    g.add_argument("--on-undecodable", choices=_ON_UNDECODABLE, default="error", help=(
+        "a key or value that does not decode (unknown schema id, bad bytes): error (default, exit 1), or a warning and "
+        "the raw bytes (cat only), a null, or the record left out"))
+
+
+def parse_formats(args: argparse.Namespace) -> dict[str, str]:
+    """``{"key": FORMAT, "value": FORMAT}`` from ``-s`` (a bare FORMAT is both, as kcat's) and the long flags."""
+    out: dict[str, str] = {}
+    for s in getattr(args, "serdes", None) or []:
+        role, _, fmt = s.rpartition("=")
+        roles = [role] if role else ["key", "value"]
+        if role not in ("", "key", "value") or fmt not in _FORMATS:
+            raise UsageError(f"-s {s!r}: give [key=|value=]FORMAT with FORMAT one of {', '.join(_FORMATS)}")
+        out.update(dict.fromkeys(roles, fmt))
+    if args.key_format:
+        out["key"] = args.key_format
+    if args.value_format:
+        out["value"] = args.value_format
+    return {r: f for r, f in out.items() if f != "bytes"}
+
+
+def registry_of(args: argparse.Namespace, formats: dict[str, str]) -> Registry | None:
+    """The schema sources the formats need (None when no format reads the wire format)."""
+    if not any(f in ("avro", "json", "auto") for f in formats.values()):
+        return None
+    from kafkalog.dataset.registry import Registry
+
+    files: dict[int, str] = {}
+    for spec in args.schema_file or []:
+        sid, eq, path = spec.partition("=")
+        if not eq or not sid.isdigit():
+            raise UsageError(f"--schema-file {spec!r}: give ID=PATH")
+        files[int(sid)] = path
+    return Registry.open(args.paths or None, schemas_topic=args.schemas_topic, schema_files=files, url=args.schema_registry)
+
+
+def decoders_for(topic: str, formats: dict[str, str], registry: Registry | None) -> dict[str, Decoder]:
+    """One decoder per role of one topic; Avro's reader schema is the topic's subject (``<topic>-key``, ``<topic>-value``)."""
+    from kafkalog.dataset.values import Decoder
+
+    return {role: Decoder(fmt, registry, subject=f"{topic}-{role}") for role, fmt in formats.items()}
+
+
+def warn(command: str) -> Callable[[str], None]:
+    """A warning printer for :func:`kafkalog.dataset.values.decode_all`."""
+    return lambda msg: print(f"kafkalog {command}: warning: {msg}", file=sys.stderr)
