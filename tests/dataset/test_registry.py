@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers import GOLDEN, read_jsonl
-from kafkalog.dataset.registry import Reference, Registry, RegistryClient, SchemaFiles, SchemasTopic, read_schemas_topic
+from kafkalog.dataset.registry import Reference, Registry, RegistryClient, SchemaFiles, SchemasTopic
+from kafkalog.dataset.scan import topic_records
 from kafkalog.errors import RegistryUnreachableError, UnknownSchemaError
 
 CP760 = GOLDEN / "real" / "cp760-flink-on-prem" / "data"
@@ -39,8 +40,10 @@ def test_the_real_schemas_topic_against_kafkas_dump() -> None:
             if r["type"] == "record" and r["file"].startswith("_schemas-0/")]
     values = [json.loads(bytes.fromhex(r["value"])) for r in dump if r["value"] is not None]
     assert len(values) == 8 and len(dump) == 10
-    topic = read_schemas_topic(CP760)
-    assert topic is not None and topic.skipped == []
+    records = topic_records([CP760], "_schemas")
+    assert records is not None
+    topic = SchemasTopic.replay(records)
+    assert topic.skipped == []
     for v in values:
         s = topic.by_id(v["id"])
         assert s is not None and (s.text, s.type, s.subject, s.version, s.deleted) == (v["schema"], "AVRO", v["subject"], v["version"], False)
@@ -49,8 +52,8 @@ def test_the_real_schemas_topic_against_kafkas_dump() -> None:
 
 
 def test_no_schemas_topic_is_none(tmp_path: Path) -> None:
-    assert read_schemas_topic(GOLDEN / "kafka" / "logdir") is None
-    assert read_schemas_topic(tmp_path / "nothing") is None
+    assert topic_records([GOLDEN / "kafka" / "logdir"], "_schemas") is None
+    assert topic_records([tmp_path / "nothing"], "_schemas") is None
 
 
 def test_last_value_wins_and_a_tombstone_removes() -> None:

@@ -2,7 +2,7 @@
 ``_schemas`` topic, in schema files, or (optionally) from a live registry's REST API.
 
 The Schema Registry keeps every schema it registers as a record of its compacted ``_schemas``
-topic, so a backup of the broker's data dirs already holds the registry. :func:`read_schemas_topic`
+topic, so a backup of the broker's data dirs already holds the registry. :meth:`SchemasTopic.replay`
 replays that topic as the Registry's own store reader does (Confluent's
 ``KafkaStoreReaderThread`` and ``KafkaStoreMessageHandler``; SPEC.md appendix "Schema Registry
 wire format"):
@@ -49,7 +49,6 @@ __all__ = [
     "SchemaFiles",
     "SchemaSource",
     "SchemasTopic",
-    "read_schemas_topic",
 ]
 
 #: The Registry's default ``kafkastore.topic``.
@@ -182,30 +181,6 @@ class SchemasTopic:
         return out
 
 
-def read_schemas_topic(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], topic: str = SCHEMAS_TOPIC) -> SchemasTopic | None:
-    """The registry a backup holds: its ``topic`` partition (``_schemas-0``) found under ``paths``
-    (data dirs, partition dirs or globs, as :func:`kafkalog.scan` takes them), replayed with the
-    Registry's rules. None when no such partition is there. The partition is read as every reader
-    reads (CRCs checked, data loss an error)."""
-    from kafkalog.dataset.scan import plan_all, read_plans
-    from kafkalog.errors import LogNotFoundError
-    from kafkalog.log.source import discover
-
-    ps = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
-    try:
-        files = discover(ps, wants=lambda t, p: t == topic)
-    except LogNotFoundError:
-        return None
-    if not files:
-        return None
-
-    def records() -> Iterable[tuple[bytes | None, bytes | None, int]]:
-        for batch in read_plans(plan_all(files), columns=["key", "value", "offset"]):
-            yield from zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2).to_pylist(), strict=True)
-
-    return SchemasTopic.replay(records())
-
-
 _SUFFIX_TYPES = {".avsc": "AVRO", ".proto": "PROTOBUF", ".json": "JSON"}
 
 
@@ -307,21 +282,19 @@ class Registry:
     @classmethod
     def open(
         cls,
-        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        schemas_topic: Iterable[tuple[bytes | None, bytes | None, int]] | None = None,
         *,
-        schemas_topic: str = SCHEMAS_TOPIC,
         schema_files: Mapping[int, str | os.PathLike[str]] | None = None,
         url: str | None = None,
     ) -> Registry:
-        """The sources for a read: ``schema_files`` ({id: path}), the ``schemas_topic`` partition
-        found under ``paths`` (the data being read), and a registry ``url``, in that order."""
+        """The sources for a read, asked in this order: ``schema_files`` ({id: path}), the records of
+        a ``_schemas`` topic (:func:`kafkalog.dataset.scan.topic_records` reads them from a backup),
+        and a registry ``url``."""
         sources: list[SchemaSource] = []
         if schema_files:
             sources.append(SchemaFiles(schema_files))
-        if paths is not None:
-            topic = read_schemas_topic(paths, schemas_topic)
-            if topic is not None:
-                sources.append(topic)
+        if schemas_topic is not None:
+            sources.append(SchemasTopic.replay(schemas_topic))
         if url:
             sources.append(RegistryClient(url))
         return cls(sources)

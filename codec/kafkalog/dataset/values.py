@@ -38,7 +38,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kafkalog.errors import SchemaError, UndecodableValueError
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from kafkalog.dataset.registry import Registry, Schema
 
-__all__ = ["FORMATS", "ON_UNDECODABLE", "Decoder", "avro_arrow_type", "decode_all", "json_text", "split_wire"]
+__all__ = ["FORMATS", "ON_UNDECODABLE", "Decoder", "Decoding", "avro_arrow_type", "decode_all", "json_text", "split_wire"]
 
 FORMATS = ("bytes", "string", "short", "int", "long", "float", "double", "avro", "json", "auto")
 #: What a record whose key or value does not decode does: fail (default), or warn and give the raw
@@ -98,6 +98,73 @@ def _parse_avro(registry: Registry | None, schema: Schema, named: dict[str, Any]
         return fastavro.parse_schema(_strip_uuid(json.loads(schema.text)), named_schemas=named)
     except (ValueError, fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as e:
         raise UndecodableValueError(f"the Avro schema does not parse: {e}", schema_id=schema.id) from None
+
+
+def _default(s: Any, v: Any, named: dict[str, Any]) -> Any:
+    """A field default (JSON, as the schema gives it) as fastavro gives a read value of type ``s``:
+    fastavro's schema resolution hands defaults over unconverted (``"\\u0000"`` for a decimal), so
+    they are converted here once, by the spec's rules (bytes and fixed as code points 0-255; a
+    union's default is of its first branch)."""
+    import datetime
+    import decimal
+
+    if v is None:
+        return None
+    if isinstance(s, list):
+        return _default(s[0], v, named)
+    if isinstance(s, str):
+        s = named.get(s, s)
+        if isinstance(s, str):
+            return v.encode("latin-1") if s == "bytes" and isinstance(v, str) else v
+    t, logical = s.get("type"), s.get("logicalType")
+    if t in ("bytes", "fixed") and isinstance(v, str):
+        raw = v.encode("latin-1")
+        if logical == "decimal":
+            return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-int(s.get("scale", 0)))
+        return raw
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    if isinstance(v, int) and not isinstance(v, bool):
+        if logical == "date":
+            return epoch.date() + datetime.timedelta(days=v)
+        units = {"timestamp-millis": 1000, "timestamp-micros": 1, "local-timestamp-millis": 1000, "local-timestamp-micros": 1}
+        if logical in units:
+            at = epoch + datetime.timedelta(microseconds=v * units[logical])
+            return at if logical.startswith("timestamp") else at.replace(tzinfo=None)
+        if logical in ("time-millis", "time-micros"):
+            us = v * (1000 if logical == "time-millis" else 1)
+            return (datetime.datetime.min + datetime.timedelta(microseconds=us)).time()
+    if t in ("record", "error") and isinstance(v, dict):
+        return {f["name"]: _default(f["type"], v.get(f["name"], f.get("default")), named) for f in s["fields"]}
+    if t == "array":
+        return [_default(s["items"], x, named) for x in v]
+    if t == "map":
+        return {k: _default(s["values"], x, named) for k, x in v.items()}
+    if isinstance(t, (dict, list)):
+        return _default(t, v, named)
+    return v
+
+
+def _convert_defaults(s: Any, named: dict[str, Any]) -> None:
+    """Every record field default of a parsed schema, converted in place (:func:`_default`)."""
+    if isinstance(s, list):
+        for b in s:
+            _convert_defaults(b, named)
+    elif isinstance(s, dict):
+        t = s.get("type")
+        if t in ("record", "error"):
+            named[s["name"]] = s
+            for f in s["fields"]:
+                _convert_defaults(f["type"], named)
+                if "default" in f:
+                    f["default"] = _default(f["type"], f["default"], named)
+        elif t == "array":
+            _convert_defaults(s["items"], named)
+        elif t == "map":
+            _convert_defaults(s["values"], named)
+        elif isinstance(t, (dict, list)):
+            _convert_defaults(t, named)
+        elif t in ("enum", "fixed"):
+            named[s["name"]] = s
 
 
 def _unions(s: Any) -> bool:
@@ -258,7 +325,9 @@ class Decoder:
             parsed_w = _parse_avro(reg, writer, {}, set())
             parsed_r = None
             if reader is not None and reader.type == "AVRO" and reader.id != schema_id:
-                parsed_r = _parse_avro(reg, reader, {}, set())
+                named: dict[str, Any] = {}
+                parsed_r = _parse_avro(reg, reader, named, set())
+                _convert_defaults(parsed_r, dict(named))
             got = self._avro[schema_id] = (parsed_w, parsed_r)
         return got
 
@@ -282,10 +351,48 @@ class Decoder:
         if fmt == "json" and data[:1] != b"\0":
             return self._json(None, data)
         schema_id, payload = split_wire(data)
+        return self._handler_of(schema_id)(schema_id, payload)
+
+    def decode_many(self, values: list[bytes | None]) -> list[Any]:
+        """:meth:`decode` of each value; the Avro wire format's loop is written out, the schemas looked up
+        once per id prefix (a scan spends its time here). Raises on the first value that does not decode."""
+        if self.format not in ("avro", "auto"):
+            return [self.decode(v) for v in values]
+        import fastavro
+
+        read = fastavro.schemaless_reader
+        bytes_io = io.BytesIO
+        avro: dict[bytes, tuple[Any, Any]] = {}
+        out: list[Any] = []
+        append = out.append
+        for v in values:
+            if v is None:
+                append(None)
+                continue
+            prefix = v[:5]
+            schemas = avro.get(prefix)
+            if schemas is None:
+                sid, _ = split_wire(v)
+                self._handler_of(sid)
+                if sid not in self._avro:
+                    append(self.decode(v))  # not Avro (JSON Schema under auto): the general path
+                    continue
+                schemas = avro[prefix] = self._avro[sid]
+            fo = bytes_io(v)
+            fo.seek(5)
+            try:
+                x = read(fo, schemas[0], schemas[1])
+                ok = fo.tell() == len(v)
+            except Exception:  # noqa: BLE001 - the general path below names the error
+                ok = False
+            append(x if ok else self.decode(v))
+        return out
+
+    def _handler_of(self, schema_id: int) -> Callable[[int, memoryview], Any]:
         handler = self._handlers.get(schema_id)
         if handler is None:
             handler = self._handlers[schema_id] = self._handler(schema_id)
-        return handler(schema_id, payload)
+        return handler
 
     def _handler(self, schema_id: int) -> Callable[[int, memoryview], Any]:
         """How the values of one schema id decode, found once per id."""
@@ -374,14 +481,19 @@ def decode_all(
     *,
     topic: str,
     partition: int,
-    offsets: list[int],
+    offsets: Callable[[int], int],
     on_undecodable: str = "error",
     warn: Callable[[str], None] | None = None,
 ) -> tuple[list[Any], list[int]]:
-    """``values`` decoded, and the positions of those that did not decode (:data:`ON_UNDECODABLE`):
+    """``values`` decoded, and the positions of those that did not decode (:data:`ON_UNDECODABLE`;
+    ``offsets(i)`` is the offset of ``values[i]``, asked only for those):
     with ``error`` the first raises, located at its record; otherwise each is passed to ``warn``
     and stands as its raw bytes (``raw``) or None (``null``, ``skip``: the caller leaves the
     record out)."""
+    try:
+        return decoder.decode_many(values), []
+    except SchemaError:
+        pass  # value by value, to locate it and apply on_undecodable
     decode = decoder.decode
     out: list[Any] = []
     bad: list[int] = []
@@ -389,7 +501,7 @@ def decode_all(
         try:
             out.append(decode(v))
         except SchemaError as e:
-            e.at(topic, partition, offsets[i])
+            e.at(topic, partition, offsets(i))
             if on_undecodable == "error":
                 raise
             if warn is not None:
@@ -397,3 +509,74 @@ def decode_all(
             out.append(v if on_undecodable == "raw" else None)
             bad.append(i)
     return out, bad
+
+
+class Decoding:
+    """Typed key and value columns for a read of Arrow batches (:func:`kafkalog.scan`, ``export``):
+    ``formats`` maps ``key``/``value`` to a format, one :class:`Decoder` per topic and role.
+
+    A column's Arrow type is :meth:`Decoder.arrow_type` of its topic; a read over topics whose
+    types differ fails (read them one topic at a time). ``on_undecodable`` (:data:`ON_UNDECODABLE`;
+    a typed column cannot hold ``raw`` bytes) warns through ``warn``."""
+
+    def __init__(self, formats: dict[str, str], registry: Registry | None, *, on_undecodable: str = "error",
+                 warn: Callable[[str], None] | None = None) -> None:
+        if on_undecodable not in ON_UNDECODABLE:
+            raise ValueError(f"on_undecodable={on_undecodable!r} is none of {', '.join(ON_UNDECODABLE)}")
+        for role, fmt in formats.items():
+            if role not in ("key", "value") or fmt not in FORMATS:
+                raise ValueError(f"{role}_format={fmt!r}: formats are {', '.join(FORMATS)} for key and value")
+        self.formats = dict(formats)
+        self.registry = registry
+        self.on_undecodable = on_undecodable
+        self.warn = warn
+        self._decoders: dict[str, dict[str, Decoder]] = {}
+
+    def decoders(self, topic: str) -> dict[str, Decoder]:
+        """The decoders of one topic's keys and values (Avro's reader schema: the ``<topic>-key``/``<topic>-value`` subject)."""
+        got = self._decoders.get(topic)
+        if got is None:
+            got = self._decoders[topic] = {r: Decoder(f, self.registry, subject=f"{topic}-{r}") for r, f in self.formats.items()}
+        return got
+
+    def columns(self, names: list[str]) -> list[str]:
+        """The columns to read for ``names``: the decoded ones need their offsets, to name a record that does not decode."""
+        return names if "offset" in names or not any(r in names for r in self.formats) else [*names, "offset"]
+
+    def schema(self, schema: pa.Schema, topics: list[str]) -> pa.Schema:
+        """``schema`` with the key and value columns typed for ``topics``."""
+        import pyarrow as pa
+
+        fields = []
+        for f in schema:
+            if f.name in self.formats:
+                types = {t: self.decoders(t)[f.name].arrow_type() for t in sorted(set(topics))}
+                if len(set(types.values())) > 1:
+                    raise ValueError(f"the {f.name}s of these topics have different types: "
+                                     + "; ".join(f"{t}: {ty}" for t, ty in types.items()) + " (read one topic at a time)")
+                f = pa.field(f.name, next(iter(types.values())) if types else pa.null())
+            fields.append(f)
+        return pa.schema(fields)
+
+    def batches(self, batches: Iterable[pa.RecordBatch], topic: str, partition: int, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """One partition's batches (read with :meth:`columns`) with decoded columns, as ``schema`` (:meth:`schema`)."""
+        import pyarrow as pa
+
+        if self.on_undecodable == "raw":
+            raise ValueError("on_undecodable='raw' keeps bytes, which a typed column cannot hold: give error, null or skip")
+        decoders = self.decoders(topic)
+        roles = [r for r in self.formats if r in schema.names]
+        for b in batches:
+            cols = {n: b.column(n) for n in b.schema.names}
+            drop: set[int] = set()
+            for role in roles:
+                d = decoders[role]
+                values, bad = decode_all(d, cols[role].to_pylist(), topic=topic, partition=partition,
+                                         offsets=lambda i, o=cols["offset"]: o[i].as_py(), on_undecodable=self.on_undecodable, warn=self.warn)
+                cols[role] = d.to_arrow(values, schema.field(role).type)
+                if self.on_undecodable == "skip":
+                    drop.update(bad)
+            out = pa.RecordBatch.from_arrays([cols[n] for n in schema.names], schema=schema)
+            if drop:
+                out = out.filter(pa.array([i not in drop for i in range(out.num_rows)]))
+            yield out

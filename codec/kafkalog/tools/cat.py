@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError, add_tiered_options, partitions_of
-from kafkalog.tools.formats import add_format_options, decoders_for, parse_formats, registry_of, warn
+from kafkalog.tools.formats import add_format_options, make_decoding, parse_formats
 
 if TYPE_CHECKING:
-    from kafkalog.dataset.registry import Registry
-    from kafkalog.dataset.values import Decoder
+    from kafkalog.dataset.values import Decoding
 
 __all__ = ["compile_format", "register", "text"]
 
@@ -136,7 +135,6 @@ def _command(args: argparse.Namespace) -> int:
     formats = parse_formats(args)
     if args.json:
         render, needs = _envelope, {"topic", "partition", "offset", "timestamp", "key", "value", "headers"}
-    registry = registry_of(args, formats)
     if formats:
         needs |= {"topic", "partition", "offset", *formats}
     topics = set(args.topic) if args.topic else None
@@ -163,7 +161,7 @@ def _command(args: argparse.Namespace) -> int:
                      on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr))
     columns = [c for c in ("topic", "partition", "offset", "timestamp", "key", "value", "headers") if c in needs]
     left = args.count
-    decoders: dict[str, dict[str, Decoder]] = {}
+    decoding = make_decoding(args, formats, "cat")
     out = sys.stdout
     null = "NULL" if args.null else ""
     for batch in read_plans(plans, columns=columns or ["offset"], read_committed=committed):
@@ -177,7 +175,7 @@ def _command(args: argparse.Namespace) -> int:
                                      pc.divide(batch.column("timestamp").cast(pa.int64()), 1000))
         rows = batch.to_pylist()
         if formats:
-            rows = _decoded(rows, formats, registry, decoders, args.on_undecodable)
+            rows = _decoded(rows, decoding)
         for row in rows:
             out.write(render(row, null))
     return EXIT_OK
@@ -187,23 +185,21 @@ def _command(args: argparse.Namespace) -> int:
 _JSON_ESCAPES = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
 
 
-def _decoded(rows: list[dict[str, Any]], formats: dict[str, str], registry: Registry | None,
-             decoders: dict[str, dict[str, Decoder]], on_undecodable: str) -> list[dict[str, Any]]:
+def _decoded(rows: list[dict[str, Any]], decoding: Decoding) -> list[dict[str, Any]]:
     """The rows of one batch (one partition) with ``key_text``/``value_text``: the decoded key and
     value as JSON (None as ``null``), or the raw bytes' text when ``--on-undecodable raw`` kept them."""
     from kafkalog.dataset.values import decode_all, json_text
 
+    on_undecodable = decoding.on_undecodable
+
     if not rows:
         return rows
     topic, partition = rows[0]["topic"], rows[0]["partition"]
-    dec = decoders.get(topic)
-    if dec is None:
-        dec = decoders[topic] = decoders_for(topic, formats, registry)
-    offsets = [r["offset"] for r in rows]
+    dec = decoding.decoders(topic)
     skip: set[int] = set()
     for role, d in dec.items():
-        values, bad = decode_all(d, [r[role] for r in rows], topic=topic, partition=partition, offsets=offsets,
-                                 on_undecodable=on_undecodable, warn=warn("cat"))
+        values, bad = decode_all(d, [r[role] for r in rows], topic=topic, partition=partition, offsets=lambda i: rows[i]["offset"],
+                                 on_undecodable=on_undecodable, warn=decoding.warn)
         for i, (r, v) in enumerate(zip(rows, values, strict=True)):
             raw = on_undecodable == "raw" and i in bad
             r[f"{role}_text"] = text(v) if raw else json_text(v).translate(_JSON_ESCAPES)

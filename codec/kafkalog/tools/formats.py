@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafkalog.dataset.values import FORMATS as _FORMATS
@@ -16,9 +15,9 @@ from kafkalog.tools.command import UsageError
 
 if TYPE_CHECKING:
     from kafkalog.dataset.registry import Registry
-    from kafkalog.dataset.values import Decoder
+    from kafkalog.dataset.values import Decoding
 
-__all__ = ["add_format_options", "decoders_for", "parse_formats", "registry_of"]
+__all__ = ["add_format_options", "make_decoding", "parse_formats", "registry_of"]
 
 
 def add_format_options(c: argparse.ArgumentParser, *, serdes_flag: bool) -> None:
@@ -62,6 +61,7 @@ def registry_of(args: argparse.Namespace, formats: dict[str, str]) -> Registry |
     if not any(f in ("avro", "json", "auto") for f in formats.values()):
         return None
     from kafkalog.dataset.registry import Registry
+    from kafkalog.dataset.scan import topic_records
 
     files: dict[int, str] = {}
     for spec in args.schema_file or []:
@@ -69,16 +69,13 @@ def registry_of(args: argparse.Namespace, formats: dict[str, str]) -> Registry |
         if not eq or not sid.isdigit():
             raise UsageError(f"--schema-file {spec!r}: give ID=PATH")
         files[int(sid)] = path
-    return Registry.open(args.paths or None, schemas_topic=args.schemas_topic, schema_files=files, url=args.schema_registry)
+    return Registry.open(topic_records(args.paths, args.schemas_topic) if args.paths else None, schema_files=files,
+                         url=args.schema_registry)
 
 
-def decoders_for(topic: str, formats: dict[str, str], registry: Registry | None) -> dict[str, Decoder]:
-    """One decoder per role of one topic; Avro's reader schema is the topic's subject (``<topic>-key``, ``<topic>-value``)."""
-    from kafkalog.dataset.values import Decoder
+def make_decoding(args: argparse.Namespace, formats: dict[str, str], command: str) -> Decoding:
+    """The decoding of a command's reads: its formats, schema sources and ``--on-undecodable``, warnings on stderr."""
+    from kafkalog.dataset.values import Decoding
 
-    return {role: Decoder(fmt, registry, subject=f"{topic}-{role}") for role, fmt in formats.items()}
-
-
-def warn(command: str) -> Callable[[str], None]:
-    """A warning printer for :func:`kafkalog.dataset.values.decode_all`."""
-    return lambda msg: print(f"kafkalog {command}: warning: {msg}", file=sys.stderr)
+    return Decoding(formats, registry_of(args, formats), on_undecodable=args.on_undecodable,
+                    warn=lambda msg: print(f"kafkalog {command}: warning: {msg}", file=sys.stderr))
