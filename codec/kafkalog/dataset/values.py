@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from kafkalog.dataset.registry import Registry, Schema
 
-__all__ = ["FORMATS", "ON_UNDECODABLE", "Decoder", "Decoding", "avro_arrow_type", "decode_all", "json_text", "split_wire"]
+__all__ = ["FORMATS", "ON_UNDECODABLE", "Decoder", "Decoding", "avro_arrow_type", "decode_all", "guess_format", "json_text", "split_wire"]
 
 FORMATS = ("bytes", "string", "short", "int", "long", "float", "double", "avro", "json", "auto")
 #: What a record whose key or value does not decode does: fail (default), or warn and give the raw
@@ -580,3 +580,27 @@ class Decoding:
             if drop:
                 out = out.filter(pa.array([i not in drop for i in range(out.num_rows)]))
             yield out
+
+
+def guess_format(values: Iterable[bytes | None], registry: Registry | None) -> str:
+    """What a sample of a topic's keys or values holds, for ``kafkalog info --formats``: the
+    registry's schema type (``avro``, ``json``, ``protobuf``) when every non-null one is in the wire
+    format with an id the registry knows, else ``string`` when all are UTF-8, else ``bytes``;
+    ``-`` when all are null. A description of the sample, not a decoding: readers are told the format."""
+    sample = [v for v in values if v is not None]
+    if not sample:
+        return "-"
+    if registry is not None and all(len(v) >= 5 and v[0] == 0 for v in sample):
+        kinds = set()
+        for sid in {int.from_bytes(v[1:5], "big") for v in sample}:
+            try:
+                kinds.add(registry.by_id(sid).type.lower())
+            except SchemaError:
+                kinds.add("unknown id")
+        return "/".join(sorted(kinds))
+    try:
+        for v in sample:
+            v.decode("utf-8")
+    except UnicodeDecodeError:
+        return "bytes"
+    return "string"

@@ -11,6 +11,7 @@ from kafkalog.tools.command import EXIT_IO, EXIT_OK, add_tiered_options, partiti
 
 if TYPE_CHECKING:
     from kafkalog.log.plan import PartitionSummary
+    from kafkalog.log.source import PartitionFiles
 
 __all__ = ["register", "summary_json"]
 
@@ -58,9 +59,8 @@ def _row(s: PartitionSummary) -> list[str]:
             _time(s.last_timestamp), str(len(s.open_transactions)) if s.open_transactions else "-", "; ".join(s.problems) or "-"]
 
 
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS) - 1)]
-    right = {1, 2, 3, 4, 5}
+def _table(rows: list[list[str]], right: frozenset[int] = frozenset({1, 2, 3, 4, 5})) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for r in rows:
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))]
@@ -81,15 +81,53 @@ def _command(args: argparse.Namespace) -> int:
         return EXIT_IO
     summaries = [describe(p) for p in partitions]
     if args.json:
+        formats = {r[0]: r for r in _formats(args, partitions)[1:]} if args.formats else {}
         for s in summaries:
-            print(json.dumps(summary_json(s), separators=(",", ":")))
+            line = summary_json(s)
+            if s.topic in formats:
+                _, line["keyFormat"], line["valueFormat"], subjects = formats[s.topic]
+                line["subjects"] = [] if subjects == "-" else subjects.split(", ")
+            print(json.dumps(line, separators=(",", ":")))
         return EXIT_OK
     print(_table([list(_COLUMNS), *(_row(s) for s in summaries)]))
+    if args.formats:
+        print()
+        print(_table(_formats(args, partitions), right=frozenset()))
     damaged = sum(1 for s in summaries if s.problems)
     records = sum(1 for s in summaries if s.last_offset is not None)
     tail = f", {damaged} with missing or damaged files" if damaged else ""
     print(f"{len(summaries)} partitions, {records} with data{tail}", file=sys.stderr)
     return EXIT_OK
+
+
+#: records sampled per topic by --formats (its first ones, from its first partition with data)
+FORMAT_SAMPLE = 100
+
+
+def _formats(args: argparse.Namespace, partitions: list[PartitionFiles]) -> list[list[str]]:
+    """``--formats``: per topic, what its first records' keys and values hold (:func:`kafkalog.dataset.values.guess_format`)
+    and its subjects in the data's Schema Registry topic (``<topic>-key``, ``<topic>-value``, with their versions)."""
+    from kafkalog.dataset.registry import Registry
+    from kafkalog.dataset.scan import plan_all, read_plans, topic_records
+    from kafkalog.dataset.values import guess_format
+
+    registry = Registry.open(topic_records(args.paths, args.schemas_topic)) if args.paths else None
+    subjects = registry.subjects() if registry is not None else {}
+    rows = [["TOPIC", "KEY FORMAT", "VALUE FORMAT", "SUBJECTS"]]
+    for topic in sorted({p.topic for p in partitions}):
+        keys: list[bytes | None] = []
+        values: list[bytes | None] = []
+        for p in plan_all([p for p in partitions if p.topic == topic], allow_gaps=True, on_gap=lambda g: None):
+            for b in read_plans([p], columns=["key", "value"]):
+                keys += b.column(0).to_pylist()[: FORMAT_SAMPLE - len(keys)]
+                values += b.column(1).to_pylist()[: FORMAT_SAMPLE - len(values)]
+                if len(keys) >= FORMAT_SAMPLE:
+                    break
+            if keys:
+                break
+        subs = [f"{s} (v{', v'.join(map(str, subjects[s]))})" for s in (f"{topic}-key", f"{topic}-value") if s in subjects]
+        rows.append([topic, guess_format(keys, registry), guess_format(values, registry), ", ".join(subs) or "-"])
+    return rows
 
 
 # ------------------------------------------------------------------------------- the command
@@ -104,5 +142,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "failed on); 3 when a path is missing or holds no partition."))
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("--json", action="store_true", help="one JSON object per partition")
+    p.add_argument("--formats", action="store_true", help=(
+        "also each topic's key and value formats, from its first records (Schema Registry wire format: avro, json, "
+        "protobuf, by the schemas in the data's _schemas topic; else string or bytes), and its subjects"))
+    p.add_argument("--schemas-topic", default="_schemas", metavar="TOPIC", help="the Schema Registry's topic (default: _schemas)")
     add_tiered_options(p, "as one log: its log start and end offsets across tiers, a hole between segments listed as data loss")
     p.set_defaults(func=_command)
