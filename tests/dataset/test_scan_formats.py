@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_shared, read_jsonl
-from kafkalog.format.records.v2 import RecordBatchBuilder
+from helpers import need_shared, read_jsonl, write_partition
 from kafkalog.tools.cli import main
 
 fastavro = pytest.importorskip("fastavro")
@@ -39,15 +38,6 @@ def _avro(sid: int, schema: dict, value: dict) -> bytes:
     return out.getvalue()
 
 
-def _partition(root: Path, name: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
-    d = root / name
-    d.mkdir(parents=True)
-    b = RecordBatchBuilder(0)
-    for i, (k, v) in enumerate(records):
-        b.append(1_713_533_390_000 + i, k, v)
-    (d / "00000000000000000000.log").write_bytes(b.build())
-
-
 def _schema_record(subject: str, version: int, sid: int, schema: object, **kw: object) -> tuple[bytes, bytes]:
     key = json.dumps({"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1}).encode()
     text = schema if isinstance(schema, str) else json.dumps(schema)
@@ -59,21 +49,21 @@ def backup(tmp_path: Path) -> Path:
     """A data dir holding a registry (_schemas) and topics written with it."""
     root = tmp_path / "data"
     gone = _schema_record("gone-value", 1, 4, {"type": "string"})
-    _partition(root, "_schemas-0", [
+    write_partition(root, "_schemas-0", [
         (json.dumps({"keytype": "NOOP", "magic": 0}).encode(), None),
         _schema_record("events-value", 1, 1, V1), _schema_record("events-value", 2, 2, V2),
         _schema_record("docs-value", 1, 3, {"type": "object"}, schemaType="JSON"),
         gone, (gone[0], None), _schema_record("broken-value", 1, 2, V2),
         _schema_record("events-value", 3, 5, {"type": "record", "name": "Event", "fields": [{"name": "n", "type": "int"}]}, deleted=True),
     ])
-    _partition(root, "events-0", [
+    write_partition(root, "events-0", [
         (b"k1", _avro(1, V1, {"n": 1, "old": "x"})),
         (b"k2", _avro(2, V2, {"n": 2**40, "price": decimal.Decimal("12.34"), "at": AT})),
         (b"k3", _avro(5, {"type": "record", "name": "Event", "fields": [{"name": "n", "type": "int"}]}, {"n": 3})),
         (b"k4", None),
     ])
-    _partition(root, "docs-0", [(None, b"\0\0\0\0\x03" + json.dumps({"a": [1, {"b": None}]}).encode()), (None, b'{"plain": 1}')])
-    _partition(root, "broken-0", [(None, _avro(2, V2, {"n": 1, "price": decimal.Decimal("1"), "at": None})),
+    write_partition(root, "docs-0", [(None, b"\0\0\0\0\x03" + json.dumps({"a": [1, {"b": None}]}).encode()), (None, b'{"plain": 1}')])
+    write_partition(root, "broken-0", [(None, _avro(2, V2, {"n": 1, "price": decimal.Decimal("1"), "at": None})),
                                   (None, _avro(4, {"type": "string"}, "tombstoned")), (None, _avro(99, V1, {"n": 1, "old": ""}))])
     return root
 
@@ -169,3 +159,14 @@ def test_export_of_cp760_orders_is_typed_parquet(tmp_path: Path) -> None:
     assert main(["export", str(data), "-t", "orders", "-o", str(tmp_path), "--value-format", "auto"]) == 0
     avg, n = duckdb.sql(f"select avg(value.order_id), count(*) from read_parquet('{tmp_path}/topic=orders/*/*.parquet')").fetchall()[0]
     assert n == len(expected) and avg == pytest.approx(sum(v["order_id"] for v in expected) / len(expected))  # type: ignore[index]
+
+
+def test_a_json_schema_topic_through_cat_and_export(backup: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    want = [{"a": [1, {"b": None}]}, {"plain": 1}]
+    assert main(["cat", str(backup), "-t", "docs", "-s", "value=json"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == want
+    out = tmp_path / "out"
+    assert main(["export", str(backup), "-t", "docs", "-o", str(out), "--value-format", "json"]) == 0
+    got = duckdb.sql(f"select value from read_parquet('{out}/topic=docs/*/*.parquet') order by \"offset\"").fetchall()
+    assert [json.loads(v) for (v,) in got] == want

@@ -143,8 +143,8 @@ def test_errors_name_the_schema_id() -> None:
         Decoder("avro", reg).decode(_wire(2, V2, {"id": 1, "note": None}) + b"\0")
     with pytest.raises(UndecodableValueError, match="wire format"):
         Decoder("avro", reg).decode(b"\x01\0\0\0\x02")
-    with pytest.raises(UndecodableValueError, match="Protobuf values are not decoded yet"):
-        Decoder("auto", reg).decode(b"\0\0\0\0\x08\0")
+    with pytest.raises(UndecodableValueError, match=r"schema id 8: the message indexes \[0\] name no message"):
+        Decoder("auto", reg).decode(b"\0\0\0\0\x08\0")  # a .proto without messages
     with pytest.raises(UndecodableValueError, match="needs schemas"):
         Decoder("avro").decode(b"\0\0\0\0\x02\0")
     with pytest.raises(ValueError, match="none of"):

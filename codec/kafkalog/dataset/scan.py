@@ -283,10 +283,10 @@ def scan(
     decoding = None
     if key_format not in (None, "bytes") or value_format not in (None, "bytes"):
         from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
-        from kafkalog.dataset.values import Decoding
+        from kafkalog.dataset.values import WIRE_FORMATS, Decoding
 
         formats = {r: f for r, f in (("key", key_format), ("value", value_format)) if f not in (None, "bytes")}
-        if schemas is None and any(f in ("avro", "json", "auto") for f in formats.values()):
+        if schemas is None and WIRE_FORMATS.intersection(formats.values()):
             schemas = Registry.open(topic_records(paths, SCHEMAS_TOPIC))
         decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning)  # type: ignore[arg-type]
     return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,

@@ -1,4 +1,4 @@
-"""Keys and values as data: Confluent's Schema Registry wire format (Avro, JSON Schema) and the
+"""Keys and values as data: Confluent's Schema Registry wire format (Avro, JSON Schema, Protobuf) and the
 plain formats of Kafka's own serializers, decoded with the schemas of :mod:`kafkalog.dataset.registry`.
 
 Formats (``-s value=FORMAT`` in ``kafkalog cat``, ``value_format=`` in :func:`kafkalog.scan`):
@@ -15,12 +15,15 @@ Formats (``-s value=FORMAT`` in ``kafkalog cat``, ``value_format=`` in :func:`ka
 ``json``       the wire format with a JSON Schema (JSON text after the 5-byte prefix); a value
                whose first byte is not 0 is plain JSON text (no JSON text starts with byte 0, so
                the two never mix up)
-``auto``       the wire format, decoded as its schema's type says (``AVRO`` or ``JSON``)
+``protobuf``   the wire format with a Protobuf schema: the message indexes, then the message, given
+               as Protobuf's JSON mapping (the ``.proto`` compiled by protoc from grpcio-tools'
+               wheel, its references as the files it imports)
+``auto``       the wire format, decoded as its schema's type says (``AVRO``, ``JSON``, ``PROTOBUF``)
 =============  ==================================================================================
 
 The wire format is byte 0 (the "magic byte"), the schema id as a 4-byte big-endian int, then the
-payload (Confluent's ``AbstractKafkaSchemaSerDe``). Protobuf's (message indexes after the id) is
-recognised and refused with a clear error: it is not decoded yet.
+payload (Confluent's ``AbstractKafkaSchemaSerDe``); for Protobuf, the payload starts with the
+message indexes (:func:`message_indexes`).
 
 Avro values of a topic are read with the latest version of its subject (``<topic>-value`` or
 ``<topic>-key``, Confluent's ``TopicNameStrategy``) as the reader schema, each with its own writer
@@ -31,6 +34,8 @@ subject, each value is read with its writer schema.
 A value that cannot be decoded raises :class:`~kafkalog.errors.UndecodableValueError`, one whose
 id no source knows :class:`~kafkalog.errors.UnknownSchemaError`; :func:`on_undecodable` modes turn
 them into a warning and the raw bytes, a null, or the record left out, never a guessed value.
+:meth:`Decoder.arrow_type` gives Avro values their Arrow types; JSON Schema and Protobuf values are
+a string column of JSON text.
 """
 
 from __future__ import annotations
@@ -48,15 +53,17 @@ if TYPE_CHECKING:
 
     from kafkalog.dataset.registry import Registry, Schema
 
-__all__ = ["FORMATS", "ON_UNDECODABLE", "Decoder", "Decoding", "avro_arrow_type", "decode_all", "guess_format", "json_text", "split_wire"]
+__all__ = ["FORMATS", "ON_UNDECODABLE", "WIRE_FORMATS", "Decoder", "Decoding", "avro_arrow_type", "decode_all", "guess_format", "json_text", "message_indexes", "split_wire"]
 
-FORMATS = ("bytes", "string", "short", "int", "long", "float", "double", "avro", "json", "auto")
+FORMATS = ("bytes", "string", "short", "int", "long", "float", "double", "avro", "json", "protobuf", "auto")
 #: What a record whose key or value does not decode does: fail (default), or warn and give the raw
 #: bytes, a null, or leave the record out
 ON_UNDECODABLE = ("error", "raw", "null", "skip")
 _NUMBERS = {"short": struct.Struct(">h"), "int": struct.Struct(">i"), "long": struct.Struct(">q"),
             "float": struct.Struct(">f"), "double": struct.Struct(">d")}
-_WIRE_TYPES = {"avro": "AVRO", "json": "JSON"}
+_WIRE_TYPES = {"avro": "AVRO", "json": "JSON", "protobuf": "PROTOBUF"}
+#: The formats that read the wire format, so need schema sources
+WIRE_FORMATS = frozenset({"avro", "json", "protobuf", "auto"})
 
 
 def split_wire(data: bytes) -> tuple[int, memoryview]:
@@ -287,6 +294,115 @@ def _to_arrow_rows(s: Any) -> Callable[[Any], Any] | None:
     return lambda v: walk(s, v)
 
 
+# -------------------------------------------------------------------------------------- Protobuf
+def _zigzag_varint(data: memoryview, pos: int) -> tuple[int, int]:
+    """A zig-zag varint (Confluent's ``ByteUtils.readVarint``) at ``pos``: its value and the next position."""
+    shift = result = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise UndecodableValueError("the Protobuf message indexes end inside a varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def message_indexes(payload: memoryview) -> tuple[list[int], int]:
+    """The Protobuf wire format's message indexes after the schema id (a count, then that many
+    indexes, all zig-zag varints; a count of 0 stands for ``[0]``, the file's first message), and
+    where the message's bytes start."""
+    count, pos = _zigzag_varint(payload, 0)
+    if count == 0:
+        return [0], pos
+    if count < 0 or count > len(payload):
+        raise UndecodableValueError(f"the Protobuf message indexes give a count of {count}")
+    out = []
+    for _ in range(count):
+        i, pos = _zigzag_varint(payload, pos)
+        out.append(i)
+    return out, pos
+
+
+def _compile_proto(registry: Registry | None, schema: Schema) -> Any:
+    """The top-level message descriptors of a Protobuf schema, in declaration order, compiled by
+    protoc (grpcio-tools' wheel) with its references as the files they import, in a descriptor pool of its own."""
+    import os
+    import tempfile
+
+    import grpc_tools
+    from google.protobuf import descriptor_pb2, descriptor_pool
+    from grpc_tools import protoc
+
+    with tempfile.TemporaryDirectory(prefix="kafkalog-proto-") as tmp:
+        files: dict[str, str] = {}
+
+        def add(s: Schema, name: str) -> None:
+            files[name] = s.text
+            for ref in s.references:
+                if ref.name in files:
+                    continue
+                dep = registry.by_version(ref.subject, ref.version) if registry is not None else None
+                if dep is None:
+                    raise UndecodableValueError(f"reference {ref.name!r} to {ref.subject} version {ref.version} is in no schema source",
+                                                schema_id=schema.id)
+                add(dep, ref.name)
+
+        main = f"kafkalog_schema_{schema.id}.proto"
+        add(schema, main)
+        for name, text in files.items():
+            path = os.path.join(tmp, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        out = os.path.join(tmp, "set.pb")
+        well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+        rc = protoc.main(["protoc", f"-I{tmp}", f"-I{well_known}", "--include_imports", f"--descriptor_set_out={out}", main])
+        if rc != 0 or not os.path.exists(out):
+            raise UndecodableValueError("protoc does not compile the Protobuf schema (its messages are on stderr)", schema_id=schema.id)
+        fds = descriptor_pb2.FileDescriptorSet()
+        with open(out, "rb") as f:
+            fds.ParseFromString(f.read())
+    pool = descriptor_pool.DescriptorPool()
+    for fd in fds.file:  # --include_imports lists each file after the files it imports
+        pool.Add(fd)
+    package = next(fd.package for fd in fds.file if fd.name == main)
+    order = [f"{package}.{m.name}" if package else m.name for fd in fds.file if fd.name == main for m in fd.message_type]
+    return [pool.FindMessageTypeByName(n) for n in order]
+
+
+def _proto_reader(messages: list[Any], schema_id: int) -> Callable[[int, memoryview], Any]:
+    """Decodes the Protobuf wire format's values of one schema: the message the indexes name, as
+    Protobuf's JSON mapping gives it (``json_format.MessageToDict``, field names as declared)."""
+    from google.protobuf import json_format, message_factory
+    from google.protobuf.message import DecodeError
+
+    classes: dict[tuple[int, ...], Any] = {}
+
+    def read(sid: int, payload: memoryview) -> Any:
+        indexes, pos = message_indexes(payload)
+        cls = classes.get(tuple(indexes))
+        if cls is None:
+            try:
+                if indexes[0] < 0:
+                    raise IndexError(indexes[0])
+                desc = messages[indexes[0]]
+                for i in indexes[1:]:
+                    desc = desc.nested_types[i]
+            except (IndexError, KeyError):
+                raise UndecodableValueError(f"the message indexes {indexes} name no message of the schema", schema_id=sid) from None
+            cls = classes[tuple(indexes)] = message_factory.GetMessageClass(desc)
+        msg = cls()
+        try:
+            msg.ParseFromString(bytes(payload[pos:]))
+        except DecodeError as e:
+            raise UndecodableValueError(f"the Protobuf message does not decode: {e}", schema_id=sid) from None
+        return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+    return read
+
+
 # --------------------------------------------------------------------------------------- decoder
 class Decoder:
     """Decodes the keys or the values of one topic in one format (:data:`FORMATS`).
@@ -409,7 +525,7 @@ class Decoder:
                 return lambda sid, payload: self._avro_value(read, writer, reader, sid, payload)
             if kind == "JSON":
                 return self._json
-            raise UndecodableValueError("Protobuf values are not decoded yet (the wire format's message indexes follow the id)")
+            return _proto_reader(_compile_proto(self.registry, self._need_registry().by_id(schema_id)), schema_id)
         except SchemaError as e:
             if e.schema_id is None:
                 e.schema_id = schema_id
@@ -438,22 +554,20 @@ class Decoder:
     def arrow_type(self) -> pa.DataType:
         """The Arrow type of the decoded column: from the subject's latest Avro schema for ``avro``
         (and ``auto`` when that schema is Avro), the number or string types of the plain formats,
-        and a string of JSON text for ``json`` (and ``auto`` over a JSON Schema subject)."""
+        and a string of JSON text for ``json`` and ``protobuf`` (and ``auto`` over such a subject)."""
         import pyarrow as pa
 
         fmt = self.format
         plain = {"bytes": pa.binary(), "string": pa.string(), "short": pa.int16(), "int": pa.int32(), "long": pa.int64(),
-                 "float": pa.float32(), "double": pa.float64(), "json": pa.string()}
+                 "float": pa.float32(), "double": pa.float64(), "json": pa.string(), "protobuf": pa.string()}
         if fmt in plain:
             return plain[fmt]
         reader = self.reader_schema()
         if reader is None:
             raise UndecodableValueError(f"typed columns need the subject {self.subject}: it is in no schema source "
                                         "(cat decodes each value with its own schema)")
-        if reader.type == "JSON":
-            return pa.string()
         if reader.type != "AVRO":
-            raise UndecodableValueError(f"{reader.type} subjects are not decoded yet", schema_id=reader.id)
+            return pa.string()
         return avro_arrow_type(self._parsed_reader())
 
     def _parsed_reader(self) -> Any:
@@ -466,7 +580,7 @@ class Decoder:
         """Decoded values (:meth:`decode`) as an Arrow array of :meth:`arrow_type`."""
         import pyarrow as pa
 
-        if self.format == "json" or (self.format == "auto" and self._parsed_reader() is None):
+        if self.format in ("json", "protobuf") or (self.format == "auto" and self._parsed_reader() is None):
             return pa.array([None if v is None else json_text(v) for v in values], type=typ)
         if self.format in ("avro", "auto"):
             conv = _to_arrow_rows(self._parsed_reader())

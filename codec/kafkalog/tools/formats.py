@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from kafkalog.dataset.values import FORMATS as _FORMATS
 from kafkalog.dataset.values import ON_UNDECODABLE as _ON_UNDECODABLE
+from kafkalog.dataset.values import WIRE_FORMATS
 from kafkalog.tools.command import UsageError
 
 if TYPE_CHECKING:
@@ -25,15 +26,15 @@ def add_format_options(c: argparse.ArgumentParser, *, serdes_flag: bool) -> None
     g = c.add_argument_group("keys and values as data (Schema Registry wire format: Avro, JSON Schema; plain formats)")
     if serdes_flag:
         g.add_argument("-s", dest="serdes", action="append", metavar="[key=|value=]FORMAT", help=(
-            f"decode keys and/or values (kcat's -s): {', '.join(_FORMATS)}; 'avro', 'json' and 'auto' read Confluent's "
-            "wire format with the schemas of the backup's _schemas topic (or --schema-file, -r). Each record is then "
+            f"decode keys and/or values (kcat's -s): {', '.join(_FORMATS)}; 'avro', 'json', 'protobuf' and 'auto' read "
+            "Confluent's wire format with the schemas of the backup's _schemas topic (or --schema-file, -r). Each record is then "
             "printed as JSON (%%s, %%k)"))
     g.add_argument("--key-format", choices=_FORMATS, help="decode keys (as -s key=FORMAT)")
     g.add_argument("--value-format", choices=_FORMATS, help="decode values (as -s value=FORMAT)")
     g.add_argument("--schemas-topic", default="_schemas", metavar="TOPIC", help=(
         "the Schema Registry's topic in the data read (default: _schemas, the Registry's kafkastore.topic)"))
     g.add_argument("--schema-file", action="append", metavar="ID=PATH", help=(
-        "the schema with this id in a file: .avsc (Avro), .json (JSON Schema); asked before the _schemas topic (repeatable)"))
+        "the schema with this id in a file: .avsc (Avro), .json (JSON Schema), .proto; asked before the _schemas topic (repeatable)"))
     g.add_argument("-r", "--schema-registry", metavar="URL", help="a live Schema Registry, asked last (kcat's -r)")
     g.add_argument("--on-undecodable", choices=_ON_UNDECODABLE, default="error", help=(
         "a key or value that does not decode (unknown schema id, bad bytes): error (default, exit 1), or a warning and "
@@ -58,7 +59,7 @@ def parse_formats(args: argparse.Namespace) -> dict[str, str]:
 
 def registry_of(args: argparse.Namespace, formats: dict[str, str]) -> Registry | None:
     """The schema sources the formats need (None when no format reads the wire format)."""
-    if not any(f in ("avro", "json", "auto") for f in formats.values()):
+    if not WIRE_FORMATS.intersection(formats.values()):
         return None
     from kafkalog.dataset.registry import Registry
     from kafkalog.dataset.scan import topic_records
