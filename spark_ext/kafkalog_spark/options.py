@@ -32,6 +32,7 @@ _KNOWN = {
     "isolationlevel", "kafka.isolation.level", "includeheaders", "includemetadata", "includeinternaltopics", "decodeinternaltopics",
     "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "opencostinbytes", "minpartitions",
     "maxoffsetspertrigger", "privatekeys",
+    "keyformat", "valueformat", "schemastopic", "schemaregistry", "onundecodable",  # keys and values as data (kafkalog_spark.source)
 }
 
 
