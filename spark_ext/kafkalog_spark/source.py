@@ -352,14 +352,30 @@ def _read(partition: InputPartition, planner: _Planner) -> Iterator[pa.RecordBat
     return coalesce(b for sl in partition.slices for b in _with_decoded(read_slice(sl, settings), sl.topic, sl.partition, decoding, planner.columns))
 
 
+def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
+    """``t`` as Spark takes it from a Python source: timestamps in microseconds, at any depth."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _spark_arrow_type(f.type), nullable=f.nullable) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_spark_arrow_type(t.key_type), _spark_arrow_type(t.item_type))
+    if pa.types.is_list(t):
+        return pa.list_(_spark_arrow_type(t.value_type))
+    return t
+
+
 def _with_decoded(batches: Iterator[pa.RecordBatch], topic: str, partition: int, decoding: Decoding, columns: list[str]) -> Iterator[pa.RecordBatch]:
     """Batches with the keyDecoded/valueDecoded columns beside key and value, in ``columns``' order."""
     roles = [r for r in decoding.formats if f"{r}Decoded" in columns]
     base = arrow_schema([*roles, "offset"])
     typed = decoding.schema(base, [topic])
+    # the Arrow types Spark takes for the decoded columns' Spark types (timestamps in microseconds)
+    spark_types = {r: _spark_arrow_type(typed.field(r).type) for r in roles}
     for b in batches:
         decoded = next(decoding.batches([b.select(base.names)], topic, partition, typed))
-        arrays = [decoded.column(DECODED_COLUMNS[c]) if c in DECODED_COLUMNS else b.column(c) for c in columns]
+        arrays = [decoded.column(DECODED_COLUMNS[c]).cast(spark_types[DECODED_COLUMNS[c]]) if c in DECODED_COLUMNS else b.column(c)
+                  for c in columns]
         yield pa.RecordBatch.from_arrays(arrays, names=columns)
 
 

@@ -56,3 +56,23 @@ def test_an_undecodable_value_fails_the_query(spark) -> None:  # noqa: ANN001
 def test_value_format_needs_subscribe(spark) -> None:  # noqa: ANN001
     with pytest.raises(Exception, match="need subscribe"):
         spark.read.format("kafkalog").option("valueFormat", "avro").load(str(DATA)).schema  # noqa: B018
+
+
+@pytest.mark.shared
+def test_timestamps_of_cp760_orders(spark) -> None:  # noqa: ANN001
+    """orders' ts is timestamp-millis: Spark's TimestampType (microseconds) holds the same instants fastavro gives."""
+    from helpers import need_shared
+
+    data = need_shared("golden-real/cp760-flink-on-prem/data")
+    records = [r for r in read_jsonl(data.parents[1] / "expected" / "cp760-flink-on-prem.jsonl.gz")
+               if r["type"] == "record" and r["file"].startswith(("_schemas-0/", "orders-0/"))]
+    schema = next(fastavro.parse_schema(json.loads(v["schema"])) for r in records if r["file"].startswith("_schemas-0/") and r["value"]
+                  and (v := json.loads(bytes.fromhex(r["value"])))["subject"] == "orders-value")
+    want = {r["offset"]: fastavro.schemaless_reader(io.BytesIO(bytes.fromhex(r["value"])[5:]), schema, None)
+            for r in records if r["file"].startswith("orders-0/") and r["offset"] >= 17200}
+    df = (spark.read.format("kafkalog").option("subscribe", "orders").option("valueFormat", "avro").load(str(data))
+          .where("offset >= 17200").select("offset", "valueDecoded"))
+    got = {r.offset: r.valueDecoded.asDict() for r in df.collect()}
+    assert got.keys() == want.keys()
+    for off, v in want.items():
+        assert got[off]["order_id"] == v["order_id"] and got[off]["ts"].timestamp() == v["ts"].timestamp()
