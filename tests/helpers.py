@@ -136,3 +136,17 @@ def lossless_copy(path: Path) -> tuple[bytes, list[str]]:
 
     lines, errors = lossless_dump(path)
     return b"".join(build_log(lines)), errors
+
+
+def write_partition(root: Path, name: str, records: list[tuple[bytes | None, bytes | None]]) -> Path:
+    """``root/name/00000000000000000000.log``: one batch of ``(key, value)`` records, as a producer
+    with no idempotence writes them (tests that need a topic of their own values)."""
+    from kafkalog.format.records.v2 import RecordBatchBuilder
+
+    d = root / name
+    d.mkdir(parents=True)
+    b = RecordBatchBuilder(0)
+    for i, (k, v) in enumerate(records):
+        b.append(1_713_533_390_000 + i, k, v)
+    (d / "00000000000000000000.log").write_bytes(b.build())
+    return d

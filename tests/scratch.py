@@ -5,7 +5,9 @@ The scratch holds ``00000000000000000000.log`` (Kafka's v2-transactional records
 transactional batches, COMMIT and ABORT markers) and ``data/orders-0/``, a copy of Kafka's
 ``transactional-0`` partition directory after an unclean shutdown: its last segment ends in a torn
 batch, and that segment's ``.index``/``.timeindex``, every producer ``.snapshot`` and the
-``leader-epoch-checkpoint`` are missing, so a broker-style load would write all of them.
+``leader-epoch-checkpoint`` are missing, so a broker-style load would write all of them. It also
+holds ``cp760/``: the ``_schemas-0`` and ``promotions-0`` partitions of the bundled real Confluent
+backup (values in the Schema Registry's wire format, Avro).
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ def make_scratch(root: Path) -> Path:
     os.truncate(last, last.stat().st_size - TORN_BYTES)
     for p in [last.with_suffix(".index"), last.with_suffix(".timeindex"), d / "leader-epoch-checkpoint", *d.glob("*.snapshot")]:
         p.unlink(missing_ok=True)
+    # a real Confluent backup's sample: Avro values and the Schema Registry's _schemas topic (docs/formats.md)
+    cp760 = GOLDEN / "real" / "cp760-flink-on-prem" / "data"
+    for part in ("_schemas-0", "promotions-0"):
+        shutil.copytree(cp760 / part, root / "cp760" / part)
     return root
 
 

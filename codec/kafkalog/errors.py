@@ -216,3 +216,50 @@ class ReplicaDivergenceError(DataLossError):
     ``offset`` the first offset at which they differ, and ``gaps`` the diverged ranges
     (:class:`kafkalog.log.gaps.Divergence`). Readers raise it unless gaps are allowed, when they read
     the copy SPEC §6.9 chooses, with a warning."""
+
+
+class SchemaError(KafkaLogError):
+    """A key or value in Confluent's Schema Registry formats that cannot be decoded (SPEC appendix
+    "Schema Registry wire format"). Names the topic, partition and offset of the record and the schema
+    id when known, so that the one record can be found again; ``--on-undecodable`` turns it into a warning."""
+
+    def __init__(
+        self, message: str, *, topic: str | None = None, partition: int | None = None, offset: int | None = None,
+        schema_id: int | None = None, file: str | None = None,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.schema_id = schema_id
+        super().__init__(message, file=file, offset=offset)
+
+    def _render(self) -> str:
+        where = []
+        if self.topic is not None:
+            where.append(f"topic {self.topic}")
+        if self.partition is not None:
+            where.append(f"partition {self.partition}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        if self.schema_id is not None:
+            where.append(f"schema id {self.schema_id}")
+        if self.file is not None:
+            where.insert(0, str(self.file))
+        return f"{' '.join(where)}: {self.message}" if where else self.message
+
+    def at(self, topic: str, partition: int, offset: int) -> SchemaError:
+        """This error located at one record (decoders raise it before they know the record)."""
+        self.topic, self.partition, self.offset = topic, partition, offset
+        self.args = (self._render(),)
+        return self
+
+
+class UnknownSchemaError(SchemaError):
+    """A value's schema id is in none of the schema sources (the backup's ``_schemas`` topic, schema files, a registry URL)."""
+
+
+class UndecodableValueError(SchemaError):
+    """A value's bytes do not decode with its format or schema (no magic byte 0, cut short, not valid Avro, JSON, ...)."""
+
+
+class RegistryUnreachableError(SchemaError):
+    """A Schema Registry URL that does not answer, or answers with something other than the REST API's JSON."""

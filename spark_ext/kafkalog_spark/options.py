@@ -35,6 +35,7 @@ _KNOWN = {
     "includedeleted",
     "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "opencostinbytes", "minpartitions",
     "maxoffsetspertrigger", "privatekeys",
+    "keyformat", "valueformat", "schemastopic", "schemaregistry", "onundecodable",  # keys and values as data (kafkalog_spark.source)
 }
 
 

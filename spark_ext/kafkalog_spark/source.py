@@ -61,6 +61,8 @@ from kafkalog_spark.segments import TailState
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kafkalog.dataset.registry import Registry
+    from kafkalog.dataset.values import Decoding
     from kafkalog_spark.reader import ReadSettings
 
 __all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SessionDefaults", "session_defaults", "source_schema"]
@@ -103,10 +105,66 @@ def source_schema(include_headers: bool = False, include_metadata: bool = False,
     return StructType([StructField(n, SPARK_TYPES[n]) for n in names])
 
 
+#: The decoded key and value columns (options keyFormat, valueFormat) and the column each decodes.
+DECODED_COLUMNS = {"keyDecoded": "key", "valueDecoded": "value"}
+
+
+def _formats(options: dict[str, str]) -> dict[str, str]:
+    """``{"key"|"value": format}`` from the options keyFormat and valueFormat (``bytes``: none)."""
+    opts = {str(k).lower(): str(v).strip() for k, v in options.items()}
+    return {r: opts[f"{r}format"] for r in ("key", "value") if opts.get(f"{r}format", "bytes") != "bytes"}
+
+
+def _decoding(options: dict[str, str]) -> tuple[dict[str, str], Registry | None, str]:
+    """The formats, the schema sources (the paths' _schemas topic or schemasTopic, and the URL
+    schemaRegistry), read on the driver, and onUndecodable (error or null: Spark's rows stay aligned)."""
+    from kafkalog.dataset.registry import Registry
+    from kafkalog.dataset.scan import topic_records
+    from kafkalog.dataset.values import FORMATS, WIRE_FORMATS
+
+    formats = _formats(options)
+    opts = {str(k).lower(): str(v).strip() for k, v in options.items()}
+    for role, fmt in formats.items():
+        if fmt not in FORMATS:
+            raise SourceOptionError(f"option {role}Format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    on_undecodable = opts.get("onundecodable", "error")
+    if on_undecodable not in ("error", "null"):
+        raise SourceOptionError(f"option onUndecodable must be error or null, got {on_undecodable!r}")
+    registry = None
+    if WIRE_FORMATS.intersection(formats.values()):
+        paths = parse_options(options).paths
+        registry = Registry.open(topic_records(list(paths), opts.get("schemastopic", "_schemas")), url=opts.get("schemaregistry") or None)
+    return formats, registry, on_undecodable
+
+
+def decoded_types(options: dict[str, str]) -> dict[str, DataType]:
+    """The Spark types of the decoded columns: the Arrow types of :class:`kafkalog.dataset.values.Decoding`
+    for the subscribed topics (one type per column: subscribe names the topics)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    from kafkalog.dataset.values import Decoding
+
+    formats, registry, _ = _decoding(options)
+    if not formats:
+        return {}
+    topics = parse_options(options).subscribe
+    if not topics:
+        raise SourceOptionError("options keyFormat/valueFormat need subscribe=TOPIC[,TOPIC...]: the decoded columns have one type")
+    base = arrow_schema(list(formats))
+    try:
+        typed = Decoding(formats, registry).schema(base, list(topics))
+    except ValueError as e:
+        raise SourceOptionError(str(e)) from None
+    return {col: from_arrow_type(typed.field(role).type) for col, role in DECODED_COLUMNS.items() if role in formats}
+
+
 def _columns(schema: StructType) -> list[str]:
     """The column names of a (possibly user-given) schema, checked against what the source produces."""
     names = []
     for f in schema.fields:
+        if f.name in DECODED_COLUMNS:
+            names.append(f.name)
+            continue
         expected = SPARK_TYPES.get(f.name)
         if expected is None:
             raise SourceOptionError(f"unknown column {f.name!r}: the source produces {', '.join(SPARK_TYPES)}")
@@ -190,6 +248,7 @@ class _Planner:
         self.open_cost = o.open_cost_in_bytes if o.open_cost_in_bytes is not None else d.open_cost_in_bytes
         self.min_partitions = o.min_partitions if o.min_partitions is not None else d.min_partitions
         self.keys = _keyring(o.private_keys)
+        self.formats, self.registry, self.on_undecodable = _decoding(options) if any(c in DECODED_COLUMNS for c in self.columns) else ({}, None, "error")
 
     def plan(self, requests: list[tuple[PartitionLog, int, int | None, int | None]]) -> list[InputPartition]:
         """Input partitions for (log, start, end, lowest timestamp) requests: the split size from
@@ -210,8 +269,11 @@ class _Planner:
         )
 
         o = self.opts
+        read = [c for c in self.columns if c not in DECODED_COLUMNS]
+        if self.formats:  # what the decoded columns are made from, and the offsets that name a record that does not decode
+            read = list(dict.fromkeys([*read, *self.formats, "offset"]))
         return ReadSettings(
-            arrow_schema(self.columns), self.row_filter, o.read_committed, o.verify_crc, o.ignore_corrupt_files, o.fail_on_data_loss,
+            arrow_schema(read), self.row_filter, o.read_committed, o.verify_crc, o.ignore_corrupt_files, o.fail_on_data_loss,
             self.keys, skip_corrupt=o.skip_corrupt,
         )
 
@@ -282,7 +344,39 @@ def _read(partition: InputPartition, planner: _Planner) -> Iterator[pa.RecordBat
     from kafkalog_spark.reader import coalesce, read_slice
 
     settings = planner.settings()
-    return coalesce(b for sl in partition.slices for b in read_slice(sl, settings))
+    if not planner.formats:
+        return coalesce(b for sl in partition.slices for b in read_slice(sl, settings))
+    from kafkalog.dataset.values import Decoding
+
+    decoding = Decoding(planner.formats, planner.registry, on_undecodable=planner.on_undecodable, warn=log.warning)
+    return coalesce(b for sl in partition.slices for b in _with_decoded(read_slice(sl, settings), sl.topic, sl.partition, decoding, planner.columns))
+
+
+def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
+    """``t`` as Spark takes it from a Python source: timestamps in microseconds, at any depth."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _spark_arrow_type(f.type), nullable=f.nullable) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_spark_arrow_type(t.key_type), _spark_arrow_type(t.item_type))
+    if pa.types.is_list(t):
+        return pa.list_(_spark_arrow_type(t.value_type))
+    return t
+
+
+def _with_decoded(batches: Iterator[pa.RecordBatch], topic: str, partition: int, decoding: Decoding, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """Batches with the keyDecoded/valueDecoded columns beside key and value, in ``columns``' order."""
+    roles = [r for r in decoding.formats if f"{r}Decoded" in columns]
+    base = arrow_schema([*roles, "offset"])
+    typed = decoding.schema(base, [topic])
+    # the Arrow types Spark takes for the decoded columns' Spark types (timestamps in microseconds)
+    spark_types = {r: _spark_arrow_type(typed.field(r).type) for r in roles}
+    for b in batches:
+        decoded = next(decoding.batches([b.select(base.names)], topic, partition, typed))
+        arrays = [decoded.column(DECODED_COLUMNS[c]).cast(spark_types[DECODED_COLUMNS[c]]) if c in DECODED_COLUMNS else b.column(c)
+                  for c in columns]
+        yield pa.RecordBatch.from_arrays(arrays, names=columns)
 
 
 Offsets = dict[str, dict[str, int]]
@@ -406,11 +500,15 @@ class KafkaLogDataSource(DataSource):
         return "kafkalog"
 
     def schema(self) -> StructType:
-        """Spark's Kafka schema, plus ``headers``/metadata columns when their options are true."""
+        """Spark's Kafka schema, plus ``headers``/metadata columns when their options are true, and
+        ``keyDecoded``/``valueDecoded`` with keyFormat/valueFormat (docs/formats.md)."""
         opts = {k.lower(): str(v).strip().lower() for k, v in self.options.items()}
-        return source_schema(
+        schema = source_schema(
             opts.get("includeheaders") == "true", opts.get("includemetadata") == "true", opts.get("decodeinternaltopics") == "true"
         )
+        for name, typ in decoded_types(dict(self.options)).items():
+            schema = schema.add(StructField(name, typ))
+        return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader for ``schema`` (the default schema or one the user gave)."""

@@ -33,6 +33,8 @@ from kafkalog.log.source import PartitionFiles, SegmentFiles
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from kafkalog.dataset.registry import Registry
+    from kafkalog.dataset.values import Decoding
     from kafkalog.format.records.record import Record
     from kafkalog.format.tiered_aiven import Keyring
 
@@ -40,7 +42,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "read_records", "scan", "scan_files", "schema_of",
-    "start_floor",
+    "start_floor", "topic_records",
 ]
 
 #: Records per Arrow batch at most (unless one Kafka batch holds more).
@@ -236,6 +238,10 @@ def scan(
     include_deleted: bool = False,
     verify_crc: bool = True,
     on_corrupt: OnCorrupt = "fail",
+    key_format: str | None = None,
+    value_format: str | None = None,
+    schemas: Registry | None = None,
+    on_undecodable: str = "error",
 ) -> pa.RecordBatchReader:
     """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
     Kafka consumers of each partition would receive them: partition by partition (sorted by topic
@@ -295,7 +301,16 @@ def scan(
     (optional). Each partition is one log across tiers (SPEC D.6,
     :meth:`kafkalog.log.tiered.TieredPartition.files`): remote segments, then local ones, each
     offset once; a hole between segments is data loss as above. ``private_keys`` maps the
-    plug-in's key-pair ids to private key (PEM) files, for encrypted segments."""
+    plug-in's key-pair ids to private key (PEM) files, for encrypted segments.
+
+    Keys and values as data: ``key_format`` and ``value_format`` (``avro``, ``json``, ``auto``,
+    ``string``, ``int``, ... :mod:`kafkalog.dataset.values`) turn the ``key`` and ``value`` columns
+    into typed ones: for Avro a struct per record, its Arrow types from the topic subject's latest
+    schema, every version read with that one as the reader schema. Schemas come from ``schemas``
+    (:class:`kafkalog.dataset.registry.Registry`: schema files, a registry URL), by default from
+    the ``_schemas`` topic under ``path``. A value that does not decode raises
+    :class:`~kafkalog.errors.SchemaError` naming topic, partition, offset and schema id, unless
+    ``on_undecodable`` is ``null`` or ``skip`` (a logged warning, and a null or no row)."""
     want_topics = _as_set(topics, str)
     want_parts = _as_set(partitions, int)
     paths = [] if path is None else [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
@@ -314,9 +329,39 @@ def scan(
         raise ValueError("scan needs a path (or tiered=PREFIX)")
     else:
         files = discover(paths, wants=wants)
+    decoding = None
+    if key_format not in (None, "bytes") or value_format not in (None, "bytes"):
+        from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
+        from kafkalog.dataset.values import WIRE_FORMATS, Decoding
+
+        formats = {r: f for r, f in (("key", key_format), ("value", value_format)) if f not in (None, "bytes")}
+        if schemas is None and WIRE_FORMATS.intersection(formats.values()):
+            schemas = Registry.open(topic_records(paths, SCHEMAS_TOPIC))
+        decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning)  # type: ignore[arg-type]
     return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                       read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
-                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt)
+                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding)
+
+
+def topic_records(paths: Sequence[str | os.PathLike[str]], topic: str) -> Iterator[tuple[bytes | None, bytes | None, int]] | None:
+    """The ``(key, value, offset)`` of every record of ``topic`` under ``paths``, read as :func:`scan`
+    reads (CRCs checked, data loss an error); None when no partition of it is there. For small
+    topics that hold state, such as the Schema Registry's ``_schemas``."""
+    from kafkalog.errors import LogNotFoundError
+
+    try:
+        files = discover([os.fspath(p) for p in paths], wants=lambda t, p: t == topic)
+    except LogNotFoundError:
+        return None
+    if not files:
+        return None
+    plans = plan_all(files)
+
+    def records() -> Iterator[tuple[bytes | None, bytes | None, int]]:
+        for b in read_plans(plans, columns=["key", "value", "offset"]):
+            yield from zip(b.column(0).to_pylist(), b.column(1).to_pylist(), b.column(2).to_pylist(), strict=True)
+
+    return records()
 
 
 def schema_of(columns: Sequence[str] | None) -> pa.Schema:
@@ -415,13 +460,22 @@ def scan_files(
     include_deleted: bool = False,
     verify_crc: bool = True,
     on_corrupt: OnCorrupt = "fail",
+    decoding: Decoding | None = None,
 ) -> pa.RecordBatchReader:
-    """:func:`scan` of partitions already found (:func:`kafkalog.log.replicas.discover`, or another source of segments)."""
+    """:func:`scan` of partitions already found (:func:`kafkalog.log.replicas.discover`, or another source of segments);
+    ``decoding`` types the key and value columns (:class:`kafkalog.dataset.values.Decoding`)."""
     import pyarrow as pa
 
     schema = schema_of(columns)
     plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                      read_committed=read_committed, allow_gaps=allow_gaps, include_deleted=include_deleted)
+    if decoding is not None:
+        typed = decoding.schema(schema, [p.topic for p in plans])
+        cols = decoding.columns(schema.names)
+        return pa.RecordBatchReader.from_batches(typed, (
+            b for p in plans
+            for b in decoding.batches(read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows,
+                                                 verify_crc=verify_crc, on_corrupt=on_corrupt), p.topic, p.partition, typed)))
     return pa.RecordBatchReader.from_batches(schema, read_plans(plans, columns=schema.names, read_committed=read_committed,
                                                                batch_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt))
 

@@ -17,9 +17,9 @@ import itertools
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkalog.format.records.record import Header, TimestampType
 from kafkalog.tools.command import (
@@ -36,14 +36,17 @@ from kafkalog.tools.command import (
     partition_filter,
     partitions_of,
 )
+from kafkalog.tools.formats import add_format_options, make_decoding, parse_formats
 
 if TYPE_CHECKING:
     from kafkalog.dataset.scan import PartitionPlan
+    from kafkalog.dataset.values import Decoding
     from kafkalog.format.records.record import Record
     from kafkalog.format.records.stream import Batch
 
-    #: What each record is printed from: its partition's plan, its batch and itself (:func:`~kafkalog.dataset.scan.read_records`)
-    Row = tuple[PartitionPlan, Batch, Record]
+    #: What each record is printed from: its partition's plan, its batch and itself (:func:`~kafkalog.dataset.scan.read_records`),
+    #: and with ``-s`` its decoded key and value (``key_text``/``value_text`` as JSON, ``key_data``/``value_data``)
+    Row = tuple[PartitionPlan, Batch, Record, dict[str, Any] | None]
 
 __all__ = ["compile_format", "envelope", "register", "text"]
 
@@ -65,8 +68,8 @@ def _headers(hs: tuple[Header, ...], null: str) -> str:
 
 
 _TOKENS: dict[str, Callable[[Row, str], str]] = {
-    "s": lambda row, null: text(row[2].value, null),
-    "k": lambda row, null: text(row[2].key, null),
+    "s": lambda row, null: row[3]["value_text"] if row[3] and "value_text" in row[3] else text(row[2].value, null),
+    "k": lambda row, null: row[3]["key_text"] if row[3] and "key_text" in row[3] else text(row[2].key, null),
     "S": lambda row, null: str(-1 if row[2].value is None else len(row[2].value)),
     "K": lambda row, null: str(-1 if row[2].key is None else len(row[2].key)),
     "t": lambda row, null: row[0].topic,
@@ -128,7 +131,7 @@ def envelope(row: Row, null: str = "") -> str:
     no broker), ``headers`` (``[name, value, ...]``, left out when the record has none), ``key`` and
     ``payload`` (null for null). Keys, values and header values are JSON strings: UTF-8 decoded, any
     other byte written ``\\xNN`` (a backslash in the string), so every line is valid JSON."""
-    p, batch, r = row
+    p, batch, r, dec = row
     out: dict[str, object] = {"topic": p.topic, "partition": p.partition, "offset": r.offset}
     tstype = _TSTYPE.get(batch.timestamp_type)
     if tstype is not None:
@@ -137,9 +140,46 @@ def envelope(row: Row, null: str = "") -> str:
     out["broker"] = -1
     if r.headers:
         out["headers"] = [_json_text(x) for h in r.headers for x in h]
-    out["key"] = _json_text(r.key)
-    out["payload"] = _json_text(r.value)
-    return json.dumps(out, ensure_ascii=False, separators=(",", ":")).translate(_JSON_C1) + "\n"
+    if dec is None:
+        out["key"] = _json_text(r.key)
+        out["payload"] = _json_text(r.value)
+        return json.dumps(out, ensure_ascii=False, separators=(",", ":")).translate(_JSON_C1) + "\n"
+    from kafkalog.dataset.values import json_text
+
+    out["key"] = dec["key_data"] if "key_data" in dec else _json_text(r.key)
+    out["payload"] = dec["value_data"] if "value_data" in dec else _json_text(r.value)
+    return json_text(out).translate(_JSON_ESCAPES) + "\n"
+
+
+#: C1 controls, DEL and the line separators as JSON escapes: decoded text printed as JSON keeps each record on its line
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
+#: records decoded together (one partition's): the decoders work on lists
+_DECODE_CHUNK = 512
+
+
+def _decoded(records: Iterable[tuple[PartitionPlan, Batch, Record]], decoding: Decoding) -> Iterator[Row]:
+    """Each record with its decoded key and value (``-s``): ``key_text``/``value_text`` as JSON
+    (``null`` for None), ``key_data``/``value_data`` as data for ``-J``, or the raw bytes' text when
+    ``--on-undecodable raw`` kept them; with ``skip``, undecodable records are left out."""
+    from kafkalog.dataset.values import decode_all, json_text
+
+    on = decoding.on_undecodable
+    records = iter(records)
+    while chunk := list(itertools.islice(records, _DECODE_CHUNK)):
+        for p, group in itertools.groupby(chunk, key=lambda row: row[0]):
+            rows = list(group)
+            extra: list[dict[str, Any]] = [{} for _ in rows]
+            skip: set[int] = set()
+            for role, d in decoding.decoders(p.topic).items():
+                values, bad = decode_all(d, [getattr(r[2], role) for r in rows], topic=p.topic, partition=p.partition,
+                                         offsets=lambda i, rows=rows: rows[i][2].offset, on_undecodable=on, warn=decoding.warn)
+                for i, v in enumerate(values):
+                    raw = on == "raw" and i in bad
+                    extra[i][f"{role}_text"] = text(v) if raw else json_text(v).translate(_JSON_ESCAPES)
+                    extra[i][f"{role}_data"] = text(v) if raw else v
+                if on == "skip":
+                    skip.update(bad)
+            yield from ((*row, e) for i, (row, e) in enumerate(zip(rows, extra, strict=True)) if i not in skip)
 
 
 @dataclass(frozen=True)
@@ -186,6 +226,7 @@ def _command(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 0:
         raise UsageError(f"-c must be 0 or more, got {args.count}")
     render = envelope if args.json else compile_format(args.format)
+    formats = parse_formats(args)
     verify_crc, on_corrupt = crc_options(args, "cat")
     try:
         files = partitions_of(args, wants=partition_filter(args))
@@ -213,7 +254,8 @@ def _command(args: argparse.Namespace) -> int:
                      read_committed=committed, allow_gaps=args.allow_gaps, include_deleted=args.include_deleted,
                      on_gap=lambda g: print(f"kafkalog cat: warning: {g} (--allow-gaps: reading on)", file=sys.stderr),
                      on_deleted=lambda m: print(f"kafkalog cat: warning: {m}", file=sys.stderr))
-    rows = read_records(plans, read_committed=committed, verify_crc=verify_crc, on_corrupt=on_corrupt)
+    records = read_records(plans, read_committed=committed, verify_crc=verify_crc, on_corrupt=on_corrupt)
+    rows: Iterator[Row] = _decoded(records, make_decoding(args, formats, "cat")) if formats else ((*r, None) for r in records)
     if args.count is not None:
         rows = itertools.islice(rows, args.count)
     out = sys.stdout
@@ -251,7 +293,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "%%o offset, %%T timestamp (ms), %%h headers (k=v,...), %%%%; \\n \\t \\r \\\\ escapes. Default: '%%s\\n'"))
     shape.add_argument("-J", "--json", action="store_true", help=(
         "kcat's JSON envelope, one object per record: topic, partition, offset, tstype, ts, broker (-1), headers "
-        "([name, value, ...], when there are any), key, payload"))
+        "([name, value, ...], when there are any), key, payload (as data when decoded with -s, else as text)"))
     c.add_argument("-e", "--exit", action="store_true", help="exit at the end of the files (always so at rest; accepted for kcat's command lines)")
     c.add_argument("-Z", "--null", action="store_true", help="print NULL for a null key or value (default: nothing)")
     c.add_argument("--isolation", choices=["read_uncommitted", "read_committed"], default="read_uncommitted", help=(
@@ -260,5 +302,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
     add_read_options(c)
     add_crc_options(c)
+    add_format_options(c, serdes_flag=True)
     add_tiered_options(c)
     c.set_defaults(func=_command)

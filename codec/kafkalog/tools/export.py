@@ -33,11 +33,13 @@ from kafkalog.tools.command import (
     partitions_of,
     unlink,
 )
+from kafkalog.tools.formats import add_format_options, make_decoding, parse_formats
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from kafkalog.dataset.scan import PartitionPlan
+    from kafkalog.dataset.values import Decoding
     from kafkalog.format.records.stream import OnCorrupt
 
 __all__ = ["FILE_COLUMNS", "export", "register"]
@@ -262,12 +264,14 @@ def _write_csv(f: BinaryIO, batches: Iterator[pa.RecordBatch], names: list[str],
 def export(
     plans: list[PartitionPlan], out: str, *, fmt: str = "parquet", columns: list[str] | None = None, read_committed: bool = False,
     compression: str = "snappy", binary: str = "base64", progress: _Progress | None = None, batch_rows: int | None = None,
-    verify_crc: bool = True, on_corrupt: OnCorrupt = "fail",
+    verify_crc: bool = True, on_corrupt: OnCorrupt = "fail", decoding: Decoding | None = None,
 ) -> tuple[int, int]:
     """Write each planned partition to ``out/topic=T/partition=P/part-00000.<fmt>`` (partitions with
     no row in range get no file); returns (files, rows). Batch CRCs are checked as
     :func:`kafkalog.scan` checks them: a corrupt batch raises :class:`~kafkalog.errors.CrcMismatchError`
-    and the partition being written gets no file, unless ``on_corrupt`` reads past it."""
+    and the partition being written gets no file, unless ``on_corrupt`` reads past it. ``decoding``
+    writes typed key and value columns (Parquet only: :class:`kafkalog.dataset.values.Decoding`),
+    each topic's files with its own types."""
     from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
 
     cols = [c for c in (columns or FILE_COLUMNS) if c not in ("topic", "partition")]
@@ -279,8 +283,14 @@ def export(
     committer = _Committer()
     try:
         for p in plans:
-            batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS, verify_crc=verify_crc,
-                                 on_corrupt=on_corrupt)
+            if decoding is not None:
+                schema = decoding.schema(schema_of(cols), [p.topic])
+                batches = decoding.batches(read_plans([p], columns=decoding.columns(cols), read_committed=read_committed,
+                                                      batch_rows=batch_rows or BATCH_ROWS, verify_crc=verify_crc, on_corrupt=on_corrupt),
+                                           p.topic, p.partition, schema)
+            else:
+                batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS,
+                                     verify_crc=verify_crc, on_corrupt=on_corrupt)
             first = next(batches, None)
             if first is None:
                 progress.add(0, partition_done=True)
@@ -328,6 +338,11 @@ def _command(args: argparse.Namespace) -> int:
 
     if args.format != "parquet" and args.compression != "snappy":
         raise UsageError("--compression applies to --format parquet only")
+    formats = parse_formats(args)
+    if formats and args.format != "parquet":
+        raise UsageError("--key-format/--value-format write typed columns, to --format parquet only (cat -s prints them as JSON)")
+    if formats and args.on_undecodable == "raw":
+        raise UsageError("--on-undecodable raw keeps bytes, which a typed column cannot hold: give error, null or skip")
     if args.batch_rows is not None and args.batch_rows < 1:
         raise UsageError(f"--batch-rows must be positive, got {args.batch_rows}")
     columns = args.columns.split(",") if args.columns else None
@@ -356,7 +371,8 @@ def _command(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         n_files, rows = export(plans, args.output, fmt=args.format, columns=columns, read_committed=committed, compression=args.compression,
-                               binary=args.binary, progress=progress, batch_rows=args.batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt)
+                               binary=args.binary, progress=progress, batch_rows=args.batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt,
+                               decoding=make_decoding(args, formats, "export") if formats else None)
     except CrcMismatchError as e:
         progress.close()
         return corrupt_failure("export", e)  # the partition being written got no file; those written before are complete
@@ -400,5 +416,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     e.add_argument("--allow-gaps", action="store_true", help="read on over offsets the files say existed but no .log holds, with a warning")
     add_read_options(e)
     add_crc_options(e)
+    add_format_options(e, serdes_flag=False)
     add_tiered_options(e)
     e.set_defaults(func=_command)

@@ -19,6 +19,7 @@ from kafkalog.tools.command import (
 
 if TYPE_CHECKING:
     from kafkalog.log.plan import PartitionSummary
+    from kafkalog.log.source import PartitionFiles
 
 __all__ = ["register", "summary_json", "topic_totals"]
 
@@ -118,10 +119,10 @@ def _topic_row(t: dict[str, Any]) -> list[str]:
             f"{bad} partition{'s' * (bad != 1)} with problems" if bad else "-"]
 
 
-def _table(rows: list[list[str]]) -> str:
+def _table(rows: list[list[str]], right: frozenset[int] | None = None) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    # the number columns: --by topic's, a partition's, or a partition's with COPIES and MOST COMPLETE after PART
-    right = {1, 2, 3, 4} if rows[0][1] == "PARTS" else {1, 2, 3, 4, 5} if len(rows[0]) == len(_COLUMNS) else {1, 2, 4, 5, 6, 7}
+    if right is None:  # the number columns: --by topic's, a partition's, or a partition's with COPIES and MOST COMPLETE after PART
+        right = frozenset({1, 2, 3, 4} if rows[0][1] == "PARTS" else {1, 2, 3, 4, 5} if len(rows[0]) == len(_COLUMNS) else {1, 2, 4, 5, 6, 7})
     lines = []
     for r in rows:
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))]
@@ -149,7 +150,11 @@ def _command(args: argparse.Namespace) -> int:
     summaries = [describe(p) for p in partitions]
     by_topic = topic_totals(summaries) if args.by == "topic" else None
     if args.json:
+        formats = {r[0]: r for r in _formats(args, partitions)[1:]} if args.formats else {}
         for obj in by_topic if by_topic is not None else map(summary_json, summaries):
+            if obj["topic"] in formats:
+                _, obj["keyFormat"], obj["valueFormat"], subjects = formats[obj["topic"]]
+                obj["subjects"] = [] if subjects == "-" else subjects.split(", ")
             print(json.dumps(obj, separators=(",", ":")))
         return EXIT_OK
     if by_topic is not None:
@@ -159,6 +164,9 @@ def _command(args: argparse.Namespace) -> int:
         copies = any(len(s.copies) > 1 for s in summaries)
         head = [*_COLUMNS[:2], "COPIES", "MOST COMPLETE", *_COLUMNS[2:]] if copies else list(_COLUMNS)
         print(_table([head, *(_row(s, copies) for s in summaries)]))
+    if args.formats:
+        print()
+        print(_table(_formats(args, partitions), right=frozenset()))
     damaged = sum(1 for s in summaries if s.problems)
     records = sum(1 for s in summaries if s.last_offset is not None)
     tail = f", {damaged} with missing or damaged files" if damaged else ""
@@ -166,6 +174,36 @@ def _command(args: argparse.Namespace) -> int:
         tail += f"; {left_out} partitions of Kafka's internal topics not shown (--include-internal shows them)"
     print(f"{len(summaries)} partitions, {records} with data{tail}", file=sys.stderr)
     return EXIT_OK
+
+
+#: records sampled per topic by --formats (its first ones, from its first partition with data)
+FORMAT_SAMPLE = 100
+
+
+def _formats(args: argparse.Namespace, partitions: list[PartitionFiles]) -> list[list[str]]:
+    """``--formats``: per topic, what its first records' keys and values hold (:func:`kafkalog.dataset.values.guess_format`)
+    and its subjects in the data's Schema Registry topic (``<topic>-key``, ``<topic>-value``, with their versions)."""
+    from kafkalog.dataset.registry import Registry
+    from kafkalog.dataset.scan import plan_all, read_plans, topic_records
+    from kafkalog.dataset.values import guess_format
+
+    registry = Registry.open(topic_records(args.paths, args.schemas_topic)) if args.paths else None
+    subjects = registry.subjects() if registry is not None else {}
+    rows = [["TOPIC", "KEY FORMAT", "VALUE FORMAT", "SUBJECTS"]]
+    for topic in sorted({p.topic for p in partitions}):
+        keys: list[bytes | None] = []
+        values: list[bytes | None] = []
+        for p in plan_all([p for p in partitions if p.topic == topic], allow_gaps=True, on_gap=lambda g: None):
+            for b in read_plans([p], columns=["key", "value"]):
+                keys += b.column(0).to_pylist()[: FORMAT_SAMPLE - len(keys)]
+                values += b.column(1).to_pylist()[: FORMAT_SAMPLE - len(values)]
+                if len(keys) >= FORMAT_SAMPLE:
+                    break
+            if keys:
+                break
+        subs = [f"{s} (v{', v'.join(map(str, subjects[s]))})" for s in (f"{topic}-key", f"{topic}-value") if s in subjects]
+        rows.append([topic, guess_format(keys, registry), guess_format(values, registry), ", ".join(subs) or "-"])
+    return rows
 
 
 # ------------------------------------------------------------------------------- the command
@@ -190,6 +228,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "partition (default): a line per topic-partition; topic: a line per topic, its partitions summed (partitions, "
         "segments, bytes, offsets from log start to end, first and last time, open transactions, partitions with problems)"))
     p.add_argument("--json", action="store_true", help="one JSON object per line (per partition, or per topic with --by topic)")
+    p.add_argument("--formats", action="store_true", help=(
+        "also each topic's key and value formats, from its first records (Schema Registry wire format: avro, json, "
+        "protobuf, by the schemas in the data's _schemas topic; else string or bytes), and its subjects"))
+    p.add_argument("--schemas-topic", default="_schemas", metavar="TOPIC", help="the Schema Registry's topic (default: _schemas)")
     add_read_options(p, deleted=False)
     add_tiered_options(p, "as one log: its log start and end offsets across tiers, a hole between segments listed as data loss")
     p.set_defaults(func=_command)

@@ -1,0 +1,720 @@
+"""Keys and values as data: Confluent's Schema Registry wire format (Avro, JSON Schema, Protobuf) and the
+plain formats of Kafka's own serializers, decoded with the schemas of :mod:`kafkalog.dataset.registry`.
+
+Formats (``-s value=FORMAT`` in ``kafkalog cat``, ``value_format=`` in :func:`kafkalog.scan`):
+
+=============  ==================================================================================
+``bytes``      the bytes as stored (no decoding)
+``string``     UTF-8 text (Kafka's ``StringSerializer``)
+``short``,     big-endian two's complement of 2, 4 or 8 bytes, IEEE-754 big-endian of 4 or 8 bytes
+``int``,       (Kafka's ``ShortSerializer``, ``IntegerSerializer``, ``LongSerializer``,
+``long``,      ``FloatSerializer``, ``DoubleSerializer``)
+``float``,
+``double``
+``avro``       the wire format with an Avro schema, read with fastavro's ``schemaless_reader``
+``json``       the wire format with a JSON Schema (JSON text after the 5-byte prefix); a value
+               whose first byte is not 0 is plain JSON text (no JSON text starts with byte 0, so
+               the two never mix up)
+``protobuf``   the wire format with a Protobuf schema: the message indexes, then the message, given
+               as Protobuf's JSON mapping (the ``.proto`` compiled by protoc from grpcio-tools'
+               wheel, its references as the files it imports)
+``auto``       the wire format, decoded as its schema's type says (``AVRO``, ``JSON``, ``PROTOBUF``)
+=============  ==================================================================================
+
+The wire format is byte 0 (the "magic byte"), the schema id as a 4-byte big-endian int, then the
+payload (Confluent's ``AbstractKafkaSchemaSerDe``); for Protobuf, the payload starts with the
+message indexes (:func:`message_indexes`).
+
+Avro values of a topic are read with the latest version of its subject (``<topic>-value`` or
+``<topic>-key``, Confluent's ``TopicNameStrategy``) as the reader schema, each with its own writer
+schema by id, by Avro's schema resolution rules: every version of the subject gives the latest
+version's shape, so a topic has one Arrow type (:meth:`Decoder.arrow_type`). Without such a
+subject, each value is read with its writer schema.
+
+A value that cannot be decoded raises :class:`~kafkalog.errors.UndecodableValueError`, one whose
+id no source knows :class:`~kafkalog.errors.UnknownSchemaError`; :func:`on_undecodable` modes turn
+them into a warning and the raw bytes, a null, or the record left out, never a guessed value.
+:meth:`Decoder.arrow_type` gives Avro values their Arrow types; JSON Schema and Protobuf values are
+a string column of JSON text.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from kafkalog.errors import SchemaError, UndecodableValueError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kafkalog.dataset.registry import Registry, Schema
+
+__all__ = ["FORMATS", "ON_UNDECODABLE", "WIRE_FORMATS", "Decoder", "Decoding", "avro_arrow_type", "decode_all", "guess_format", "json_text", "message_indexes", "split_wire"]
+
+FORMATS = ("bytes", "string", "short", "int", "long", "float", "double", "avro", "json", "protobuf", "auto")
+#: What a record whose key or value does not decode does: fail (default), or warn and give the raw
+#: bytes, a null, or leave the record out
+ON_UNDECODABLE = ("error", "raw", "null", "skip")
+_NUMBERS = {"short": struct.Struct(">h"), "int": struct.Struct(">i"), "long": struct.Struct(">q"),
+            "float": struct.Struct(">f"), "double": struct.Struct(">d")}
+_WIRE_TYPES = {"avro": "AVRO", "json": "JSON", "protobuf": "PROTOBUF"}
+#: The formats that read the wire format, so need schema sources
+WIRE_FORMATS = frozenset({"avro", "json", "protobuf", "auto"})
+
+
+def split_wire(data: bytes) -> tuple[int, memoryview]:
+    """The schema id and the payload of a value in the wire format (magic byte 0, 4-byte big-endian id)."""
+    if len(data) < 5 or data[0] != 0:
+        what = "is empty" if not data else f"starts with byte {data[0]}" if data[0] else f"is {len(data)} bytes"
+        raise UndecodableValueError(f"not in the Schema Registry wire format (byte 0, a 4-byte schema id, the payload): the value {what}")
+    return int.from_bytes(data[1:5], "big"), memoryview(data)[5:]
+
+
+# ------------------------------------------------------------------------------------------ Avro
+def _strip_uuid(s: Any) -> Any:
+    """An Avro schema (parsed JSON) whose ``uuid`` strings are plain strings: fastavro then gives the
+    text, not a :class:`uuid.UUID`, which is the same value and what Arrow's string column takes."""
+    if isinstance(s, dict):
+        out = {k: _strip_uuid(v) for k, v in s.items()}
+        if out.get("logicalType") == "uuid" and out.get("type") == "string":
+            del out["logicalType"]
+        return out
+    if isinstance(s, list):
+        return [_strip_uuid(v) for v in s]
+    return s
+
+
+def _parse_avro(registry: Registry | None, schema: Schema, named: dict[str, Any], seen: set[tuple[str, int]]) -> Any:
+    """``schema`` parsed by fastavro, its references first (their named types go into ``named``)."""
+    import fastavro
+
+    for ref in schema.references:
+        if (ref.subject, ref.version) in seen:
+            continue
+        seen.add((ref.subject, ref.version))
+        dep = registry.by_version(ref.subject, ref.version) if registry is not None else None
+        if dep is None:
+            raise UndecodableValueError(f"reference {ref.name!r} to {ref.subject} version {ref.version} is in no schema source",
+                                        schema_id=schema.id)
+        _parse_avro(registry, dep, named, seen)
+    try:
+        return fastavro.parse_schema(_strip_uuid(json.loads(schema.text)), named_schemas=named)
+    except (ValueError, fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as e:
+        raise UndecodableValueError(f"the Avro schema does not parse: {e}", schema_id=schema.id) from None
+
+
+def _default(s: Any, v: Any, named: dict[str, Any]) -> Any:
+    """A field default (JSON, as the schema gives it) as fastavro gives a read value of type ``s``:
+    fastavro's schema resolution hands defaults over unconverted (``"\\u0000"`` for a decimal), so
+    they are converted here once, by the spec's rules (bytes and fixed as code points 0-255; a
+    union's default is of its first branch)."""
+    import datetime
+    import decimal
+
+    if v is None:
+        return None
+    if isinstance(s, list):
+        return _default(s[0], v, named)
+    if isinstance(s, str):
+        s = named.get(s, s)
+        if isinstance(s, str):
+            return v.encode("latin-1") if s == "bytes" and isinstance(v, str) else v
+    t, logical = s.get("type"), s.get("logicalType")
+    if t in ("bytes", "fixed") and isinstance(v, str):
+        raw = v.encode("latin-1")
+        if logical == "decimal":
+            return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-int(s.get("scale", 0)))
+        return raw
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    if isinstance(v, int) and not isinstance(v, bool):
+        if logical == "date":
+            return epoch.date() + datetime.timedelta(days=v)
+        units = {"timestamp-millis": 1000, "timestamp-micros": 1, "local-timestamp-millis": 1000, "local-timestamp-micros": 1}
+        if logical in units:
+            at = epoch + datetime.timedelta(microseconds=v * units[logical])
+            return at if logical.startswith("timestamp") else at.replace(tzinfo=None)
+        if logical in ("time-millis", "time-micros"):
+            us = v * (1000 if logical == "time-millis" else 1)
+            return (datetime.datetime.min + datetime.timedelta(microseconds=us)).time()
+    if t in ("record", "error") and isinstance(v, dict):
+        return {f["name"]: _default(f["type"], v.get(f["name"], f.get("default")), named) for f in s["fields"]}
+    if t == "array":
+        return [_default(s["items"], x, named) for x in v]
+    if t == "map":
+        return {k: _default(s["values"], x, named) for k, x in v.items()}
+    if isinstance(t, (dict, list)):
+        return _default(t, v, named)
+    return v
+
+
+def _convert_defaults(s: Any, named: dict[str, Any]) -> None:
+    """Every record field default of a parsed schema, converted in place (:func:`_default`)."""
+    if isinstance(s, list):
+        for b in s:
+            _convert_defaults(b, named)
+    elif isinstance(s, dict):
+        t = s.get("type")
+        if t in ("record", "error"):
+            named[s["name"]] = s
+            for f in s["fields"]:
+                _convert_defaults(f["type"], named)
+                if "default" in f:
+                    f["default"] = _default(f["type"], f["default"], named)
+        elif t == "array":
+            _convert_defaults(s["items"], named)
+        elif t == "map":
+            _convert_defaults(s["values"], named)
+        elif isinstance(t, (dict, list)):
+            _convert_defaults(t, named)
+        elif t in ("enum", "fixed"):
+            named[s["name"]] = s
+
+
+def _unions(s: Any) -> bool:
+    """Whether a parsed Avro schema has a union of two or more non-null branches (see :func:`avro_arrow_type`)."""
+    if isinstance(s, list):
+        return sum(b != "null" for b in s) > 1 or any(_unions(b) for b in s)
+    if isinstance(s, dict):
+        t = s.get("type")
+        if t == "record" or t == "error":
+            return any(_unions(f["type"]) for f in s["fields"])
+        if t == "array":
+            return _unions(s["items"])
+        if t == "map":
+            return _unions(s["values"])
+        return isinstance(t, (dict, list)) and _unions(t)
+    return False
+
+
+def avro_arrow_type(s: Any) -> pa.DataType:
+    """The Arrow type of a parsed (fastavro) Avro schema.
+
+    record: struct; enum: string; array: list; map: map<string, T>; fixed: fixed_size_binary;
+    bytes: binary; string: string; int/long: int32/int64; float/double: float32/float64; boolean:
+    bool; null: null. Logical types: decimal (bytes or fixed) decimal128 (decimal256 above 38
+    digits), date date32, time-millis time32[ms], time-micros time64[us], timestamp-millis/micros
+    timestamp[ms/us, UTC], local-timestamp-millis/micros timestamp[ms/us] (no zone), uuid string.
+
+    Unions: a union of ``null`` and one type is that type, nullable. A union of two or more
+    non-null types (no Arrow type that Parquet, DuckDB and Spark all read holds it) is a string
+    column holding the value as JSON (:func:`json_text`)."""
+    import pyarrow as pa
+
+    if isinstance(s, list):
+        branches = [b for b in s if b != "null"]
+        return avro_arrow_type(branches[0]) if len(branches) == 1 else pa.string()
+    if isinstance(s, str):
+        prim = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
+                "double": pa.float64(), "bytes": pa.binary(), "string": pa.string()}
+        if s not in prim:
+            raise ValueError(f"Avro type {s!r} is unknown here (named types are resolved by fastavro's parse_schema)")
+        return prim[s]
+    t = s["type"]
+    logical = s.get("logicalType")
+    if logical == "decimal" and t in ("bytes", "fixed"):
+        p, sc = int(s["precision"]), int(s.get("scale", 0))
+        return pa.decimal128(p, sc) if p <= 38 else pa.decimal256(p, sc)
+    lt = {("int", "date"): pa.date32(), ("int", "time-millis"): pa.time32("ms"), ("long", "time-micros"): pa.time64("us"),
+          ("long", "timestamp-millis"): pa.timestamp("ms", tz="UTC"), ("long", "timestamp-micros"): pa.timestamp("us", tz="UTC"),
+          ("long", "local-timestamp-millis"): pa.timestamp("ms"), ("long", "local-timestamp-micros"): pa.timestamp("us")}
+    if isinstance(t, str) and (t, logical) in lt:
+        return lt[(t, logical)]
+    if t in ("record", "error"):
+        return pa.struct([pa.field(f["name"], avro_arrow_type(f["type"]), nullable=_nullable(f["type"])) for f in s["fields"]])
+    if t == "enum":
+        return pa.string()
+    if t == "array":
+        return pa.list_(avro_arrow_type(s["items"]))
+    if t == "map":
+        return pa.map_(pa.string(), avro_arrow_type(s["values"]))
+    if t == "fixed":
+        return pa.binary(int(s["size"]))
+    return avro_arrow_type(t)
+
+
+def _nullable(s: Any) -> bool:
+    return s == "null" or (isinstance(s, list) and "null" in s)
+
+
+def _jsonable(v: Any) -> Any:
+    """A decoded value's JSON form (see :func:`json_text`)."""
+    import datetime
+    import decimal
+    import uuid
+
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).decode("latin-1")
+    if isinstance(v, uuid.UUID):
+        return str(v)
+    if isinstance(v, tuple):
+        return list(v)
+    raise TypeError(f"{type(v).__name__} has no JSON form")
+
+
+def json_text(v: Any) -> str:
+    """A decoded value as one line of JSON. Avro's JSON encoding where JSON has no type: bytes and
+    fixed as a string of the code points 0-255 (one per byte), decimals as their exact decimal
+    text, dates, times and timestamps in ISO 8601 (timestamps with their UTC offset)."""
+    return json.dumps(v, default=_jsonable, ensure_ascii=False, separators=(",", ":"))
+
+
+def _to_arrow_rows(s: Any) -> Callable[[Any], Any] | None:
+    """A function that turns fastavro's value into what :func:`pyarrow.array` takes for
+    :func:`avro_arrow_type` of ``s``, or None when the value is taken as it is (the common case:
+    no union of two or more non-null types)."""
+    if not _unions(s):
+        return None
+
+    def walk(s: Any, v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(s, list):
+            branches = [b for b in s if b != "null"]
+            return walk(branches[0], v) if len(branches) == 1 else json_text(v)
+        if isinstance(s, dict):
+            t = s["type"]
+            if t in ("record", "error"):
+                return {f["name"]: walk(f["type"], v.get(f["name"])) for f in s["fields"]}
+            if t == "array":
+                return [walk(s["items"], x) for x in v]
+            if t == "map":
+                return {k: walk(s["values"], x) for k, x in v.items()}
+            if isinstance(t, (dict, list)):
+                return walk(t, v)
+        return v
+
+    return lambda v: walk(s, v)
+
+
+# -------------------------------------------------------------------------------------- Protobuf
+def _zigzag_varint(data: memoryview, pos: int) -> tuple[int, int]:
+    """A zig-zag varint (Confluent's ``ByteUtils.readVarint``) at ``pos``: its value and the next position."""
+    shift = result = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise UndecodableValueError("the Protobuf message indexes end inside a varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def message_indexes(payload: memoryview) -> tuple[list[int], int]:
+    """The Protobuf wire format's message indexes after the schema id (a count, then that many
+    indexes, all zig-zag varints; a count of 0 stands for ``[0]``, the file's first message), and
+    where the message's bytes start."""
+    count, pos = _zigzag_varint(payload, 0)
+    if count == 0:
+        return [0], pos
+    if count < 0 or count > len(payload):
+        raise UndecodableValueError(f"the Protobuf message indexes give a count of {count}")
+    out = []
+    for _ in range(count):
+        i, pos = _zigzag_varint(payload, pos)
+        out.append(i)
+    return out, pos
+
+
+def _compile_proto(registry: Registry | None, schema: Schema) -> Any:
+    """The top-level message descriptors of a Protobuf schema, in declaration order, compiled by
+    protoc (grpcio-tools' wheel) with its references as the files they import, in a descriptor pool of its own."""
+    import os
+    import tempfile
+
+    import grpc_tools
+    from google.protobuf import descriptor_pb2, descriptor_pool
+    from grpc_tools import protoc
+
+    with tempfile.TemporaryDirectory(prefix="kafkalog-proto-") as tmp:
+        files: dict[str, str] = {}
+
+        def add(s: Schema, name: str) -> None:
+            files[name] = s.text
+            for ref in s.references:
+                if ref.name in files:
+                    continue
+                dep = registry.by_version(ref.subject, ref.version) if registry is not None else None
+                if dep is None:
+                    raise UndecodableValueError(f"reference {ref.name!r} to {ref.subject} version {ref.version} is in no schema source",
+                                                schema_id=schema.id)
+                add(dep, ref.name)
+
+        main = f"kafkalog_schema_{schema.id}.proto"
+        add(schema, main)
+        for name, text in files.items():
+            path = os.path.join(tmp, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        out = os.path.join(tmp, "set.pb")
+        well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+        rc = protoc.main(["protoc", f"-I{tmp}", f"-I{well_known}", "--include_imports", f"--descriptor_set_out={out}", main])
+        if rc != 0 or not os.path.exists(out):
+            raise UndecodableValueError("protoc does not compile the Protobuf schema (its messages are on stderr)", schema_id=schema.id)
+        fds = descriptor_pb2.FileDescriptorSet()
+        with open(out, "rb") as f:
+            fds.ParseFromString(f.read())
+    pool = descriptor_pool.DescriptorPool()
+    for fd in fds.file:  # --include_imports lists each file after the files it imports
+        pool.Add(fd)
+    package = next(fd.package for fd in fds.file if fd.name == main)
+    order = [f"{package}.{m.name}" if package else m.name for fd in fds.file if fd.name == main for m in fd.message_type]
+    return [pool.FindMessageTypeByName(n) for n in order]
+
+
+def _proto_reader(messages: list[Any], schema_id: int) -> Callable[[int, memoryview], Any]:
+    """Decodes the Protobuf wire format's values of one schema: the message the indexes name, as
+    Protobuf's JSON mapping gives it (``json_format.MessageToDict``, field names as declared)."""
+    from google.protobuf import json_format, message_factory
+    from google.protobuf.message import DecodeError
+
+    classes: dict[tuple[int, ...], Any] = {}
+
+    def read(sid: int, payload: memoryview) -> Any:
+        indexes, pos = message_indexes(payload)
+        cls = classes.get(tuple(indexes))
+        if cls is None:
+            try:
+                if indexes[0] < 0:
+                    raise IndexError(indexes[0])
+                desc = messages[indexes[0]]
+                for i in indexes[1:]:
+                    desc = desc.nested_types[i]
+            except (IndexError, KeyError):
+                raise UndecodableValueError(f"the message indexes {indexes} name no message of the schema", schema_id=sid) from None
+            cls = classes[tuple(indexes)] = message_factory.GetMessageClass(desc)
+        msg = cls()
+        try:
+            msg.ParseFromString(bytes(payload[pos:]))
+        except DecodeError as e:
+            raise UndecodableValueError(f"the Protobuf message does not decode: {e}", schema_id=sid) from None
+        return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+    return read
+
+
+# --------------------------------------------------------------------------------------- decoder
+class Decoder:
+    """Decodes the keys or the values of one topic in one format (:data:`FORMATS`).
+
+    ``subject`` (``<topic>-value``) names the subject whose latest version is the Avro reader
+    schema; ``registry`` gives the schemas of the wire format's ids."""
+
+    def __init__(self, fmt: str, registry: Registry | None = None, *, subject: str | None = None) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"format {fmt!r} is none of {', '.join(FORMATS)}")
+        self.format = fmt
+        self.registry = registry
+        self.subject = subject
+        self._avro: dict[int, tuple[Any, Any]] = {}  # id -> (writer schema, reader schema or None), parsed
+        self._reader: Schema | None | bool = False  # the subject's latest schema, once looked up
+        self._reader_avro: Any = False  # ... parsed, when it is Avro
+        self._handlers: dict[int, Callable[[int, memoryview], Any]] = {}  # schema id -> its values' decoder
+
+    def _need_registry(self) -> Registry:
+        if self.registry is None:
+            raise UndecodableValueError(f"format {self.format} needs schemas: none was given (a backup's _schemas topic, schema files or a registry URL)")
+        return self.registry
+
+    def reader_schema(self) -> Schema | None:
+        """The latest live version of the subject, the reader schema of every Avro value (None: none registered)."""
+        if self._reader is False:
+            self._reader = self._need_registry().by_version(self.subject) if self.subject else None
+        return self._reader  # type: ignore[return-value]
+
+    def _avro_schemas(self, schema_id: int) -> tuple[Any, Any]:
+        got = self._avro.get(schema_id)
+        if got is None:
+            reg = self._need_registry()
+            writer = reg.by_id(schema_id)
+            reader = self.reader_schema()
+            parsed_w = _parse_avro(reg, writer, {}, set())
+            parsed_r = None
+            if reader is not None and reader.type == "AVRO" and reader.id != schema_id:
+                named: dict[str, Any] = {}
+                parsed_r = _parse_avro(reg, reader, named, set())
+                _convert_defaults(parsed_r, dict(named))
+            got = self._avro[schema_id] = (parsed_w, parsed_r)
+        return got
+
+    def decode(self, data: bytes | None) -> Any:
+        """The value of ``data`` (None stays None); :class:`~kafkalog.errors.SchemaError` when it does not decode."""
+        if data is None:
+            return None
+        fmt = self.format
+        if fmt == "bytes":
+            return data
+        if fmt == "string":
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise UndecodableValueError(f"not UTF-8 text: {e.reason} at byte {e.start}") from None
+        if fmt in _NUMBERS:
+            st = _NUMBERS[fmt]
+            if len(data) != st.size:
+                raise UndecodableValueError(f"a {fmt} is {st.size} bytes, the value is {len(data)}")
+            return st.unpack(data)[0]
+        if fmt == "json" and data[:1] != b"\0":
+            return self._json(None, data)
+        schema_id, payload = split_wire(data)
+        return self._handler_of(schema_id)(schema_id, payload)
+
+    def decode_many(self, values: list[bytes | None]) -> list[Any]:
+        """:meth:`decode` of each value; the Avro wire format's loop is written out, the schemas looked up
+        once per id prefix (a scan spends its time here). Raises on the first value that does not decode."""
+        if self.format not in ("avro", "auto"):
+            return [self.decode(v) for v in values]
+        import fastavro
+
+        read = fastavro.schemaless_reader
+        bytes_io = io.BytesIO
+        avro: dict[bytes, tuple[Any, Any]] = {}
+        out: list[Any] = []
+        append = out.append
+        for v in values:
+            if v is None:
+                append(None)
+                continue
+            prefix = v[:5]
+            schemas = avro.get(prefix)
+            if schemas is None:
+                sid, _ = split_wire(v)
+                self._handler_of(sid)
+                if sid not in self._avro:
+                    append(self.decode(v))  # not Avro (JSON Schema under auto): the general path
+                    continue
+                schemas = avro[prefix] = self._avro[sid]
+            fo = bytes_io(v)
+            fo.seek(5)
+            try:
+                x = read(fo, schemas[0], schemas[1])
+                ok = fo.tell() == len(v)
+            except Exception:  # noqa: BLE001 - the general path below names the error
+                ok = False
+            append(x if ok else self.decode(v))
+        return out
+
+    def _handler_of(self, schema_id: int) -> Callable[[int, memoryview], Any]:
+        handler = self._handlers.get(schema_id)
+        if handler is None:
+            handler = self._handlers[schema_id] = self._handler(schema_id)
+        return handler
+
+    def _handler(self, schema_id: int) -> Callable[[int, memoryview], Any]:
+        """How the values of one schema id decode, found once per id."""
+        try:
+            kind = self._need_registry().by_id(schema_id).type
+            if self.format != "auto" and kind != _WIRE_TYPES[self.format]:
+                raise UndecodableValueError(f"the schema is {kind}, not {_WIRE_TYPES[self.format]} (-s {self.format}); "
+                                            "auto decodes by the schema's type")
+            if kind == "AVRO":
+                import fastavro
+
+                writer, reader = self._avro_schemas(schema_id)
+                read = fastavro.schemaless_reader
+                return lambda sid, payload: self._avro_value(read, writer, reader, sid, payload)
+            if kind == "JSON":
+                return self._json
+            return _proto_reader(_compile_proto(self.registry, self._need_registry().by_id(schema_id)), schema_id)
+        except SchemaError as e:
+            if e.schema_id is None:
+                e.schema_id = schema_id
+                e.args = (e._render(),)
+            raise
+
+    @staticmethod
+    def _avro_value(read: Callable[..., Any], writer: Any, reader: Any, schema_id: int, payload: memoryview) -> Any:
+        fo = io.BytesIO(payload)
+        try:
+            v = read(fo, writer, reader)
+        except Exception as e:  # noqa: BLE001 - fastavro raises many types (EOFError, ValueError, IndexError, SchemaResolutionError...) for bad bytes
+            raise UndecodableValueError(f"the Avro value does not decode: {type(e).__name__}: {e}", schema_id=schema_id) from None
+        if fo.tell() != len(payload):
+            raise UndecodableValueError(f"the Avro value ends at byte {fo.tell()} of {len(payload)}: bytes left over", schema_id=schema_id)
+        return v
+
+    @staticmethod
+    def _json(schema_id: int | None, payload: bytes | memoryview) -> Any:
+        try:
+            return json.loads(bytes(payload))
+        except ValueError as e:
+            raise UndecodableValueError(f"not JSON text: {e}", schema_id=schema_id) from None
+
+    # ------------------------------------------------------------------- as Arrow
+    def arrow_type(self) -> pa.DataType:
+        """The Arrow type of the decoded column: from the subject's latest Avro schema for ``avro``
+        (and ``auto`` when that schema is Avro), the number or string types of the plain formats,
+        and a string of JSON text for ``json`` and ``protobuf`` (and ``auto`` over such a subject)."""
+        import pyarrow as pa
+
+        fmt = self.format
+        plain = {"bytes": pa.binary(), "string": pa.string(), "short": pa.int16(), "int": pa.int32(), "long": pa.int64(),
+                 "float": pa.float32(), "double": pa.float64(), "json": pa.string(), "protobuf": pa.string()}
+        if fmt in plain:
+            return plain[fmt]
+        reader = self.reader_schema()
+        if reader is None:
+            raise UndecodableValueError(f"typed columns need the subject {self.subject}: it is in no schema source "
+                                        "(cat decodes each value with its own schema)")
+        if reader.type != "AVRO":
+            return pa.string()
+        return avro_arrow_type(self._parsed_reader())
+
+    def _parsed_reader(self) -> Any:
+        if self._reader_avro is False:
+            reader = self.reader_schema()
+            self._reader_avro = _parse_avro(self.registry, reader, {}, set()) if reader is not None and reader.type == "AVRO" else None
+        return self._reader_avro
+
+    def to_arrow(self, values: list[Any], typ: pa.DataType) -> pa.Array:
+        """Decoded values (:meth:`decode`) as an Arrow array of :meth:`arrow_type`."""
+        import pyarrow as pa
+
+        if self.format in ("json", "protobuf") or (self.format == "auto" and self._parsed_reader() is None):
+            return pa.array([None if v is None else json_text(v) for v in values], type=typ)
+        if self.format in ("avro", "auto"):
+            conv = _to_arrow_rows(self._parsed_reader())
+            if conv is not None:
+                values = [conv(v) for v in values]
+        return pa.array(values, type=typ)
+
+
+def decode_all(
+    decoder: Decoder,
+    values: list[bytes | None],
+    *,
+    topic: str,
+    partition: int,
+    offsets: Callable[[int], int],
+    on_undecodable: str = "error",
+    warn: Callable[[str], None] | None = None,
+) -> tuple[list[Any], list[int]]:
+    """``values`` decoded, and the positions of those that did not decode (:data:`ON_UNDECODABLE`;
+    ``offsets(i)`` is the offset of ``values[i]``, asked only for those):
+    with ``error`` the first raises, located at its record; otherwise each is passed to ``warn``
+    and stands as its raw bytes (``raw``) or None (``null``, ``skip``: the caller leaves the
+    record out)."""
+    try:
+        return decoder.decode_many(values), []
+    except SchemaError:
+        pass  # value by value, to locate it and apply on_undecodable
+    decode = decoder.decode
+    out: list[Any] = []
+    bad: list[int] = []
+    for i, v in enumerate(values):
+        try:
+            out.append(decode(v))
+        except SchemaError as e:
+            e.at(topic, partition, offsets(i))
+            if on_undecodable == "error":
+                raise
+            if warn is not None:
+                warn(f"{e} (on undecodable: {on_undecodable})")
+            out.append(v if on_undecodable == "raw" else None)
+            bad.append(i)
+    return out, bad
+
+
+class Decoding:
+    """Typed key and value columns for a read of Arrow batches (:func:`kafkalog.scan`, ``export``):
+    ``formats`` maps ``key``/``value`` to a format, one :class:`Decoder` per topic and role.
+
+    A column's Arrow type is :meth:`Decoder.arrow_type` of its topic; a read over topics whose
+    types differ fails (read them one topic at a time). ``on_undecodable`` (:data:`ON_UNDECODABLE`;
+    a typed column cannot hold ``raw`` bytes) warns through ``warn``."""
+
+    def __init__(self, formats: dict[str, str], registry: Registry | None, *, on_undecodable: str = "error",
+                 warn: Callable[[str], None] | None = None) -> None:
+        if on_undecodable not in ON_UNDECODABLE:
+            raise ValueError(f"on_undecodable={on_undecodable!r} is none of {', '.join(ON_UNDECODABLE)}")
+        for role, fmt in formats.items():
+            if role not in ("key", "value") or fmt not in FORMATS:
+                raise ValueError(f"{role}_format={fmt!r}: formats are {', '.join(FORMATS)} for key and value")
+        self.formats = dict(formats)
+        self.registry = registry
+        self.on_undecodable = on_undecodable
+        self.warn = warn
+        self._decoders: dict[str, dict[str, Decoder]] = {}
+
+    def decoders(self, topic: str) -> dict[str, Decoder]:
+        """The decoders of one topic's keys and values (Avro's reader schema: the ``<topic>-key``/``<topic>-value`` subject)."""
+        got = self._decoders.get(topic)
+        if got is None:
+            got = self._decoders[topic] = {r: Decoder(f, self.registry, subject=f"{topic}-{r}") for r, f in self.formats.items()}
+        return got
+
+    def columns(self, names: list[str]) -> list[str]:
+        """The columns to read for ``names``: the decoded ones need their offsets, to name a record that does not decode."""
+        return names if "offset" in names or not any(r in names for r in self.formats) else [*names, "offset"]
+
+    def schema(self, schema: pa.Schema, topics: list[str]) -> pa.Schema:
+        """``schema`` with the key and value columns typed for ``topics``."""
+        import pyarrow as pa
+
+        fields = []
+        for f in schema:
+            if f.name in self.formats:
+                types = {t: self.decoders(t)[f.name].arrow_type() for t in sorted(set(topics))}
+                if len(set(types.values())) > 1:
+                    raise ValueError(f"the {f.name}s of these topics have different types: "
+                                     + "; ".join(f"{t}: {ty}" for t, ty in types.items()) + " (read one topic at a time)")
+                f = pa.field(f.name, next(iter(types.values())) if types else pa.null())
+            fields.append(f)
+        return pa.schema(fields)
+
+    def batches(self, batches: Iterable[pa.RecordBatch], topic: str, partition: int, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """One partition's batches (read with :meth:`columns`) with decoded columns, as ``schema`` (:meth:`schema`)."""
+        import pyarrow as pa
+
+        if self.on_undecodable == "raw":
+            raise ValueError("on_undecodable='raw' keeps bytes, which a typed column cannot hold: give error, null or skip")
+        decoders = self.decoders(topic)
+        roles = [r for r in self.formats if r in schema.names]
+        for b in batches:
+            cols = {n: b.column(n) for n in b.schema.names}
+            drop: set[int] = set()
+            for role in roles:
+                d = decoders[role]
+                values, bad = decode_all(d, cols[role].to_pylist(), topic=topic, partition=partition,
+                                         offsets=lambda i, o=cols["offset"]: o[i].as_py(), on_undecodable=self.on_undecodable, warn=self.warn)
+                cols[role] = d.to_arrow(values, schema.field(role).type)
+                if self.on_undecodable == "skip":
+                    drop.update(bad)
+            out = pa.RecordBatch.from_arrays([cols[n] for n in schema.names], schema=schema)
+            if drop:
+                out = out.filter(pa.array([i not in drop for i in range(out.num_rows)]))
+            yield out
+
+
+def guess_format(values: Iterable[bytes | None], registry: Registry | None) -> str:
+    """What a sample of a topic's keys or values holds, for ``kafkalog info --formats``: the
+    registry's schema type (``avro``, ``json``, ``protobuf``) when every non-null one is in the wire
+    format with an id the registry knows, else ``string`` when all are UTF-8, else ``bytes``;
+    ``-`` when all are null. A description of the sample, not a decoding: readers are told the format."""
+    sample = [v for v in values if v is not None]
+    if not sample:
+        return "-"
+    if registry is not None and all(len(v) >= 5 and v[0] == 0 for v in sample):
+        kinds = set()
+        for sid in {int.from_bytes(v[1:5], "big") for v in sample}:
+            try:
+                kinds.add(registry.by_id(sid).type.lower())
+            except SchemaError:
+                kinds.add("unknown id")
+        return "/".join(sorted(kinds))
+    try:
+        for v in sample:
+            v.decode("utf-8")
+    except UnicodeDecodeError:
+        return "bytes"
+    return "string"
