@@ -13,22 +13,23 @@ fi
 for tool in java mvn; do
   command -v $tool >/dev/null 2>&1 || { echo "generate.sh: $tool is not on PATH" >&2; exit 3; }
 done
+mkdir -p "$here/target"
 for release in "$@"; do
   build=$here/target/$release
   start=$(date +%s)
-  if ! mvn -q -B -f "$here/pom.xml" -Dkafka.version="$release" dependency:resolve >"$here/target-$release.log" 2>&1; then
-    cat "$here/target-$release.log" >&2
-    rm -f "$here/target-$release.log"
+  if ! mvn -q -B -f "$here/pom.xml" -Dkafka.version="$release" dependency:resolve >"$here/target/$release.log" 2>&1; then
+    cat "$here/target/$release.log" >&2
+    rm -f "$here/target/$release.log"
     echo "generate.sh: Maven cannot resolve Kafka $release's jars" >&2
     exit 3
   fi
-  rm -f "$here/target-$release.log"
+  rm -f "$here/target/$release.log"
   if ! mvn -q -B -f "$here/pom.xml" -Dkafka.version="$release" compile dependency:build-classpath \
-      -Dmdep.outputFile="$build/classpath.txt" >"$here/target-$release.log" 2>&1; then
-    cat "$here/target-$release.log" >&2
+      -Dmdep.outputFile="$build/classpath.txt" >"$here/target/$release.log" 2>&1; then
+    cat "$here/target/$release.log" >&2
     exit 1
   fi
-  rm -f "$here/target-$release.log"
+  rm -f "$here/target/$release.log"
   dest=$out_root/kafka-$release
   rm -rf "$dest"
   java -cp "$build/classes:$(cat "$build/classpath.txt")" kafkalog.golden.Generate "$dest" 2> >(grep -v '^SLF4J: ' >&2)

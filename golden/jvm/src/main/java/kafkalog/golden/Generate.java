@@ -118,7 +118,7 @@ public final class Generate {
             ApiMessage proto = (ApiMessage) type.value.getConstructor().newInstance();
             for (short v = proto.lowestSupportedVersion(); v <= proto.highestSupportedVersion(); v++) {
                 for (int copy = 0; copy < copies(type.value); copy++) {
-                    ApiMessage value = (ApiMessage) filled(type.value, 1000 * type.id + 100 * v + 20 * copy, v);
+                    ApiMessage value = (ApiMessage) filled(type.value, 1000 * type.id + 100 * v + copy, v);
                     records.add(log.record(keyBytes, prefixed(v, value, v)));
                 }
             }
@@ -262,8 +262,8 @@ public final class Generate {
             }
         }
         if (cls.getSimpleName().equals("TransactionLogValue")) {
-            // every transaction state id (0 Empty .. 7 PrepareEpochFence), one per copy
-            byte status = (byte) (seed % 100 / 20);
+            // every transaction state id (0 Empty .. 7 PrepareEpochFence), one per copy (the seed's last digits)
+            byte status = (byte) (seed % 100);
             cls.getMethod("setTransactionStatus", byte.class).invoke(message, status);
             // a transaction.version feature level that exists (0 to 2)
             for (Method setter : setters(cls)) {
