@@ -49,6 +49,8 @@ class ReadSettings:
     fail_on_data_loss: bool = True
     #: private keys for encrypted tiered segments (the PEM text travels to the workers; repr shows key ids only)
     keys: Keyring | None = field(default=None, repr=False)
+    #: the Kafka release whose decoders fill ``decoded`` (None: the newest)
+    kafka_version: str | None = None
 
 
 def _display(sl: SegmentSlice) -> str:
@@ -96,7 +98,8 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
         if count_only:
             n = sum(count_rows(p, lambda i, p=p: p.batch(i, reader), **bounds, committed=committed) for p in pieces)  # type: ignore[arg-type]
             return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([]) if n else None
-        return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed)
+        return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed,
+                               kafka_version=settings.kafka_version)
 
     reached = sl.lo  # the offset after the last batch read
     with f, LogReader(f, name=name, start=sl.start, end=sl.end) as reader:

@@ -212,7 +212,7 @@ class _Planner:
         o = self.opts
         return ReadSettings(
             arrow_schema(self.columns), self.row_filter, o.read_committed, o.verify_crc, o.ignore_corrupt_files, o.fail_on_data_loss,
-            self.keys,
+            self.keys, o.kafka_version,
         )
 
     def partition_logs(self, tails: dict[str, TailState] | None = None, *, live: bool = False) -> dict[tuple[str, int], PartitionLog]:
