@@ -84,6 +84,7 @@ public final class Generate {
             String name = topic.dir.replaceAll("^_+|-0$", "");
             dump(out, dumps.resolve(name + "-decoded"), "--files", log, topic.decoder);
             dump(out, dumps.resolve(name + "-deep"), "--files", log, "--deep-iteration", "--print-data-log");
+            dump(out, dumps.resolve(name + "-skip"), "--files", log, topic.decoder, "--skip-record-metadata");
         }
     }
 
