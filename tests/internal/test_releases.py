@@ -1,7 +1,8 @@
 """Each Kafka release from 4.0 to 4.4, against what that release's own classes wrote and its own
 DumpLogSegments printed (``golden/kafka-<release>/``, made by ``golden/jvm``): ``kafkalog dump
 --decode --kafka-version <release>`` prints the same text, line for line, for every internal topic,
-and so does the plain ``--deep-iteration --print-data-log``; stderr too (Kafka printed nothing there).
+and so do the plain ``--deep-iteration --print-data-log`` and ``--skip-record-metadata``; stderr too
+(Kafka printed nothing there).
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from kafkalog.tools.dump import DumpOptions, dump
 
 GOLDENS = sorted(GOLDEN.glob("kafka-4.*"))
 TOPICS = ["consumer_offsets", "share_group_state", "transaction_state", "cluster_metadata", "remote_log_metadata"]
-KINDS = {"decoded": DumpOptions(decode=True), "deep": DumpOptions(deep_iteration=True, print_data_log=True)}
+KINDS = {
+    "decoded": DumpOptions(decode=True),
+    "deep": DumpOptions(deep_iteration=True, print_data_log=True),
+    "skip": DumpOptions(decode=True, skip_record_metadata=True),
+}
 
 
 def _expected(root: Path, topic: str, kind: str) -> tuple[str, str]:
@@ -41,7 +46,8 @@ def test_dump_equals_the_releases_dump_log_segments(root: Path, topic: str, kind
     monkeypatch.chdir(root)
     out, err = io.StringIO(), io.StringIO()
     opts = KINDS[kind]
-    opts = DumpOptions(decode=opts.decode, deep_iteration=opts.deep_iteration, print_data_log=opts.print_data_log, kafka_version=release)
+    opts = DumpOptions(decode=opts.decode, deep_iteration=opts.deep_iteration, print_data_log=opts.print_data_log,
+                       skip_record_metadata=opts.skip_record_metadata, kafka_version=release)
     result = dump([f"__{topic}-0/00000000000000000000.log"], opts, out, err)
     assert not result.errors, result.errors
     text, stderr = _expected(root, topic, kind)

@@ -198,7 +198,8 @@ def record_text(
     decoder of ``topic`` (or ``decoder``): ``{prefix}key: ... payload: ...``.
 
     ``prefix`` is what Kafka puts before ``key:`` - ``" "`` after the record metadata, ``"| "``
-    with ``--skip-record-metadata``; ``payload:`` always follows a single space. Topics without a
+    with ``--skip-record-metadata``; ``payload:`` follows a single space, or from Kafka 4.3 on the
+    prefix when no key text is printed. Topics without a
     decoder print key and value as UTF-8 text (Kafka's StringDecoder). Records Kafka's decoder
     reports as unreadable give Kafka's "Error at offset ..." / "Unknown record type ..." text;
     a record kafka-dump-log itself stops on (e.g. an offsets record without a key) raises.
@@ -218,7 +219,10 @@ def record_text(
     if key_text is not None:
         out = f"{prefix}key: {key_text}"
     if value_text is not None:
-        out += f" payload: {value_text}"
+        # Kafka 4.3's Java tool carries the prefix over to a payload with no key text before it
+        # ("| payload:" with --skip-record-metadata); the Scala tool before it wrote " payload:"
+        lead = prefix if key_text is None and parse_release(release) >= (4, 3) else " "
+        out += f"{lead}payload: {value_text}"
     return out
 
 
