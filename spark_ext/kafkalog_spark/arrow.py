@@ -56,10 +56,10 @@ def _first_key_is_abort(piece: Piece, fields: BatchFields, i: int) -> bool:
     return control_type_of(key)[0] is ControlType.ABORT
 
 
-def _decoded(picked: list[tuple[Piece, np.ndarray | None]], topic: str, n: int) -> pa.Array:
-    """``decodeInternalTopics``: each record's key and value as Kafka's decoders print them, one
-    JSON string ``{"key":...,"value":...}`` (``{"error":...}`` when undecodable); null for topics
-    without a decoder."""
+def _decoded(picked: list[tuple[Piece, np.ndarray | None]], topic: str, n: int, kafka_version: str | None) -> pa.Array:
+    """``decodeInternalTopics``: each record's key and value as Kafka ``kafka_version``'s decoders
+    print them (default: the newest), one JSON string ``{"key":...,"value":...}`` (``{"error":...}``
+    when undecodable); null for topics without a decoder."""
     from kafkalog.format.records.record import Record
     from kafkalog.internal import decoded_fields, decoder_for_topic, kafka_json
 
@@ -77,7 +77,8 @@ def _decoded(picked: list[tuple[Piece, np.ndarray | None]], topic: str, n: int) 
             key = None if kl < 0 else buf[ks : ks + kl].tobytes()
             value = None if vl < 0 else buf[vs : vs + vl].tobytes()
             rec = Record(int(c.offsets[i]), int(c.timestamps[i]), key, value, ())
-            d = decoded_fields(topic, rec, file=c.batch.file if isinstance(c, BatchColumns) else None, position=int(positions[i]))
+            d = decoded_fields(topic, rec, file=c.batch.file if isinstance(c, BatchColumns) else None, position=int(positions[i]),
+                               release=kafka_version)
             if "decodeError" in d:
                 out.append(kafka_json({"error": d["decodeError"]}))
             else:
@@ -118,6 +119,7 @@ def pieces_to_arrow(
     offsets: Bounds = ANY,
     timestamps_ms: Bounds = ANY,
     committed: ReadCommittedFilter | None = None,
+    kafka_version: str | None = None,
 ) -> pa.RecordBatch | None:
     """The records of decoded ``pieces`` (in log order) whose offset is in ``[lo, hi)`` and
     passes ``offsets``, and whose timestamp (ms, as Kafka reports it) passes ``timestamps_ms``,
@@ -156,7 +158,7 @@ def pieces_to_arrow(
         arrays.update(zip(base.schema.names, base.columns, strict=True))
     for name in names:
         if name == "decoded":
-            arrays[name] = _decoded([(c, m) for c, m, _ in picked], topic, n)
+            arrays[name] = _decoded([(c, m) for c, m, _ in picked], topic, n, kafka_version)
         elif name not in arrays:
             arrays[name] = _metadata(picked, name, segment, n)
     return pa.RecordBatch.from_arrays([arrays[c] for c in names], schema=schema)

@@ -33,6 +33,7 @@ _KNOWN = {
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
     "isolationlevel", "kafka.isolation.level", "includeheaders", "includemetadata", "includeinternaltopics", "decodeinternaltopics",
     "includedeleted",
+    "kafkaversion",
     "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "opencostinbytes", "minpartitions",
     "maxoffsetspertrigger", "privatekeys",
     "keyformat", "valueformat", "schemastopic", "schemaregistry", "onundecodable",  # keys and values as data (kafkalog_spark.source)
@@ -71,6 +72,8 @@ class SourceOptions:
     include_metadata: bool = False
     include_internal_topics: bool = False
     include_deleted: bool = False
+    #: ``kafkaVersion``: the Kafka release whose decoders fill ``decoded`` (None: the newest)
+    kafka_version: str | None = None
     fail_on_data_loss: bool = True
     ignore_corrupt_files: bool = False
     verify_crc: bool = True
@@ -190,6 +193,20 @@ def _paths(opts: Mapping[str, str]) -> tuple[str, ...]:
     return paths
 
 
+def _kafka_version(opts: dict[str, str]) -> str | None:
+    """``kafkaVersion``: a Kafka release line from 4.0 to 4.4 (or one of its patch releases)."""
+    text = opts.get("kafkaversion")
+    if text is None:
+        return None
+    from kafkalog.internal.releases import parse_release
+
+    try:
+        parse_release(text)
+    except ValueError as e:
+        raise SourceOptionError(f"option kafkaVersion: {e}") from None
+    return text
+
+
 def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> SourceOptions:
     """Validate Spark's option map (keys lower-cased) into :class:`SourceOptions`.
 
@@ -272,6 +289,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
         include_metadata=_bool(opts, "includemetadata", False),
         include_internal_topics=_bool(opts, "includeinternaltopics", False),
         include_deleted=_bool(opts, "includedeleted", False),
+        kafka_version=_kafka_version(opts),
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         ignore_corrupt_files=_bool(opts, "ignorecorruptfiles", False),
         verify_crc=_bool(opts, "verifycrc", True),

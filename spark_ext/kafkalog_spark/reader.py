@@ -51,6 +51,8 @@ class ReadSettings:
     keys: Keyring | None = field(default=None, repr=False)
     #: ``skipCorrupt``: read past a batch whose CRC does not match, with a warning, instead of failing
     skip_corrupt: bool = False
+    #: the Kafka release whose decoders fill ``decoded`` (None: the newest)
+    kafka_version: str | None = None
 
     @property
     def on_corrupt(self) -> OnCorrupt:
@@ -108,7 +110,8 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
         if count_only:
             n = sum(count_rows(p, lambda i, p=p: p.batch(i, reader), **bounds, committed=committed) for p in pieces)  # type: ignore[arg-type]
             return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([]) if n else None
-        return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed)
+        return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed,
+                               kafka_version=settings.kafka_version)
 
     reached = sl.lo  # the offset after the last batch read
     with f, LogReader(f, name=name, start=sl.start, end=sl.end) as reader:

@@ -274,7 +274,7 @@ class _Planner:
             read = list(dict.fromkeys([*read, *self.formats, "offset"]))
         return ReadSettings(
             arrow_schema(read), self.row_filter, o.read_committed, o.verify_crc, o.ignore_corrupt_files, o.fail_on_data_loss,
-            self.keys, skip_corrupt=o.skip_corrupt,
+            self.keys, skip_corrupt=o.skip_corrupt, kafka_version=o.kafka_version,
         )
 
     def partition_logs(self, tails: dict[str, TailState] | None = None, *, live: bool = False) -> dict[tuple[str, int], PartitionLog]:

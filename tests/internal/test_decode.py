@@ -50,6 +50,9 @@ from kafkalog.internal.txnlog import java_hash_set_order
 from kafkalog.internal.wire import Reader, java_double, message_json, read_message
 
 _JSON = json.JSONDecoder()
+#: The Kafka release whose kafka-dump-log wrote the dumps of golden/real, golden/kafka and ../shared:
+#: they are compared with that release's decoders and text, not the newest's (the default).
+KAFKA_4_0 = "4.0"
 
 
 # ------------------------------------------------------------------------ Kafka's text, parsed
@@ -111,20 +114,20 @@ def _check_file(path: Path, lines: list[str], tally: _Tally) -> None:
     for (batch, r, control), line in zip(ours, lines, strict=True):
         head = _metadata(batch, r)
         if control:
-            tail = control_text(r, file=str(path), position=batch.position)
+            tail = control_text(r, file=str(path), position=batch.position, release=KAFKA_4_0)
         else:
-            tail = record_text(None, r, decoder=decoder, file=str(path), position=batch.position)
+            tail = record_text(None, r, decoder=decoder, file=str(path), position=batch.position, release=KAFKA_4_0)
         assert head + tail == line, f"{path} offset {r.offset}:\n ours:  {head + tail}\n Kafka: {line}"
         tally.records += 1
         rest = line[len(head):]
         if control:
             label, _, body = rest.strip().partition(" ")
-            d = decode(None, r, control=True)
+            d = decode(None, r, control=True, release=KAFKA_4_0)
             if label in ("SnapshotHeader", "SnapshotFooter", "KRaftVersion", "KRaftVoters"):
                 assert d.value == json.loads(body)
                 tally.json_compared += 1
             continue
-        key, value = decode_record(None, r, decoder=decoder)
+        key, value = decode_record(None, r, decoder=decoder, release=KAFKA_4_0)
         k_exp, v_exp, k_raw, v_raw = _parse_data(rest)
         # as JSON objects
         assert key == k_exp, f"{path} offset {r.offset}: key"
@@ -187,8 +190,8 @@ def _check_txnstate(base: Path) -> int:
             ours = [(b, r) for b in reader.batches() for r in b.records()]
         assert len(ours) == len(lines)
         for (batch, r), line in zip(ours, lines, strict=True):
-            assert _metadata(batch, r) + record_text("__transaction_state", r) == line
-            key, value = decode_record(None, r, decoder="transaction-log")
+            assert _metadata(batch, r) + record_text("__transaction_state", r, release=KAFKA_4_0) == line
+            key, value = decode_record(None, r, decoder="transaction-log", release=KAFKA_4_0)
             assert line.split(" key: transaction_metadata::transactionalId=")[1].split(" ")[0] == key["data"]["transactionalId"]
             if value is None:
                 assert line.endswith(" payload: <DELETE>")
@@ -417,16 +420,16 @@ def test_txn_unknown_versions() -> None:
     with LogReader(GOLDEN / "kafka" / "logdir" / "txnstate-0" / "00000000000000000000.log") as reader:
         r = next(r for b in reader.batches() for r in b.records())
     bad_key = _edit(r, key=b"\x00\x05" + r.key[2:])
-    assert record_text("__transaction_state", bad_key) == " key: unknown::version=5"
+    assert record_text("__transaction_state", bad_key, release=KAFKA_4_0) == " key: unknown::version=5"
     with pytest.raises(UnknownRecordVersionError):
-        decode("__transaction_state", bad_key)
+        decode("__transaction_state", bad_key, release=KAFKA_4_0)
     bad_value = _edit(r, value=b"\x00\x09" + r.value[2:])
     with pytest.raises(UnknownRecordVersionError, match="Unknown version 9"):
-        record_text("__transaction_state", bad_value, file="t.log", position=0)
+        record_text("__transaction_state", bad_value, file="t.log", position=0, release=KAFKA_4_0)
     bad_state = bytearray(r.value)
     bad_state[2 + 8 + 2 + 4] = 42  # TransactionStatus of a v0 value
     with pytest.raises(MalformedInternalRecordError, match="Unknown transaction state id 42"):
-        decode("__transaction_state", _edit(r, value=bytes(bad_state)))
+        decode("__transaction_state", _edit(r, value=bytes(bad_state)), release=KAFKA_4_0)
 
 
 def test_transaction_log_value_flexible_version() -> None:
@@ -441,7 +444,7 @@ def test_transaction_log_value_flexible_version() -> None:
         "_tagged": {"PreviousProducerId": 4, "ClientTransactionVersion": 2},
     })
     key = b"\x00\x00\x00\x01a"
-    d = decode("__transaction_state", Record(3, 0, key, b"\x00\x01" + body, []))
+    d = decode("__transaction_state", Record(3, 0, key, b"\x00\x01" + body, []), release=KAFKA_4_0)
     assert d.value == {"version": 1, "data": {
         "producerId": 5, "previousProducerId": 4, "producerEpoch": 1, "transactionTimeoutMs": 60000,
         "transactionStatus": 1, "transactionPartitions": [{"topic": "t", "partitionIds": [2, 0]}],

@@ -28,6 +28,7 @@ def test_decoded_column_matches_kafkas_decoders(spark) -> None:  # noqa: ANN001
                 kafka[(part, off)] = (key, None if payload in (None, "<DELETE>") else json.loads(payload))
     rows = (
         spark.read.format("kafkalog").option("subscribe", "__consumer_offsets").option("decodeInternalTopics", "true")
+        .option("kafkaVersion", "4.0")  # the dump it is compared with is Kafka 4.0's
         .load(str(SET)).select("partition", "offset", "decoded").collect()
     )
     assert len(rows) == len(kafka) > 100
@@ -63,7 +64,7 @@ def test_decoded_column_for_kafka_4_internal_topics(spark, tmp_path) -> None:  #
                 kafka[(topic, int(line.split()[2]))] = (key, rest.split("payload: ", 1)[1])
     rows = (
         spark.read.format("kafkalog").option("subscribe", "__share_group_state,__remote_log_metadata")
-        .option("decodeInternalTopics", "true").load(str(tmp_path)).select("topic", "offset", "decoded").collect()
+        .option("decodeInternalTopics", "true").option("kafkaVersion", "4.0").load(str(tmp_path)).select("topic", "offset", "decoded").collect()
     )
     assert len(rows) == len(kafka) == 19
     for r in rows:

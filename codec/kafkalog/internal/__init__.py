@@ -21,6 +21,11 @@ Entry points: :func:`decode_record` (``(key, value)`` JSON-able objects), :func:
 kafka-dump-log appends to a record line), :func:`decoded_fields` (for canonical JSON lines) and
 :func:`decode_log` (every record of a file). Undecodable records raise an
 :class:`InternalRecordError` subclass naming file, position (of the batch) and offset.
+
+Each entry point takes ``release``: the Kafka release line (``"4.0"`` to ``"4.4"``, or a
+``(major, minor)`` tuple) whose record types it reads and whose kafka-dump-log text it gives; the
+default is the newest (:data:`NEWEST`). What changed from release to release:
+:mod:`kafkalog.internal.releases`.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from kafkalog.internal.errors import (
 from kafkalog.internal.kraft import control_record_text, decode_control_record
 from kafkalog.internal.metadata import decode_metadata_record
 from kafkalog.internal.offsets import decode_offsets_record, decode_share_state_record
+from kafkalog.internal.releases import NEWEST, RELEASES, Release, parse_release
 from kafkalog.internal.remote import decode_remote_log_metadata_record
 from kafkalog.internal.result import Decoded
 from kafkalog.internal.txnlog import decode_txn_record
@@ -55,6 +61,8 @@ __all__ = [
     "TOPIC_DECODERS",
     "Decoded",
     "DecodedRecord",
+    "NEWEST",
+    "RELEASES",
     "InternalRecordError",
     "MalformedInternalRecordError",
     "UnknownRecordTypeError",
@@ -67,11 +75,12 @@ __all__ = [
     "decoder_for_path",
     "decoder_for_topic",
     "kafka_json",
+    "parse_release",
     "record_text",
     "topic_of_path",
 ]
 
-DecodeFn = Callable[[bytes | None, bytes | None, int], Decoded]
+DecodeFn = Callable[[bytes | None, bytes | None, int, Release], Decoded]
 
 #: Decoders by name (the names kafka-dump-log's flags use, without ``--`` and ``-decoder``).
 DECODERS: dict[str, DecodeFn] = {
@@ -132,20 +141,24 @@ def decode(
     control: bool = False,
     file: str | None = None,
     position: int | None = None,
+    release: str | Release | None = None,
 ) -> Decoded:
-    """Decode ``record`` of ``topic`` (or with the ``decoder`` named, whatever the topic).
+    """Decode ``record`` of ``topic`` (or with the ``decoder`` named, whatever the topic), as Kafka
+    ``release`` does (default: the newest).
 
     ``control`` says the record is in a control batch. Raises an :class:`InternalRecordError`
     subclass (with ``file``, ``position`` and the record's offset) when it cannot be decoded,
-    and ``ValueError`` when neither the topic nor ``decoder`` selects a decoder.
+    and ``ValueError`` when neither the topic nor ``decoder`` selects a decoder, or ``release`` is
+    not a known release.
     """
+    line = parse_release(release)
     try:
         if control:
             return decode_control_record(record.key, record.value, record.offset)
         name = _choose(topic, decoder)
         if name is None:
             raise ValueError(f"no decoder for topic {topic!r}: pass decoder= one of {', '.join(DECODERS)}")
-        return DECODERS[name](record.key, record.value, record.offset)
+        return DECODERS[name](record.key, record.value, record.offset, line)
     except KafkaLogError as e:
         raise e.located(file=file, position=position, offset=record.offset) from None
 
@@ -158,12 +171,13 @@ def decode_record(
     control: bool = False,
     file: str | None = None,
     position: int | None = None,
+    release: str | Release | None = None,
 ) -> tuple[Any, Any]:
     """``(key, value)`` of a record as JSON-able objects: ``json.dumps(obj, separators=(",", ":"),
     ensure_ascii=False)`` gives Kafka's JSON text (use :func:`kafka_json` for the exact text in
     every case: it also writes float64 and control characters as Kafka does). ``value`` is
     ``None`` for a tombstone. See :func:`decode` for the arguments and errors."""
-    return decode(topic, record, decoder=decoder, control=control, file=file, position=position).as_tuple()
+    return decode(topic, record, decoder=decoder, control=control, file=file, position=position, release=release).as_tuple()
 
 
 def _plain(b: bytes | None) -> str | None:
@@ -178,12 +192,14 @@ def record_text(
     prefix: str = " ",
     file: str | None = None,
     position: int | None = None,
+    release: str | Release | None = None,
 ) -> str:
-    """The text kafka-dump-log prints for a (non-control) record's contents with the decoder of
-    ``topic`` (or ``decoder``): ``{prefix}key: ... payload: ...``.
+    """The text ``release``'s kafka-dump-log prints for a (non-control) record's contents with the
+    decoder of ``topic`` (or ``decoder``): ``{prefix}key: ... payload: ...``.
 
     ``prefix`` is what Kafka puts before ``key:`` - ``" "`` after the record metadata, ``"| "``
-    with ``--skip-record-metadata``; ``payload:`` always follows a single space. Topics without a
+    with ``--skip-record-metadata``; ``payload:`` follows a single space, or from Kafka 4.3 on the
+    prefix when no key text is printed. Topics without a
     decoder print key and value as UTF-8 text (Kafka's StringDecoder). Records Kafka's decoder
     reports as unreadable give Kafka's "Error at offset ..." / "Unknown record type ..." text;
     a record kafka-dump-log itself stops on (e.g. an offsets record without a key) raises.
@@ -193,7 +209,7 @@ def record_text(
         key_text, value_text = _plain(record.key), _plain(record.value)
     else:
         try:
-            d = DECODERS[name](record.key, record.value, record.offset)
+            d = DECODERS[name](record.key, record.value, record.offset, parse_release(release))
             key_text, value_text = d.key_text, d.value_text
         except InternalRecordError as e:
             if e.kafka_text is None:
@@ -203,16 +219,22 @@ def record_text(
     if key_text is not None:
         out = f"{prefix}key: {key_text}"
     if value_text is not None:
-        out += f" payload: {value_text}"
+        # Kafka 4.3's Java tool carries the prefix over to a payload with no key text before it
+        # ("| payload:" with --skip-record-metadata); the Scala tool before it wrote " payload:"
+        lead = prefix if key_text is None and parse_release(release) >= (4, 3) else " "
+        out += f"{lead}payload: {value_text}"
     return out
 
 
-def control_text(record: Record, *, file: str | None = None, position: int | None = None) -> str:
-    """What kafka-dump-log appends to a control record's metadata line, e.g.
+def control_text(
+    record: Record, *, file: str | None = None, position: int | None = None, release: str | Release | None = None
+) -> str:
+    """What ``release``'s kafka-dump-log appends to a control record's metadata line, e.g.
     `` SnapshotHeader {"version":0,...}``, `` endTxnMarker: COMMIT coordinatorEpoch: 0`` or
-    `` controlType: LEADER_CHANGE(2)`` (Kafka prints it with or without a decoder)."""
+    `` controlType: LEADER_CHANGE(2)`` (4.0; `` LeaderChange: {...}`` from 4.1). Kafka prints it
+    with or without a decoder."""
     try:
-        return control_record_text(record.key, record.value, record.offset)
+        return control_record_text(record.key, record.value, record.offset, parse_release(release))
     except KafkaLogError as e:
         raise e.located(file=file, position=position, offset=record.offset) from None
 
@@ -225,6 +247,7 @@ def decoded_fields(
     control: bool = False,
     file: str | None = None,
     position: int | None = None,
+    release: str | Release | None = None,
 ) -> dict[str, Any]:
     """Fields to add to a record's canonical JSON line: ``decodedKey`` and ``decodedValue``, or
     ``decodeError`` (the message, with file, position and offset) when it cannot be decoded.
@@ -232,7 +255,7 @@ def decoded_fields(
     if not control and _choose(topic, decoder) is None:
         return {}
     try:
-        d = decode(topic, record, decoder=decoder, control=control, file=file, position=position)
+        d = decode(topic, record, decoder=decoder, control=control, file=file, position=position, release=release)
     except InternalRecordError as e:
         return {"decodedKey": None, "decodedValue": None, "decodeError": str(e)}
     return {"decodedKey": d.key, "decodedValue": d.value}
@@ -250,7 +273,11 @@ class DecodedRecord:
 
 
 def decode_log(
-    path: str | os.PathLike[str], *, topic: str | None = None, decoder: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    topic: str | None = None,
+    decoder: str | None = None,
+    release: str | Release | None = None,
 ) -> Iterator[DecodedRecord]:
     """Every record of a ``.log`` or KRaft snapshot file, decoded with the decoder of its
     partition directory's topic (or ``topic``/``decoder``). Undecodable records come with their
@@ -265,7 +292,7 @@ def decode_log(
             control = isinstance(batch, RecordBatch) and batch.is_control
             for r in batch.records():
                 try:
-                    d = decode(topic, r, decoder=decoder, control=control, file=path, position=batch.position)
+                    d = decode(topic, r, decoder=decoder, control=control, file=path, position=batch.position, release=release)
                     yield DecodedRecord(batch, r, control, d, None)
                 except InternalRecordError as e:
                     yield DecodedRecord(batch, r, control, None, e)

@@ -5,7 +5,8 @@ The key is int16 version + int16 type. Kafka reads a KRaft control value at vers
 its JSON at the version stored in the message's own ``Version`` field. kafka-dump-log prints
 ``SnapshotHeader {...}``, ``SnapshotFooter {...}``, ``KRaftVersion {...}`` and ``KRaftVoters {...}``
 after a control record's metadata (with or without a decoder), ``endTxnMarker: COMMIT
-coordinatorEpoch: N`` for markers, and ``controlType: LEADER_CHANGE(2)`` for the others.
+coordinatorEpoch: N`` for markers, and ``controlType: LEADER_CHANGE(2)`` for the others; from Kafka
+4.1 a LEADER_CHANGE prints ``LeaderChange: {...}``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.records.control import ControlType, control_type_of, parse_end_txn_marker
 from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
+from kafkalog.internal.releases import NEWEST, Release
 from kafkalog.internal.result import Decoded
 from kafkalog.internal.schemas import CONTROL_RECORDS
 from kafkalog.internal.wire import MessageReadError, Reader, kafka_json, message_json, read_message
@@ -59,8 +61,8 @@ def decode_control_record(key: bytes | None, value: bytes | None, offset: int = 
     return Decoded(key_obj, message_json(message, version, raw), ctype.name, message.name, type_id, version)
 
 
-def control_record_text(key: bytes | None, value: bytes | None, offset: int = -1) -> str:
-    """What kafka-dump-log appends to a control record's metadata line (with its leading space)."""
+def control_record_text(key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST) -> str:
+    """What ``release``'s kafka-dump-log appends to a control record's metadata line (with its leading space)."""
     ctype, type_id = control_type_of(key)
     if ctype in (ControlType.ABORT, ControlType.COMMIT):
         m = parse_end_txn_marker(ctype, value)
@@ -68,4 +70,6 @@ def control_record_text(key: bytes | None, value: bytes | None, offset: int = -1
     if type_id in _PRINTED:
         d = decode_control_record(key, value, offset)
         return f" {CONTROL_RECORDS[type_id][0]} {kafka_json(d.value)}"
+    if type_id == ControlType.LEADER_CHANGE.value and release >= (4, 1):
+        return f" LeaderChange: {kafka_json(decode_control_record(key, value, offset).value)}"
     return f" controlType: {ctype.name}({type_id})"

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
+from kafkalog.internal.releases import NEWEST, Release, metadata_records
 from kafkalog.internal.result import Decoded
-from kafkalog.internal.schemas import METADATA_RECORDS, Message
+from kafkalog.internal.schemas import Message
 from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
 
 __all__ = ["decode_metadata_record", "decode_metadata_value", "read_frame"]
@@ -61,22 +62,22 @@ def read_frame(value: bytes, records: dict[int, tuple[str, Message]]) -> tuple[i
     return api_key, version, type_name, message, raw
 
 
-def decode_metadata_value(value: bytes) -> Decoded:
-    """Decode one metadata record value (raises :class:`InternalRecordError` subclasses, with no
-    location: callers add it)."""
-    api_key, version, type_name, message, raw = read_frame(value, METADATA_RECORDS)
+def decode_metadata_value(value: bytes, release: Release = NEWEST) -> Decoded:
+    """Decode one metadata record value with ``release``'s record types (raises
+    :class:`InternalRecordError` subclasses, with no location: callers add it)."""
+    api_key, version, type_name, message, raw = read_frame(value, metadata_records(release))
     obj = {"type": type_name, "version": version, "data": message_json(message, version, raw)}
     return Decoded(None, obj, None, message.name, api_key, version)
 
 
-def decode_metadata_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
+def decode_metadata_record(key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST) -> Decoded:
     """Decode one ``__cluster_metadata`` record as kafka-dump-log ``--cluster-metadata-decoder``
     does; errors carry Kafka's text (``Error at <offset>, skipping. <message>``)."""
     del key  # metadata records have no key
     try:
         if value is None:
             raise MalformedInternalRecordError("null")
-        return decode_metadata_value(value)
+        return decode_metadata_value(value, release)
     except (MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError) as e:
         e.kafka_text = f"Error at {offset}, skipping. {e.kafka_text or e.message}"
         e.text_part = "payload"

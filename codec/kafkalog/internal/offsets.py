@@ -9,7 +9,8 @@ and the value as ``{"version":"<version>","data":{...}}`` (both numbers as text)
 tombstone; in a classic group whose protocol type is ``consumer`` each member's subscription and
 assignment bytes are replaced by their decoded consumer-protocol form when they parse.
 ``--share-group-state-decoder`` reads ``__share_group_state`` the same way (record types 0
-ShareSnapshot, 1 ShareUpdate) but labels the value's version ``"type"`` as well.
+ShareSnapshot, 1 ShareUpdate); Kafka 4.0 labels the value's version ``"type"`` as well. The record
+types and layouts of each release are :mod:`kafkalog.internal.releases`'.
 """
 
 from __future__ import annotations
@@ -23,18 +24,17 @@ from kafkalog.internal.errors import (
     UnknownRecordTypeError,
     UnknownRecordVersionError,
 )
+from kafkalog.internal.releases import NEWEST, Release, group_coordinator_records, share_coordinator_records
 from kafkalog.internal.result import Decoded
 from kafkalog.internal.schemas import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
-    GROUP_COORDINATOR_RECORDS,
     GROUP_METADATA_VALUE,
-    SHARE_COORDINATOR_RECORDS,
     Message,
 )
 from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
 
-__all__ = ["decode_offsets_record", "decode_share_state_record", "decode_consumer_protocol"]
+__all__ = ["decode_coordinator_record", "decode_offsets_record", "decode_share_state_record", "decode_consumer_protocol"]
 
 _I16 = struct.Struct(">h")
 
@@ -62,7 +62,7 @@ def _group_metadata_json(data: dict[str, Any], raw: dict[str, Any]) -> dict[str,
     return data
 
 
-def _decode_coordinator(
+def decode_coordinator_record(
     key: bytes | None,
     value: bytes | None,
     offset: int,
@@ -70,6 +70,10 @@ def _decode_coordinator(
     topic_word: str,
     value_label: str,
 ) -> Decoded:
+    """A coordinator record (key: int16 record type + key fields; value: int16 version + value
+    fields) with the record types of ``registry``, as Kafka's coordinator record parsers print it:
+    the value's version labelled ``value_label``; ``topic_word`` names the topic in the error for a
+    record without a key."""
     if key is None:
         raise MalformedInternalRecordError(
             f"Failed to decode message at offset {offset} using {topic_word} decoder (message had a missing key)",
@@ -113,13 +117,14 @@ def _decode_coordinator(
     return Decoded(key_obj, {value_label: str(version), "data": data}, key_msg.name, value_msg.name, rtype, version)
 
 
-def decode_offsets_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
-    """Decode one ``__consumer_offsets`` record as kafka-dump-log ``--offsets-decoder`` does."""
-    return _decode_coordinator(key, value, offset, GROUP_COORDINATOR_RECORDS, "offset topic", "version")
+def decode_offsets_record(key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST) -> Decoded:
+    """Decode one ``__consumer_offsets`` record as ``release``'s kafka-dump-log ``--offsets-decoder`` does."""
+    return decode_coordinator_record(key, value, offset, group_coordinator_records(release), "offset topic", "version")
 
 
-def decode_share_state_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
-    """Decode one ``__share_group_state`` record as ``--share-group-state-decoder`` does. Kafka's
-    ShareGroupStateMessageParser labels the value's version ``"type"``, as it does the key's record
-    type (``{"type":"0","data":{...}}``), where the offsets decoder writes ``"version"``."""
-    return _decode_coordinator(key, value, offset, SHARE_COORDINATOR_RECORDS, "share group state topic", "type")
+def decode_share_state_record(key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST) -> Decoded:
+    """Decode one ``__share_group_state`` record as ``release``'s ``--share-group-state-decoder`` does.
+    Kafka 4.0's ShareGroupStateMessageParser labels the value's version ``"type"``, as it does the
+    key's record type (``{"type":"0","data":{...}}``); from 4.1 it writes ``"version"``."""
+    label = "type" if release < (4, 1) else "version"
+    return decode_coordinator_record(key, value, offset, share_coordinator_records(release), "share group state topic", label)

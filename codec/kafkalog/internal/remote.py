@@ -21,6 +21,7 @@ from typing import Any
 
 from kafkalog.internal.errors import InternalRecordError, MalformedInternalRecordError
 from kafkalog.internal.metadata import read_frame
+from kafkalog.internal.releases import NEWEST, Release
 from kafkalog.internal.result import Decoded
 from kafkalog.internal.schemas import REMOTE_LOG_METADATA_RECORDS, uuid_text
 from kafkalog.internal.wire import message_json
@@ -135,10 +136,13 @@ def remote_log_metadata_text(api_key: int, raw: dict[str, Any]) -> str:
         raise MalformedInternalRecordError(f"{e.args[0]}", kafka_text=e.args[0]) from None
 
 
-def decode_remote_log_metadata_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
+def decode_remote_log_metadata_record(
+    key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST
+) -> Decoded:
     """Decode one ``__remote_log_metadata`` record as kafka-dump-log ``--remote-log-metadata-decoder``
-    does; errors carry Kafka's text (``Error at offset <offset>, skipping. <message>``)."""
-    del key  # Kafka's parser reads the value only
+    does; errors carry Kafka's text (``Error at offset <offset>, skipping. <message>``). Every
+    release from 4.0 to 4.4 writes and prints these records alike."""
+    del key, release  # Kafka's parser reads the value only; the records did not change from 4.0 to 4.4
     try:
         if value is None:
             raise MalformedInternalRecordError("the record has no value", kafka_text=NULL_VALUE_MESSAGE)

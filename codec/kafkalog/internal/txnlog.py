@@ -5,7 +5,10 @@ flexible, with tagged fields) and the transaction's state. The JSON objects foll
 console formatter for this topic (``{"version":N,"data":{...}}``, ``"unknown"`` data for a
 version Kafka does not know); :attr:`Decoded.key_text`/``value_text`` are kafka-dump-log
 ``--transaction-log-decoder``'s text (``transaction_metadata::transactionalId=...`` and
-``producerId:...,state=...,partitions=[...]``).
+``producerId:...,state=...,partitions=[...]``), as Kafka 4.0 prints them. From 4.1 kafka-dump-log
+prints this topic as the other coordinator topics (``{"type":"0","data":{...}}`` /
+``{"version":"1","data":{...}}``, with the tagged NextProducerEpoch), and 4.4 prints
+``transactionStatus`` as the state's name.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import struct
 from typing import Any
 
 from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordVersionError
+from kafkalog.internal.offsets import decode_coordinator_record
+from kafkalog.internal.releases import NEWEST, Release, transaction_log_value
 from kafkalog.internal.result import Decoded
 from kafkalog.internal.schemas import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
 from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
@@ -87,8 +92,23 @@ def _txn_text(value: dict[str, Any]) -> str:
     )
 
 
-def decode_txn_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
-    """Decode one ``__transaction_state`` record (raises :class:`InternalRecordError` subclasses)."""
+def _decode_as_coordinator(key: bytes | None, value: bytes | None, offset: int, release: Release) -> Decoded:
+    """4.1 on: the coordinator records' JSON; from 4.4 with the state's name for ``transactionStatus``
+    (a number Kafka has no state for stays a number, as text), in place."""
+    registry = {0: (TRANSACTION_LOG_KEY, transaction_log_value(release))}
+    d = decode_coordinator_record(key, value, offset, registry, "transaction log", "version")
+    if release >= (4, 4) and d.value is not None:
+        data = d.value["data"]
+        status = data["transactionStatus"]
+        data["transactionStatus"] = TRANSACTION_STATES.get(status, str(status))
+    return d
+
+
+def decode_txn_record(key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST) -> Decoded:
+    """Decode one ``__transaction_state`` record as ``release``'s kafka-dump-log does (raises
+    :class:`InternalRecordError` subclasses)."""
+    if release >= (4, 1):
+        return _decode_as_coordinator(key, value, offset, release)
     if key is None or len(key) < 2:
         raise MalformedInternalRecordError("transaction log record without a readable key version", offset=offset)
     kver = _I16.unpack_from(key, 0)[0]

@@ -79,6 +79,8 @@ class DumpOptions:
     tiered: str | None = None
     #: read past offsets no segment holds (R-LOSS-04, D.6), with a warning, instead of failing (data loss)
     allow_gaps: bool = False
+    #: the Kafka release line ("4.0" ... "4.4") whose decoders and kafka-dump-log text to follow; None: the newest
+    kafka_version: str | None = None
 
     def decoder_for(self, path: str) -> str | None:
         """The internal-topic decoder to apply to ``path``: forced, by topic, or none."""
@@ -210,14 +212,15 @@ _JSON: dict[FileKind, Callable[[str, str, _Part | None], Iterator[dict[str, Any]
 
 def json_lines(
     path: str, rel: str, kind: FileKind, result: DumpResult | None = None, lossless: bool = False, decoder: str | None = None,
-    *, end: int | None = None, source: BinaryIO | None = None, src: _Part | None = None,
+    *, end: int | None = None, source: BinaryIO | None = None, src: _Part | None = None, release: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Canonical objects of one file of the given kind (a ``.log`` is streamed batch by batch, from
     ``source`` when the caller opened it already, and read only up to the offset ``end`` when one
     is given: :func:`_targets`).
 
     With ``decoder`` (an internal-topic decoder name), record objects gain ``decodedKey`` and
-    ``decodedValue`` (or ``decodeError``). ``src`` reads the file from a tiered segment's objects."""
+    ``decodedValue`` (or ``decodeError``), as Kafka ``release`` decodes them (default: the newest).
+    ``src`` reads the file from a tiered segment's objects."""
     if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
         extra = None
         if decoder is not None:
@@ -225,7 +228,7 @@ def json_lines(
 
             def extra(batch: Any, r: Any) -> dict[str, Any]:
                 control = isinstance(batch, RecordBatch) and batch.is_control
-                return decoded_fields(None, r, decoder=decoder, control=control, file=path, position=batch.position)
+                return decoded_fields(None, r, decoder=decoder, control=control, file=path, position=batch.position, release=release)
 
         with LogReader(path if source is None else source, name=path) as reader:
             yield from log_lines(_noting_corrupt(_planned(reader.batches(), end), result), rel, lossless=lossless, extra=extra)
@@ -304,17 +307,25 @@ def _text_batch_and_records(
             if batch.magic >= 2:
                 line += f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
             if isinstance(r, LegacyRecord):
-                line += f" isValid: {_b(r.is_valid)} crc: {r.checksum}}}"  # sic: kafka-dump-log prints a stray '}'
+                # sic: the Scala kafka-dump-log (up to 4.2) prints a stray '}'
+                stray = "}" if _release(opts) < (4, 3) else ""
+                line += f" isValid: {_b(r.is_valid)} crc: {r.checksum}{stray}"
             if isinstance(batch, RecordBatch) and batch.is_control:
                 from kafkalog.internal import control_text
 
-                line += control_text(r, file=path, position=batch.position)
+                line += control_text(r, file=path, position=batch.position, release=opts.kafka_version)
             parts.append(line)
         if print_data and not (isinstance(batch, RecordBatch) and batch.is_control):
             from kafkalog.internal import record_text
 
-            parts.append(record_text(None, r, decoder=decoder, prefix=prefix, file=path, position=batch.position))
+            parts.append(record_text(None, r, decoder=decoder, prefix=prefix, file=path, position=batch.position, release=opts.kafka_version))
         out.write("".join(parts) + "\n")
+
+
+def _release(opts: DumpOptions) -> tuple[int, int]:
+    from kafkalog.internal.releases import parse_release
+
+    return parse_release(opts.kafka_version)
 
 
 def _text_other(path: str, kind: FileKind, out: TextIO, src: _Part | None = None) -> None:
@@ -609,7 +620,8 @@ def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult
                     if decoder is not None:
                         from kafkalog.internal import decoded_fields
 
-                        rec.update(decoded_fields(None, r, decoder=decoder, control=False, file=full, position=cb.position))
+                        rec.update(decoded_fields(None, r, decoder=decoder, control=False, file=full, position=cb.position,
+                                                  release=opts.kafka_version))
                     out.write(dumps(rec) + "\n")
 
 
@@ -674,7 +686,8 @@ def dump(
                 full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
             end = None if opened is None or src is not None else _replaced(opened, planned)
             if opts.fmt == "json":
-                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full), end=end, source=opened, src=src):
+                for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full), end=end, source=opened, src=src,
+                                      release=opts.kafka_version):
                     out.write(dumps(obj))
                     out.write("\n")
             else:
@@ -710,6 +723,17 @@ def dump(
     return result
 
 
+def _kafka_version(text: str) -> str:
+    """``--kafka-version``: a known release line or one of its patch releases (argparse reports others)."""
+    from kafkalog.internal.releases import parse_release
+
+    try:
+        parse_release(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _command(args: argparse.Namespace) -> int:
     from kafkalog.format.files import DUMPED_KINDS, kind_of
 
@@ -729,6 +753,7 @@ def _command(args: argparse.Namespace) -> int:
         decode=args.decode,
         decoder=args.decoder,
         isolation=args.isolation,
+        kafka_version=args.kafka_version,
     )
     if args.tiered is not None:
         if args.isolation is not None:
@@ -816,4 +841,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const", const="cluster-metadata", help="as kafka-dump-log: --decoder cluster-metadata")
     d.add_argument("--share-group-state-decoder", dest="decoder", action="store_const", const="share-group-state", help="as kafka-dump-log: --decoder share-group-state")
     d.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const", const="remote-log-metadata", help="as kafka-dump-log: --decoder remote-log-metadata")
+    d.add_argument("--kafka-version", type=_kafka_version, metavar="X.Y", help=(
+        "the Kafka release (4.0 to 4.4, or a patch release such as 4.1.2) whose decoders and kafka-dump-log text to "
+        "follow: its record types and layouts of the internal topics, its printing of them (default: the newest, 4.4)"))
     d.set_defaults(func=_command)
