@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import sys
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -150,3 +151,35 @@ def write_partition(root: Path, name: str, records: list[tuple[bytes | None, byt
         b.append(1_713_533_390_000 + i, k, v)
     (d / "00000000000000000000.log").write_bytes(b.build())
     return d
+
+
+#: A record as the scan tests compare it: topic, partition, offset, key, value, timestamp
+KafkaRow = tuple[str, int, int, bytes | None, bytes | None, int]
+
+
+def hex_bytes(v: str | None) -> bytes | None:
+    return None if v is None else bytes.fromhex(v)
+
+
+def _partition_of(file: str) -> tuple[str, int]:
+    d = file.rsplit("/", 2)[-2]
+    topic, _, part = d.rpartition("-")
+    return topic, int(part)
+
+
+def kafka_rows(expected: list[dict], starts: dict[tuple[str, int], int] | None = None, *, internal: bool = False) -> list[KafkaRow]:
+    """What a consumer of every partition receives, by Kafka's dump: each ``.log``'s records in
+    order from the partition's log start offset (``starts``), control batches left out (Kafka's
+    dump marks them), partitions sorted; Kafka's internal topics only with ``internal``."""
+    out: dict[tuple[str, int], list[KafkaRow]] = defaultdict(list)
+    control = False
+    for o in expected:
+        if not o["file"].endswith(".log"):
+            continue
+        if o["type"] == "batch":
+            control = bool(o.get("isControlBatch"))
+        elif o["type"] == "record" and not control:
+            tp = _partition_of(o["file"])
+            if o["offset"] >= (starts or {}).get(tp, 0) and (internal or tp[0] not in KAFKA_INTERNAL_TOPICS):
+                out[tp].append((*tp, o["offset"], hex_bytes(o["key"]), hex_bytes(o["value"]), o["timestamp"]))
+    return [r for tp in sorted(out) for r in out[tp]]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,39 +13,23 @@ import pytest
 
 import kafkalog
 from corrupt_copy import corrupt_copy
-from helpers import GOLDEN, KAFKA_INTERNAL_TOPICS, SHARED, log_starts, need_shared, read_jsonl, real_set_root, real_sets
+from helpers import (
+    GOLDEN,
+    KAFKA_INTERNAL_TOPICS,
+    SHARED,
+    KafkaRow,
+    hex_bytes,
+    kafka_rows,
+    log_starts,
+    need_shared,
+    read_jsonl,
+    real_set_root,
+    real_sets,
+)
 from kafkalog.errors import CrcMismatchError, LogNotFoundError
 from kafkalog.fast.arrow import KAFKA_SCHEMA
 
-Row = tuple[str, int, int, bytes | None, bytes | None, int]
-
-
-def _hex(v: str | None) -> bytes | None:
-    return None if v is None else bytes.fromhex(v)
-
-
-def _partition_of(file: str) -> tuple[str, int]:
-    d = file.rsplit("/", 2)[-2]
-    topic, _, part = d.rpartition("-")
-    return topic, int(part)
-
-
-def kafka_rows(expected: list[dict], starts: dict[tuple[str, int], int] | None = None, *, internal: bool = False) -> list[Row]:
-    """What a consumer of every partition receives, by Kafka's dump: each ``.log``'s records in
-    order from the partition's log start offset (``starts``), control batches left out (Kafka's
-    dump marks them), partitions sorted; Kafka's internal topics only with ``internal``."""
-    out: dict[tuple[str, int], list[Row]] = defaultdict(list)
-    control = False
-    for o in expected:
-        if not o["file"].endswith(".log"):
-            continue
-        if o["type"] == "batch":
-            control = bool(o.get("isControlBatch"))
-        elif o["type"] == "record" and not control:
-            tp = _partition_of(o["file"])
-            if o["offset"] >= (starts or {}).get(tp, 0) and (internal or tp[0] not in KAFKA_INTERNAL_TOPICS):
-                out[tp].append((*tp, o["offset"], _hex(o["key"]), _hex(o["value"]), o["timestamp"]))
-    return [r for tp in sorted(out) for r in out[tp]]
+Row = KafkaRow
 
 
 def scanned_rows(reader: pa.RecordBatchReader) -> list[Row]:
@@ -118,7 +101,7 @@ def committed_rows(expected: list[dict], partition_dir: str) -> list[tuple[int, 
             continue
         if b["isTransactional"] and any(pid == b["producerId"] and lo <= b["baseOffset"] <= hi for pid, lo, hi in aborted):
             continue
-        out.extend((r["offset"], _hex(r["value"])) for r in b["records"] if lso is None or r["offset"] < lso)
+        out.extend((r["offset"], hex_bytes(r["value"])) for r in b["records"] if lso is None or r["offset"] < lso)
     return out
 
 

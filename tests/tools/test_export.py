@@ -20,12 +20,7 @@ SET = GOLDEN / "real" / "cp760-flink-on-prem"
 
 
 def _kafka(expected: list[dict], root: Path) -> set[tuple]:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parents[1] / "dataset"))
-    from test_scan import kafka_rows
-
-    from helpers import log_starts
+    from helpers import kafka_rows, log_starts
 
     return set(kafka_rows(expected, log_starts(root)))
 

@@ -17,6 +17,7 @@ from helpers import (
     GOLDEN,
     KAFKA_INTERNAL_TOPICS,
     SHARED,
+    kafka_rows,
     log_starts,
     lost_partitions,
     read_jsonl,
@@ -32,21 +33,9 @@ Key = tuple[str, int, int]
 
 
 def _kafka(expected: list[dict], root: Path, *, internal: bool) -> set[Key]:
-    """A consumer's rows by Kafka's dump: records of non-control batches of every ``.log``, from each
-    partition's checkpointed log start offset on; Kafka's internal topics only with ``internal``."""
-    starts = log_starts(root)
-    out: set[Key] = set()
-    control = False
-    for o in expected:
-        if not o["file"].endswith(".log"):
-            continue
-        if o["type"] == "batch":
-            control = bool(o.get("isControlBatch"))
-        elif o["type"] == "record" and not control:
-            topic, _, part = o["file"].rsplit("/", 2)[-2].rpartition("-")
-            if o["offset"] >= starts.get((topic, int(part)), 0) and (internal or topic not in KAFKA_INTERNAL_TOPICS):
-                out.add((topic, int(part), o["offset"]))
-    return out
+    """A consumer's rows by Kafka's dump (test_scan's ``kafka_rows``: records of non-control batches
+    from each partition's checkpointed log start offset on; internal topics only with ``internal``)."""
+    return {(t, p, o) for t, p, o, *_ in kafka_rows(expected, log_starts(root), internal=internal)}
 
 
 def _cat(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> set[Key]:
