@@ -340,3 +340,19 @@ def test_groups_of_each_release(release: str) -> None:
     assert res.errors == []
     kinds = {g.group_type for g in res.groups}
     assert kinds >= ({"classic", "consumer", "share"} | ({"streams"} if release >= "4.1" else set()))
+
+
+def test_kafka_version_flag() -> None:
+    """--kafka-version picks the release's layouts: Kafka 4.0's share-group records do not read as
+    4.4's (exit 1, reported on stderr), do as 4.0's; an unknown release is a usage error."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kafkalog", "groups", *args], capture_output=True, text=True, check=False
+        )
+
+    data = str(GOLDEN / "kafka-4.0.2")
+    as_44, as_40, unknown = run(data), run("--kafka-version", "4.0", data), run("--kafka-version", "3.9", data)
+    assert as_44.returncode == 1 and "__share_group_state-0" in as_44.stderr
+    assert as_40.returncode == 0 and as_40.stderr == "" and "share partition" in as_40.stdout
+    assert unknown.returncode == 2 and "unknown Kafka release '3.9'" in unknown.stderr
