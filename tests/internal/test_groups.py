@@ -11,6 +11,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +32,13 @@ def _kafka_view(text: str) -> tuple[dict[tuple[str, str, int], int], dict[str, d
     files: list[str] = []
     for line in text.splitlines():
         if line.startswith("Dumping "):
-            files.append(line[len("Dumping "):])
+            files.append(line[len("Dumping ") :])
             continue
         if not line.startswith("| offset: ") or " key: {" not in line or "__consumer_offsets" not in files[-1]:
             continue
         at = line.index(" key: {") + len(" key: ")
         key, end = _JSON.raw_decode(line, at)
-        payload = line[end + len(" payload: "):]
+        payload = line[end + len(" payload: ") :]
         value = None if payload == "<DELETE>" else json.loads(payload)
         data = key["data"]
         if key["type"] in ("0", "1"):
@@ -75,7 +77,10 @@ def _check(set_dir: Path, expected: Path) -> int:
             continue
         assert g is not None, gid
         assert (g.protocol_type, g.protocol, g.generation, g.leader) == (
-            meta["protocolType"], meta["protocol"], meta["generation"], meta["leader"]
+            meta["protocolType"],
+            meta["protocol"],
+            meta["generation"],
+            meta["leader"],
         )
         assert [m.member_id for m in g.members] == [m["memberId"] for m in meta["members"]]
         assert g.state == ("Stable" if meta["members"] else "Empty")
@@ -99,7 +104,8 @@ def test_bundled_groups_match_kafka(name: str) -> None:
 @pytest.mark.shared
 @pytest.mark.parametrize(
     "name",
-    _sets(SHARED / "golden-real") or [pytest.param("<none>", marks=pytest.mark.skip(reason=f"{SHARED}/golden-real is absent"))],
+    _sets(SHARED / "golden-real")
+    or [pytest.param("<none>", marks=pytest.mark.skip(reason=f"{SHARED}/golden-real is absent"))],
 )
 def test_shared_groups_match_kafka(name: str) -> None:
     base = need_shared("golden-real")
@@ -187,7 +193,11 @@ def test_unreadable_records_are_reported(tmp_path: Path) -> None:
     (part / "00000000000000000000.log").write_bytes(b.build())
     result = read_groups(tmp_path)
     assert result.groups == []
-    assert len(result.errors) == 1 and "position 0, offset 0" in result.errors[0] and "unknown record type 99" in result.errors[0]
+    assert (
+        len(result.errors) == 1
+        and "position 0, offset 0" in result.errors[0]
+        and "unknown record type 99" in result.errors[0]
+    )
 
 
 def test_missing_dir() -> None:
@@ -200,6 +210,149 @@ def test_describe_groups_table() -> None:
 
     text = describe_groups(read_groups(GOLDEN / "real" / "zk-danielmorales9-kafkafun"))
     lines = text.splitlines()
-    assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+    assert (
+        " ".join(lines[0].split())
+        == "GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID"
+    )
     assert lines[1].split() == ["my-first-app", "first", "0", "7", "9", "2", "-", "-", "-"]
     assert "third: classic group, state Empty" in text
+
+
+# ------------------------------------------------------- share and streams groups (Kafka 4.1+)
+def _kafka_records(dump: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The live records of a Kafka DumpLogSegments ``--offsets-decoder`` / ``--share-group-state-decoder``
+    output: ``(key type, key JSON) -> value data``, the last value per key, tombstones removing it."""
+    live: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in dump.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("| offset: ") or " key: {" not in line:
+            continue
+        key, end = _JSON.raw_decode(line, line.index(" key: {") + len(" key: "))
+        payload = line[end + len(" payload: ") :]
+        k = (key["type"], json.dumps(key["data"], sort_keys=True))
+        if payload == "<DELETE>":
+            live.pop(k, None)
+        else:
+            live[k] = json.loads(payload)["data"]
+    return live
+
+
+def _by_type(live: dict[tuple[str, str], dict[str, Any]], rtype: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(json.loads(k), v) for (t, k), v in live.items() if t == rtype]
+
+
+def _tasks_of(value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: [{"subtopologyId": t["subtopologyId"], "partitions": t["partitions"]} for t in value[f"{k}Tasks"]]
+        for k in ("active", "standby", "warmup")
+    }
+
+
+def test_share_and_streams_groups_match_kafka_44() -> None:
+    """kafkalog groups on the records Kafka 4.4's own coordinators wrote lists the streams and share
+    groups' members, tasks, topology and share-partition start offsets, as Kafka's DumpLogSegments
+    prints those records (golden/kafka-4.4.0/dump/)."""
+    base = GOLDEN / "kafka-4.4.0"
+    offsets = _kafka_records(base / "dump" / "consumer_offsets-decoded.txt")
+    state = _kafka_records(base / "dump" / "share_group_state-decoded.txt")
+    doc = groups_json(base, release="4.4")
+    assert doc["errors"] == []
+    groups = {g["groupId"]: g for g in doc["groups"]}
+
+    def member(gid: str, mid: str) -> dict[str, Any]:
+        return next(m for m in groups[gid]["members"] if m["memberId"] == mid)
+
+    checked = 0
+    for key, v in _by_type(offsets, "19"):  # streams member metadata
+        assert groups[key["groupId"]]["type"] == "streams"
+        m = member(key["groupId"], key["memberId"])
+        assert (m["processId"], m["clientId"], m["clientHost"], m["topologyEpoch"]) == (
+            v["processId"],
+            v["clientId"],
+            v["clientHost"],
+            v["topologyEpoch"],
+        )
+        checked += 1
+    for key, v in _by_type(offsets, "21"):  # streams target assignment
+        assert member(key["groupId"], key["memberId"])["targetTasks"] == _tasks_of(v)
+        checked += 1
+    for key, v in _by_type(offsets, "22"):  # streams current assignment
+        m = member(key["groupId"], key["memberId"])
+        assert m["currentTasks"] == _tasks_of(v) and m["memberEpoch"] == v["memberEpoch"]
+        checked += 1
+    for key, v in _by_type(offsets, "23"):  # streams topology
+        g = groups[key["groupId"]]
+        assert g["topologyEpoch"] == v["epoch"]
+        assert g["topology"] == [
+            {
+                "subtopologyId": s["subtopologyId"],
+                "sourceTopics": s["sourceTopics"],
+                "sourceTopicRegex": s["sourceTopicRegex"],
+                "repartitionSinkTopics": s["repartitionSinkTopics"],
+                "repartitionSourceTopics": [t["name"] for t in s["repartitionSourceTopics"]],
+                "stateChangelogTopics": [t["name"] for t in s["stateChangelogTopics"]],
+            }
+            for s in v["subtopologies"]
+        ]
+        checked += 1
+    for key, v in _by_type(offsets, "10"):  # share member metadata
+        assert groups[key["groupId"]]["type"] == "share"
+        m = member(key["groupId"], key["memberId"])
+        assert (m["clientId"], m["clientHost"], m["rackId"], m["subscription"]) == (
+            v["clientId"],
+            v["clientHost"],
+            v["rackId"],
+            v["subscribedTopicNames"],
+        )
+        checked += 1
+    for key, v in _by_type(offsets, "14"):  # share member's current assignment
+        m = member(key["groupId"], key["memberId"])
+        assert m["assignment"] == [
+            {"topic": t["topicId"], "partition": p} for t in v["assignedPartitions"] for p in t["partitions"]
+        ]
+        checked += 1
+    want_state = {
+        (k["groupId"], k["topicId"], k["partition"]): v for k, v in _by_type(state, "0") + _by_type(state, "1")
+    }
+    got_state = {(g["groupId"], p["topicId"], p["partition"]): p for g in doc["groups"] for p in g["sharePartitions"]}
+    assert set(got_state) == set(want_state) and want_state  # the dump's tombstone removed the other one
+    for k, v in want_state.items():
+        p = got_state[k]
+        assert (p["startOffset"], p["leaderEpoch"], p["snapshotEpoch"], p["stateEpoch"]) == (
+            v["startOffset"],
+            v["leaderEpoch"],
+            v["snapshotEpoch"],
+            v.get("stateEpoch"),
+        )
+        checked += 1
+    assert checked == 7, checked  # every streams and share record type above is in the golden once
+
+    text = subprocess.run(
+        [sys.executable, "-m", "kafkalog", "groups", str(base)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "s19000: streams group" in text and "s10000: share group" in text
+    assert "subtopology s300106" in text and "start offset 1700030001003" in text
+
+
+@pytest.mark.parametrize("release", ["4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"])
+def test_groups_of_each_release(release: str) -> None:
+    """Each release's records read with that release's decoders (--kafka-version), with no error."""
+    res = read_groups(GOLDEN / f"kafka-{release}", release=release)
+    assert res.errors == []
+    kinds = {g.group_type for g in res.groups}
+    assert kinds >= ({"classic", "consumer", "share"} | ({"streams"} if release >= "4.1" else set()))
+
+
+def test_kafka_version_flag() -> None:
+    """--kafka-version picks the release's layouts: Kafka 4.0's share-group records do not read as
+    4.4's (exit 1, reported on stderr), do as 4.0's; an unknown release is a usage error."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kafkalog", "groups", *args], capture_output=True, text=True, check=False
+        )
+
+    data = str(GOLDEN / "kafka-4.0.2")
+    as_44, as_40, unknown = run(data), run("--kafka-version", "4.0", data), run("--kafka-version", "3.9", data)
+    assert as_44.returncode == 1 and "__share_group_state-0" in as_44.stderr
+    assert as_40.returncode == 0 and as_40.stderr == "" and "share partition" in as_40.stdout
+    assert unknown.returncode == 2 and "unknown Kafka release '3.9'" in unknown.stderr
