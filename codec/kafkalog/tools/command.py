@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_tiered_options", "is_kafka_file",
-    "check_tiered_paths", "missing_or_empty", "partitions_of", "private_keys", "unlink",
+    "check_tiered_paths", "kafka_version_arg", "missing_or_empty", "partitions_of", "private_keys", "unlink",
 ]
 
 EXIT_OK = 0
@@ -60,6 +60,19 @@ class Progress:
 
 class UsageError(Exception):
     """A command-line mistake found after parsing: reported with the subcommand's usage, exit 2."""
+
+
+def kafka_version_arg(text: str) -> str:
+    """``--kafka-version`` (dump, write-case): a known release line or one of its patch releases; argparse reports others."""
+    import argparse
+
+    from kafkalog.format.releases import parse_version
+
+    try:
+        parse_version(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def has_kafka_files(directory: str, wanted: Callable[[str], bool]) -> bool:
