@@ -378,7 +378,8 @@ class Segment:
             return
         physical_position = self._size
         self._ensure_offset_in_range(largest_offset)
-        if not self.index_per_batch:
+        # one batch (every leader append of a producer batch): the same entries in every release
+        if not self.index_per_batch or LOG_OVERHEAD + int.from_bytes(records[8:12], "big") == len(records):
             if physical_position == 0:
                 self._rolling_based_timestamp = largest_timestamp
             self._write(records)
