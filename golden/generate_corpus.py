@@ -807,11 +807,14 @@ WRITER_README = """\
 `{case}` is the case folder, `{dir}` an empty partition directory the writer fills by replaying
 `case.json`'s operations over `input.log` (from `before-open/` when the first operation is not
 `create`). The directory must then equal `expected/` file by file, byte for byte. `kafkalog write-case
-{case} {dir}` is kafkalog's own writer.
+--kafka-version 4.0.0 {case} {dir}` is kafkalog's own writer (these cases are Kafka 4.0.0's).
 
 * Cases from `../shared/golden-kafka/writer` (its README defines the operations): written by Apache
   Kafka 4.0.0's broker log layer with a frozen clock; copied unchanged (`case.json`, `input.log`,
   `expected/`, `before-open/`) by `golden/generate_corpus.py --writer-from DIR`.
+* The same cases as each later release's log layer writes them (4.0.2 to 4.4.0, with two more cases showing
+  what changed) are in `golden/kafka-<release>/writer/` (golden/jvm/README.md); `kafkalog write-case
+  --kafka-version <release>` follows each.
 * `cleaner-pass-*`: Kafka's log cleaner (`Cleaner.clean`) over `golden/kafka/logdir/compacted-input-N`,
   giving `compacted-N`, with the parameters of `compacted-input-N.json`. The operations are `attach`
   (take over the log that wrote `before-open/`, which Kafka still held open: load it without

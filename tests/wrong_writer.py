@@ -24,10 +24,10 @@ def main(argv: list[str]) -> int:
     assert bug in BUGS, bug
     if bug == "index-every-append":
         config = writer_cases.case_config
-        writer_cases.case_config = lambda spec: dataclasses.replace(config(spec), index_interval_bytes=0)  # type: ignore[assignment]
+        writer_cases.case_config = lambda spec, version=None: dataclasses.replace(config(spec, version), index_interval_bytes=0)  # type: ignore[assignment]
     elif bug == "no-lag-roll":
         LogConfig.max_segment_ms = property(lambda self: self.segment_ms)  # type: ignore[assignment,method-assign]
-    writer_cases.run_case(case, out)
+    writer_cases.run_case(case, out, "4.0.0")  # the cases it runs over are golden/corpus/writer's, Kafka 4.0.0's
     if bug == "eager-indexes":  # what creating both indexes at roll, and trimming them at close, leaves
         for name in os.listdir(out):
             if name.endswith(".log"):

@@ -33,5 +33,8 @@ for release in "$@"; do
   dest=$out_root/kafka-$release
   rm -rf "$dest"
   java -cp "$build/classes:$(cat "$build/classpath.txt")" kafkalog.golden.Generate "$dest" 2> >(grep -v '^SLF4J: ' >&2)
+  # the writer cases replayed by this release's log layer: golden/corpus/writer's and the generator's own
+  java -cp "$build/classes:$(cat "$build/classpath.txt")" kafkalog.golden.WriterCases "$dest/writer" \
+    "$here"/../corpus/writer/*/ "$here"/cases/*/ 2> >(grep -v '^SLF4J: ' >&2)
   echo "kafka-$release: $(( $(date +%s) - start )) s" >&2
 done

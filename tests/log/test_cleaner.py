@@ -44,6 +44,10 @@ KINDS = (".log", ".index", ".timeindex", ".txnindex")
 
 
 # ------------------------------------------------------------------------------- helpers
+#: golden/kafka/logdir's compacted-N were written by Kafka 4.0.0's cleaner (one index entry per appended chunk)
+KAFKA_400 = (4, 0, 0)
+
+
 def _params(base: Path, n: int) -> dict:
     return json.loads((base / f"compacted-input-{n}.json").read_text())
 
@@ -54,7 +58,7 @@ def _config(p: dict) -> LogConfig:
         delete_retention_ms=p["delete.retention.ms"], file_delete_delay_ms=p["file.delete.delay.ms"], cleanup_policy=("compact",),
         max_message_bytes=p["max.message.bytes"], min_cleanable_dirty_ratio=p["min.cleanable.dirty.ratio"],
         min_compaction_lag_ms=p["min.compaction.lag.ms"], max_compaction_lag_ms=p["max.compaction.lag.ms"],
-        producer_id_expiration_ms=p["producer.id.expiration.ms"],
+        producer_id_expiration_ms=p["producer.id.expiration.ms"], kafka_version=KAFKA_400,
     )
 
 
@@ -491,7 +495,8 @@ def test_cli_compact_matches_kafka_and_checkpoints(tmp_path: Path, capsys: pytes
     p = _params(GOLDEN_LOGDIR, 0)
     d = _copy_input(GOLDEN_LOGDIR, 0, tmp_path)
     opts = ["--now-ms", str(p["clockMs"]), "--min-cleanable-dirty-ratio", "0.01", "--segment-bytes", "4096", "--segment-index-bytes", "4096",
-            "--index-interval-bytes", "256", "--file-delete-delay-ms", "0", "--dedupe-buffer-size", str(p["offsetMap"]["memoryBytes"])]
+            "--index-interval-bytes", "256", "--file-delete-delay-ms", "0", "--dedupe-buffer-size", str(p["offsetMap"]["memoryBytes"]),
+            "--kafka-version", "4.0.0"]
     before = fingerprint(d.parent)
     code, out, _err = _cli("compact", str(d.parent), "--dry-run", *opts, capsys=capsys)
     assert code == 0 and "would be cleaned" in out
@@ -517,7 +522,7 @@ def test_cli_compact_then_retention_as_the_cleaner_thread(tmp_path: Path, capsys
     p = _params(GOLDEN_LOGDIR, 0)
     opts = ["--now-ms", str(p["clockMs"]), "--min-cleanable-dirty-ratio", "0.01", "--segment-bytes", "4096", "--segment-index-bytes", "4096",
             "--index-interval-bytes", "256", "--file-delete-delay-ms", "0", "--dedupe-buffer-size", str(p["offsetMap"]["memoryBytes"]),
-            "--config", "retention.ms=0"]
+            "--config", "retention.ms=0", "--kafka-version", "4.0.0"]
     d = _copy_input(GOLDEN_LOGDIR, 0, tmp_path / "a")
     leo = int(sorted(d.glob("*.log"))[-1].stem)  # the active segment's base, unless it holds batches
     for f in d.glob("*.log"):
@@ -553,11 +558,18 @@ def test_one_append_per_read_chunk(tmp_path: Path) -> None:
     batches = [_batch(i, 1000 + i, (b"k%d" % i, b"v")) for i in range(6)]
     size = len(batches[0])
     assert all(len(b) == size for b in batches)
-    lg = _log(tmp_path / "a", batches, index_interval_bytes=0)
+    lg = _log(tmp_path / "a", batches, index_interval_bytes=0, kafka_version=KAFKA_400)
     lg.roll()
     clean(lg, 0, 6, now_ms=10_000, cleaner_config=CleanerConfig(io_buffer_size=2 * size + 1), active_producers={})
     seg = lg.segments[0]
     assert [seg.offset_index.entry(i) for i in range(len(seg.offset_index))] == [(3, 2 * size), (5, 4 * size)]
+    lg.close()
+    # from 4.0.1 (KAFKA-806) each batch of a chunk is considered: every batch after the segment's first is indexed
+    lg = _log(tmp_path / "newest", batches, index_interval_bytes=0)
+    lg.roll()
+    clean(lg, 0, 6, now_ms=10_000, cleaner_config=CleanerConfig(io_buffer_size=2 * size + 1), active_producers={})
+    seg = lg.segments[0]
+    assert [seg.offset_index.entry(i) for i in range(len(seg.offset_index))] == [(i, i * size) for i in range(1, 6)]
     lg.close()
     lg = _log(tmp_path / "b", batches, index_interval_bytes=0)
     lg.roll()

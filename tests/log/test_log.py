@@ -7,6 +7,7 @@ README gives, and compares every file of the result with Kafka's.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import struct
@@ -78,7 +79,9 @@ def _diff_dirs(expected: Path, actual: Path) -> list[str]:
 
 
 def _open(dst: Path, name: str, **kw: object) -> Log:
-    return Log.open(dst, LogConfig.from_properties(CONFIGS[name]), clock=lambda: CLOCK, sync=False, **kw, writable=True)  # type: ignore[arg-type]
+    """A writable log with the config of golden/kafka/logdir/<name>, as Kafka 4.0.0's log layer, which wrote them."""
+    config = dataclasses.replace(LogConfig.from_properties(CONFIGS[name]), kafka_version=(4, 0, 0))
+    return Log.open(dst, config, clock=lambda: CLOCK, sync=False, **kw, writable=True)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- acceptance tests

@@ -23,6 +23,8 @@ from kafkalog.tools.writer_cases import compare_dirs, load_writer_cases, rules_f
 
 CORPUS = GOLDEN / "corpus" / "writer"
 CASES = load_writer_cases(CORPUS)
+#: the release whose log layer wrote golden/corpus/writer (and ../shared/golden-kafka/writer)
+V400 = "4.0.0"
 PY = sys.executable
 WRONG = f"{PY} {REPO / 'tests' / 'wrong_writer.py'}"
 
@@ -30,7 +32,7 @@ WRONG = f"{PY} {REPO / 'tests' / 'wrong_writer.py'}"
 def _run(case_dir: Path, tmp: Path, name: str) -> list[str]:
     out = tmp / name
     out.mkdir(parents=True)
-    run_case(case_dir, out)
+    run_case(case_dir, out, V400)
     return compare_dirs(out, case_dir / "expected")
 
 
@@ -67,7 +69,7 @@ def test_compare_names_the_file_the_byte_and_the_rule(tmp_path: Path) -> None:
     case = CORPUS / "roll-by-size"
     out = tmp_path / "out"
     out.mkdir()
-    run_case(case, out)
+    run_case(case, out, V400)
     idx = out / "00000000000000000028.index"
     data = bytearray(idx.read_bytes())
     data[5] ^= 0x01
@@ -119,14 +121,14 @@ def test_a_wrong_writer_fails_exactly_the_cases_its_bug_touches(bug: str, tmp_pa
     assert expected
     if bug == "index-every-append":
         config = writer_cases.case_config
-        monkeypatch.setattr(writer_cases, "case_config", lambda spec: dataclasses.replace(config(spec), index_interval_bytes=0))
+        monkeypatch.setattr(writer_cases, "case_config", lambda spec, version=None: dataclasses.replace(config(spec, version), index_interval_bytes=0))
     elif bug == "no-lag-roll":
         monkeypatch.setattr(LogConfig, "max_segment_ms", property(lambda self: self.segment_ms))
     failing = {}
     for c in CASES:
         out = tmp_path / c.name
         out.mkdir()
-        run_case(c.path, out)
+        run_case(c.path, out, V400)
         if bug == "eager-indexes":  # as tests/wrong_writer.py: both indexes made with each segment (trimmed: empty)
             for p in list(out.glob("*.log")):
                 for suffix in (".index", ".timeindex"):
@@ -170,7 +172,7 @@ def test_other_compressors_fail_exactly_the_recompression_cases(tmp_path: Path, 
     for c in CASES:
         out = tmp_path / c.name
         out.mkdir()
-        run_case(c.path, out)
+        run_case(c.path, out, V400)
         if diffs := compare_dirs(out, c.expected):
             failing[c.name] = diffs
     assert set(failing) == {"recompress-lz4", "recompress-snappy"}
@@ -183,7 +185,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_conformance_writer_passes_kafkalog_and_fails_a_wrong_writer() -> None:
-    ok = _cli("conformance", "--writer", f"{PY} -m kafkalog write-case {{case}} {{dir}}", "--case", "cleaner-pass-0", "--case", "roll-compacted-max-lag", "-j", "2")
+    ok = _cli("conformance", "--writer", f"{PY} -m kafkalog write-case --kafka-version {V400} {{case}} {{dir}}", "--case", "cleaner-pass-0", "--case", "roll-compacted-max-lag", "-j", "2")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "2 cases, 2 passed, 0 failed" in ok.stdout
     bad = _cli("conformance", "--json", "--writer", f"{WRONG} no-lag-roll {{case}} {{dir}}", "--case", "roll-compacted-max-lag", "--case", "roll-by-size")
@@ -203,7 +205,7 @@ def test_cli_usage_and_errors(tmp_path: Path) -> None:
     assert _cli("conformance", "--writer", "x {dir}", "--corpus", str(tmp_path / "none")).returncode == 3
     assert _cli("write-case", str(tmp_path), str(tmp_path / "out")).returncode == 3  # no case.json
     out = tmp_path / "out"
-    r = _cli("write-case", str(CORPUS / "leader-epochs"), str(out))
+    r = _cli("write-case", "--kafka-version", V400, str(CORPUS / "leader-epochs"), str(out))
     assert r.returncode == 0, r.stderr
     assert compare_dirs(out, CORPUS / "leader-epochs" / "expected") == []
     assert _cli("write-case", str(CORPUS / "leader-epochs"), str(out)).returncode == 2  # not empty
@@ -211,7 +213,7 @@ def test_cli_usage_and_errors(tmp_path: Path) -> None:
 
 def test_runner_runs_commands_in_parallel_and_in_order() -> None:
     cases = [c for c in CASES if c.name in ("leader-epochs", "follower-legacy")]
-    results = run_writer_conformance(cases, f"{PY} -m kafkalog write-case {{case}} {{dir}}", jobs=2)
+    results = run_writer_conformance(cases, f"{PY} -m kafkalog write-case --kafka-version {V400} {{case}} {{dir}}", jobs=2)
     assert [(r.case, r.impl) for r in results] == [("follower-legacy", "pass"), ("leader-epochs", "pass")]
     with pytest.raises(ValueError, match=r"\{dir\}"):
         run_writer_conformance(cases, "true {case}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 from functools import cache
 
+from kafkalog.format.releases import NEWEST_VERSION, RELEASES, parse_version
 from kafkalog.internal.schemas import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
@@ -66,25 +67,17 @@ __all__ = [
 #: A Kafka release line, ``(major, minor)``.
 Release = tuple[int, int]
 
-#: The release lines kafkalog decodes as they print, oldest first (``--kafka-version``).
-RELEASES: tuple[str, ...] = ("4.0", "4.1", "4.2", "4.3", "4.4")
-
 #: The default: the newest release line.
-NEWEST: Release = (4, 4)
+NEWEST: Release = (NEWEST_VERSION[0], NEWEST_VERSION[1])
 
 
 def parse_release(text: str | Release | None) -> Release:
     """``"4.1"`` or ``"4.1.2"`` (a patch release reads as its line) -> ``(4, 1)``; ``None`` -> the
     newest. Raises ``ValueError`` naming the known lines for any other text."""
-    if text is None:
-        return NEWEST
     if isinstance(text, tuple):
         return text
-    parts = text.split(".")
-    line = ".".join(parts[:2])
-    if line not in RELEASES or len(parts) > 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"unknown Kafka release {text!r} (known: {', '.join(RELEASES)}, or one of their patch releases)")
-    return int(parts[0]), int(parts[1])
+    major, minor, _ = parse_version(text)
+    return major, minor
 
 
 def _revised(

@@ -497,7 +497,7 @@ class _Filter:
 
     def __init__(
         self, omap: OffsetMap, now_ms: int, delete_retention_ms: int, retain_legacy_deletes: bool, txns: _TxnMetadata,
-        active: dict[int, LastRecord], upper_bound: int,
+        active: dict[int, LastRecord], keep_empty_at: int,
     ) -> None:
         self.omap = omap
         self.now = now_ms
@@ -505,7 +505,7 @@ class _Filter:
         self.retain_legacy_deletes = retain_legacy_deletes
         self.txns = txns
         self.active = active
-        self.upper_bound = upper_bound
+        self.keep_empty_at = keep_empty_at
         self.discard_records = False
 
     def batch_retention(self, batch: Batch) -> tuple[str, bool]:
@@ -519,8 +519,8 @@ class _Filter:
             self.discard_records = can_discard
         if isinstance(batch, RecordBatch) and batch.producer_id >= 0 and self._holds_last_record(batch):
             retention = "retain_empty"
-        elif batch.next_offset == self.upper_bound:
-            retention = "retain_empty"  # keep the round's last offset
+        elif batch.next_offset == self.keep_empty_at:
+            retention = "retain_empty"  # keep the round's last offset (up to 4.3) or the high watermark's (4.4)
         elif self.discard_records:
             retention = "delete"
         else:
@@ -683,12 +683,14 @@ def clean(
     *,
     cleaner_config: CleanerConfig | None = None,
     active_producers: dict[int, LastRecord] | None = None,
+    high_watermark: int | None = None,
     on_step: StepHook | None = None,
 ) -> CleanResult:
     """Clean ``lg`` from ``first_dirty_offset`` to ``first_uncleanable_offset`` at time ``now_ms`` (Cleaner.doClean).
 
     ``active_producers`` defaults to the log's producer state (a producer's batch holding its
-    last sequence is kept, emptied if need be). Returns the offset the next pass starts from.
+    last sequence is kept, emptied if need be), ``high_watermark`` to the log's. Returns the offset
+    the next pass starts from.
     """
     lg.check_open()
     lg.check_writable("compact")
@@ -704,15 +706,21 @@ def clean(
     groups = group_segments_by_size(
         lg.segments_in_range(0, end_offset), lg.config.segment_bytes, lg.config.segment_index_bytes, first_uncleanable_offset
     )
+    # the offset an emptied batch is kept for when its next offset reaches it: the round's upper bound up to 4.3,
+    # the high watermark from 4.4 (KAFKA-20452; SPEC R-CMP-08)
+    if lg.config.cleaner_empty_batch_at_high_watermark:
+        keep_empty_at = lg.high_watermark if high_watermark is None else high_watermark
+    else:
+        keep_empty_at = first_uncleanable_offset
     for group in groups:
-        result.groups.append(_clean_segments(lg, group, omap, now_ms, txns, legacy_horizon, first_uncleanable_offset, active, cfg, result, on_step))
+        result.groups.append(_clean_segments(lg, group, omap, now_ms, txns, legacy_horizon, keep_empty_at, active, cfg, result, on_step))
     result.removed = delete_pending_files(lg, now_ms)
     return result
 
 
 def _clean_segments(
     lg: Log, segments: list[Segment], omap: OffsetMap, now_ms: int, txns: _TxnMetadata, legacy_horizon: int,
-    upper_bound: int, active: dict[int, LastRecord], cfg: CleanerConfig, result: CleanResult, on_step: StepHook | None,
+    keep_empty_at: int, active: dict[int, LastRecord], cfg: CleanerConfig, result: CleanResult, on_step: StepHook | None,
 ) -> GroupResult:
     """Clean a group of segments into one ``.cleaned`` segment and swap it in (Cleaner.cleanSegments)."""
     base = segments[0].base_offset
@@ -724,7 +732,7 @@ def _clean_segments(
             upper = segments[i + 1].base_offset if i + 1 < len(segments) else seg.read_next_offset()
             txns.add_aborted(lg.collect_aborted_transactions(seg.base_offset, upper))
             retain_legacy = seg.last_modified > legacy_horizon
-            flt = _Filter(omap, now_ms, lg.config.delete_retention_ms, retain_legacy, txns, active, upper_bound)
+            flt = _Filter(omap, now_ms, lg.config.delete_retention_ms, retain_legacy, txns, active, keep_empty_at)
             _clean_into(lg, seg, cleaned, flt, cfg, group)
         cleaned.on_become_inactive_segment()
         cleaned.flush()

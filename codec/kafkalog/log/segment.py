@@ -5,7 +5,9 @@ The rules are Kafka's (LogSegment.java @1eb7644, SPEC §4.3-§4.5, §6.1):
 * an append of ``n`` bytes at position ``p`` with last offset ``L`` first raises the segment's
   running (max timestamp, offset of max timestamp); then, if more than ``index.interval.bytes``
   bytes were appended since the last index entry, writes the offset index entry ``(L, p)`` and
-  offers the time index the running maximum; then counts its ``n`` bytes;
+  offers the time index the running maximum; then counts its ``n`` bytes. That is Kafka 4.0.0;
+  from 4.0.1 (KAFKA-806) the same steps run for each batch of the append, with the batch's last
+  offset, position and size (``index_per_batch``);
 * a segment rolls when the incoming append would take it past ``segment.bytes``, when
   ``segment.ms`` has passed since its first batch's timestamp, when either index is full, or when
   the append's last offset does not fit in a relative offset;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ from kafkalog.errors import CorruptIndexError, CorruptRecordError, IndexOffsetOv
 from kafkalog.format.epoch import LeaderEpochCache
 from kafkalog.format.files import pwrite_all, segment_file_name
 from kafkalog.format.index import DEFAULT_MAX_INDEX_SIZE, MutableOffsetIndex, MutableTimeIndex
-from kafkalog.format.records.stream import Batch, LogReader
+from kafkalog.format.records.stream import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, Batch, LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.txnindex import AbortedTxn, MutableTransactionIndex
 from kafkalog.log.producer_state import AppendOrigin, CompletedTxn, ProducerStateManager
@@ -51,6 +54,32 @@ TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 NO_TIMESTAMP = -1
 NO_PARTITION_LEADER_EPOCH = -1
+
+
+# batch header positions: the magic byte (every magic), v2's lastOffsetDelta and maxTimestamp, v1's timestamp
+_HEADER_AT_MAGIC = HEADER_SIZE_UP_TO_MAGIC - 1
+_LAST_OFFSET_DELTA_AT = 23
+_MAX_TIMESTAMP_AT = 35
+_V1_TIMESTAMP_AT = 18
+
+
+def _batch_headers(records: bytes) -> Iterator[tuple[int, int, int]]:
+    """(last offset, max timestamp, size) of each batch of an append's bytes, as RecordBatch.lastOffset and
+    maxTimestamp give them: a v2 batch's base offset + lastOffsetDelta and its maxTimestamp field; a v0/v1
+    message's offset (a compressed wrapper carries its last inner offset) and, for v1, its timestamp (-1 for v0)."""
+    view = memoryview(records)
+    pos = 0
+    while pos + _HEADER_AT_MAGIC < len(view):
+        base_offset, size = struct.unpack_from(">qi", view, pos)
+        magic = view[pos + _HEADER_AT_MAGIC]
+        if magic >= 2:
+            (delta,) = struct.unpack_from(">i", view, pos + _LAST_OFFSET_DELTA_AT)
+            (max_ts,) = struct.unpack_from(">q", view, pos + _MAX_TIMESTAMP_AT)
+            yield base_offset + delta, max_ts, LOG_OVERHEAD + size
+        else:
+            ts = struct.unpack_from(">q", view, pos + _V1_TIMESTAMP_AT)[0] if magic == 1 else -1
+            yield base_offset, ts, LOG_OVERHEAD + size
+        pos += LOG_OVERHEAD + size
 
 
 def _now_ms() -> int:
@@ -138,8 +167,11 @@ class Segment:
         clock: Callable[[], int] | None = None,
         suffix: str = "",
         writable: bool = True,
+        index_per_batch: bool = True,
     ) -> None:
         self.dir = os.fspath(directory)
+        #: index each batch of a multi-batch append (Kafka 4.0.1+, KAFKA-806), not the append as a whole (4.0.0)
+        self.index_per_batch = index_per_batch
         self.writable = writable
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -186,11 +218,12 @@ class Segment:
         clock: Callable[[], int] | None = None,
         suffix: str = "",
         writable: bool = True,
+        index_per_batch: bool = True,
     ) -> Segment:
         """Open (creating when missing, unless ``writable=False``) the segment with this base offset in ``directory``."""
         return cls(
             directory, base_offset, index_interval_bytes=index_interval_bytes, max_index_size=max_index_size,
-            rolling_jitter_ms=rolling_jitter_ms, clock=clock, suffix=suffix, writable=writable,
+            rolling_jitter_ms=rolling_jitter_ms, clock=clock, suffix=suffix, writable=writable, index_per_batch=index_per_batch,
         )
 
     def _path(self, kind: str) -> str:
@@ -339,21 +372,36 @@ class Segment:
         self._size = pwrite_all(self._require_writable(), data, self._size)
 
     def append(self, largest_offset: int, largest_timestamp: int, shallow_offset_of_max_timestamp: int, records: bytes) -> None:
-        """Append one append's bytes and index them as Kafka does (LogSegment.append)."""
+        """Append one append's bytes and index them as Kafka does (LogSegment.append): the append as a whole
+        (4.0.0), or each of its batches (4.0.1+, ``index_per_batch``)."""
         if not records:
             return
         physical_position = self._size
-        if physical_position == 0:
-            self._rolling_based_timestamp = largest_timestamp
         self._ensure_offset_in_range(largest_offset)
+        # one batch (every leader append of a producer batch): the same entries in every release
+        if not self.index_per_batch or LOG_OVERHEAD + int.from_bytes(records[8:12], "big") == len(records):
+            if physical_position == 0:
+                self._rolling_based_timestamp = largest_timestamp
+            self._write(records)
+            self._index(largest_offset, largest_timestamp, shallow_offset_of_max_timestamp, physical_position, len(records))
+            return
         self._write(records)
-        if largest_timestamp > self.max_timestamp_so_far:
-            self._max_ts_offset = (largest_timestamp, shallow_offset_of_max_timestamp)
+        for last_offset, max_timestamp, size in _batch_headers(records):
+            if physical_position == 0:  # 4.0.1+ reads the first batch's timestamp back (LogSegment.loadFirstBatchTimestamp)
+                self._rolling_based_timestamp = max_timestamp
+            self._index(last_offset, max_timestamp, last_offset, physical_position, size)
+            physical_position += size
+
+    def _index(self, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int, position: int, size: int) -> None:
+        """Raise the running maximum, write the index entries when more than ``index.interval.bytes`` went
+        by since the last ones, then count ``size`` bytes (the body of LogSegment.append)."""
+        if max_timestamp > self.max_timestamp_so_far:
+            self._max_ts_offset = (max_timestamp, offset_of_max_timestamp)
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            self.offset_index.append(largest_offset, physical_position)
+            self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(*self.read_max_timestamp_and_offset_so_far())
             self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(records)
+        self.bytes_since_last_index_entry += size
 
     def update_txn_index(self, txn: CompletedTxn, last_stable_offset: int) -> None:
         """Write an aborted transaction to ``.txnindex`` (LogSegment.updateTxnIndex)."""

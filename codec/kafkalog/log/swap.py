@@ -36,7 +36,7 @@ def new_cleaned_segment(lg: Log, base_offset: int) -> Segment:
             os.unlink(stale)
     return Segment.open(
         lg.dir, base_offset, index_interval_bytes=lg.config.index_interval_bytes, max_index_size=lg.config.segment_index_bytes,
-        clock=lg.clock, suffix=CLEANED_SUFFIX,
+        clock=lg.clock, suffix=CLEANED_SUFFIX, index_per_batch=lg.config.index_per_batch,
     )
 
 

@@ -67,6 +67,7 @@ from kafkalog.format.primitives import crc32c
 from kafkalog.format.records.record import Record, TimestampType
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.records.v2 import CRC_OFFSET, CRC_START, RecordBatch, RecordBatchBuilder, validate_batch
+from kafkalog.format.releases import NEWEST_VERSION, Version
 from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.leftovers import COMPLETE, DELETE, has_leftovers, load_plan
 from kafkalog.log.producer_state import (
@@ -196,6 +197,9 @@ class LogConfig:
     flush_ms: int = _LONG_MAX
     preallocate: bool = False
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    #: the Kafka release whose log layer to follow where releases write other bytes (SPEC R-IDX-06, R-CMP-08):
+    #: ``(major, minor, patch)``, from :func:`kafkalog.format.releases.parse_version`; the newest by default
+    kafka_version: Version = NEWEST_VERSION
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:
@@ -239,6 +243,18 @@ class LogConfig:
                 value = int(raw)  # type: ignore[call-overload]
             kwargs[name] = value
         return cls(**kwargs)  # type: ignore[arg-type]
+
+    @property
+    def index_per_batch(self) -> bool:
+        """From 4.0.1 (KAFKA-806) LogSegment.append considers an index entry at every batch of a multi-batch
+        append; 4.0.0 considered one per append, at its start (SPEC R-IDX-06)."""
+        return self.kafka_version >= (4, 0, 1)
+
+    @property
+    def cleaner_empty_batch_at_high_watermark(self) -> bool:
+        """From 4.4 (KAFKA-20452) the cleaner keeps an emptied batch for its offset only when its next offset is the
+        high watermark; up to 4.3, when it is the round's firstUncleanableOffset (SPEC R-CMP-08)."""
+        return self.kafka_version >= (4, 4, 0)
 
     @property
     def compact(self) -> bool:
@@ -523,7 +539,7 @@ class Log:
         return Segment.open(
             self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
             max_index_size=self.config.segment_index_bytes, rolling_jitter_ms=self.config.random_segment_jitter(),
-            clock=self.clock, suffix=suffix, writable=self.writable,
+            clock=self.clock, suffix=suffix, writable=self.writable, index_per_batch=self.config.index_per_batch,
         )
 
     def _new_producer_state(self) -> ProducerStateManager:

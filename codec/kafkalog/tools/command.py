@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_crc_options", "add_read_options",
-    "add_tiered_options", "corrupt_failure", "crc_options", "is_kafka_file", "check_tiered_paths", "missing_or_empty", "only_internal",
-    "parse_time", "partition_filter", "partitions_of", "private_keys", "unlink",
+    "add_tiered_options", "corrupt_failure", "crc_options", "is_kafka_file", "check_tiered_paths", "kafka_version_arg", "missing_or_empty",
+    "only_internal", "parse_time", "partition_filter", "partitions_of", "private_keys", "unlink",
 ]
 
 EXIT_OK = 0
@@ -81,6 +81,19 @@ def parse_time(value: str) -> int:
         raise UsageError(f"{value!r} is neither milliseconds since the epoch nor an ISO 8601 time") from None
     # in whole milliseconds, not through a float's seconds (.123 s is not 123 ms as a float times 1000)
     return ((t if t.tzinfo else t.replace(tzinfo=UTC)) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+def kafka_version_arg(text: str) -> str:
+    """``--kafka-version`` (dump, write-case): a known release line or one of its patch releases; argparse reports others."""
+    import argparse
+
+    from kafkalog.format.releases import parse_version
+
+    try:
+        parse_version(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def has_kafka_files(directory: str, wanted: Callable[[str], bool]) -> bool:

@@ -17,10 +17,11 @@ import sys
 import time
 
 from kafkalog.errors import KafkaLogError
+from kafkalog.format.releases import parse_version
 from kafkalog.log.cleaner import CleanerConfig, CompactResult, compact
 from kafkalog.log.retention import delete_old_segments
 from kafkalog.log.unified import Log, checkpoint_log_dir
-from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_OK, EXIT_USAGE
+from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_OK, EXIT_USAGE, kafka_version_arg
 from kafkalog.tools.maintenance import _CONFIG_HELP, PartitionDir, _config, _partitions
 from kafkalog.tools.maintenance import _describe as _describe_retention
 
@@ -61,6 +62,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     if base is None:
         return EXIT_USAGE
     overrides = {field: getattr(args, opt) for opt, field in _OVERRIDES.items() if getattr(args, opt) is not None}
+    overrides["kafka_version"] = parse_version(args.kafka_version)
     if not any(item.partition("=")[0].strip() == "cleanup.policy" for item in args.config or []):
         overrides["cleanup_policy"] = ("compact",)  # not Kafka's topic default (delete): retention only when asked for
     elif "compact" not in base.cleanup_policy:
@@ -130,6 +132,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c.add_argument("--file-delete-delay-ms", type=int, metavar="N", help="file.delete.delay.ms (default 60000; 0: remove at once)")
     c.add_argument("--dedupe-buffer-size", type=int, metavar="BYTES", help="the offset map's memory (log.cleaner.dedupe.buffer.size, default 134217728)")
     c.add_argument("--config", action="append", metavar="KEY=VALUE", help=_CONFIG_HELP)
+    c.add_argument("--kafka-version", type=kafka_version_arg, metavar="X.Y[.Z]", help=(
+        "the Kafka release whose cleaner to follow (4.0 to 4.4, or a patch release; default: the newest): from 4.0.1 the "
+        "cleaned segments' indexes get an entry per batch (KAFKA-806), from 4.4 an emptied batch is kept for its offset "
+        "only at the high watermark (KAFKA-20452)"))
     c.add_argument("--force", action="store_true", help="clean whatever is dirty, whatever the dirty ratio")
     c.add_argument("--dry-run", action="store_true", help="print the dirty range and ratio without cleaning")
     c.add_argument("--json", action="store_true", help="one JSON object per partition")

@@ -50,6 +50,7 @@ from kafkalog.tools.command import (
     UsageError,
     add_tiered_options,
     check_tiered_paths,
+    kafka_version_arg,
     missing_or_empty,
     private_keys,
 )
@@ -723,16 +724,6 @@ def dump(
     return result
 
 
-def _kafka_version(text: str) -> str:
-    """``--kafka-version``: a known release line or one of its patch releases (argparse reports others)."""
-    from kafkalog.internal.releases import parse_release
-
-    try:
-        parse_release(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
 
 def _command(args: argparse.Namespace) -> int:
     from kafkalog.format.files import DUMPED_KINDS, kind_of
@@ -841,7 +832,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const", const="cluster-metadata", help="as kafka-dump-log: --decoder cluster-metadata")
     d.add_argument("--share-group-state-decoder", dest="decoder", action="store_const", const="share-group-state", help="as kafka-dump-log: --decoder share-group-state")
     d.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const", const="remote-log-metadata", help="as kafka-dump-log: --decoder remote-log-metadata")
-    d.add_argument("--kafka-version", type=_kafka_version, metavar="X.Y", help=(
+    d.add_argument("--kafka-version", type=kafka_version_arg, metavar="X.Y", help=(
         "the Kafka release (4.0 to 4.4, or a patch release such as 4.1.2) whose decoders and kafka-dump-log text to "
         "follow: its record types and layouts of the internal topics, its printing of them (default: the newest, 4.4)"))
     d.set_defaults(func=_command)

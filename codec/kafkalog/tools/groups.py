@@ -44,8 +44,7 @@ from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.internal import RELEASES, decode_log, parse_release
 from kafkalog.internal.releases import Release
 from kafkalog.log.source import partition_dirs
-from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, is_kafka_file, missing_or_empty
-from kafkalog.tools.dump import _kafka_version
+from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, is_kafka_file, kafka_version_arg, missing_or_empty
 
 __all__ = [
     "CommittedOffset",
@@ -836,7 +835,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     g.add_argument(
         "--kafka-version",
         metavar="X.Y",
-        type=_kafka_version,
+        type=kafka_version_arg,
         default=None,
         help=f"read the records as this Kafka release writes them ({', '.join(RELEASES)}; default the newest)",
     )

@@ -22,15 +22,16 @@ import sys
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.records.stream import LogReader
+from kafkalog.format.releases import parse_version
 from kafkalog.log.producer_state import AppendOrigin
 from kafkalog.log.unified import _PROPERTIES, Log, LogConfig
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, EXIT_USAGE
+from kafkalog.tools.command import EXIT_IO, EXIT_OK, EXIT_USAGE, kafka_version_arg
 from kafkalog.tools.harness import CaseResult, _describe, _last_line, _run
 
 __all__ = [
@@ -118,13 +119,14 @@ def load_writer_cases(root: Path) -> list[WriterCase]:
 
 
 # --------------------------------------------------------------------------- kafkalog's writer
-def case_config(spec: dict[str, Any]) -> LogConfig:
-    """The LogConfig of a case: its topic configs kafkalog knows, and the broker's producer.id.expiration.ms."""
+def case_config(spec: dict[str, Any], kafka_version: str | None = None) -> LogConfig:
+    """The LogConfig of a case: its topic configs kafkalog knows, the broker's producer.id.expiration.ms, and
+    the Kafka release whose log layer to follow (default: the newest)."""
     props: dict[str, object] = {k: v for k, v in spec.get("topicConfig", {}).items() if k in _PROPERTIES}
     broker = spec.get("broker", {})
     if "producer.id.expiration.ms" in broker:
         props["producer.id.expiration.ms"] = broker["producer.id.expiration.ms"]
-    return LogConfig.from_properties(props)
+    return replace(LogConfig.from_properties(props), kafka_version=parse_version(kafka_version))
 
 
 def _input_batches(case_dir: Path) -> list[bytes]:
@@ -163,16 +165,18 @@ def _clean(lg: Log, op: dict[str, Any], now: int) -> None:
         max_io_buffer_size=op.get("maxIoBufferSize", 1024 * 1024 * 1024),
     )
     active = {a["producerId"]: LastRecord(a["lastDataOffset"], a["producerEpoch"]) for a in op.get("lastRecordsOfActiveProducers", [])}
-    clean(lg, op["firstDirtyOffset"], op["firstUncleanableOffset"], now, cleaner_config=cfg, active_producers=active)
+    clean(lg, op["firstDirtyOffset"], op["firstUncleanableOffset"], now, cleaner_config=cfg, active_producers=active,
+          high_watermark=int(op.get("highWatermark", lg.log_end_offset)))
 
 
-def run_case(case_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> None:
-    """Replay the operations of the case at ``case_dir`` with kafkalog's Log, writing the partition directory ``out_dir``."""
+def run_case(case_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], kafka_version: str | None = None) -> None:
+    """Replay the operations of the case at ``case_dir`` with kafkalog's Log, writing the partition directory ``out_dir``,
+    as the log layer of Kafka release ``kafka_version`` (``"4.0.0"``, ``"4.1"``...; default: the newest) writes it."""
     case = Path(case_dir)
     out = Path(out_dir)
     with open(case / "case.json", encoding="utf-8") as f:
         spec = json.load(f)
-    config = case_config(spec)
+    config = case_config(spec, kafka_version)
     clock = _Clock(int(spec["initialClockMs"]))
     batches = _input_batches(case)
     ops: list[dict[str, Any]] = spec["ops"]
@@ -314,7 +318,7 @@ def _command(args: argparse.Namespace) -> int:
         print(f"kafkalog write-case: {args.dir} is not empty", file=sys.stderr)
         return EXIT_USAGE
     try:
-        run_case(args.case, args.dir)
+        run_case(args.case, args.dir, args.kafka_version)
     except (ValueError, KeyError, json.JSONDecodeError) as e:
         if isinstance(e, KafkaLogError):
             raise
@@ -327,6 +331,7 @@ def _command(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------- the command
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``kafkalog write-case`` to the command line."""
     w = sub.add_parser("write-case", help="replay a writer case (case.json) with kafkalog's own log layer", description=(
@@ -335,4 +340,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "writing the partition directory DIR: kafkalog's implementation for 'kafkalog conformance --writer'."))
     w.add_argument("case", metavar="CASE", help="the case folder (holding case.json, input.log, before-open/)")
     w.add_argument("dir", metavar="DIR", help="the output partition directory (empty or new)")
+    w.add_argument("--kafka-version", type=kafka_version_arg, metavar="X.Y[.Z]", help=(
+        "the Kafka release whose log layer to follow (4.0 to 4.4, or a patch release such as 4.0.2; default: the newest, "
+        "4.4): from 4.0.1 a multi-batch append is indexed batch by batch (KAFKA-806), from 4.4 the cleaner keeps an "
+        "emptied batch only at the high watermark (KAFKA-20452); 4.0 is 4.0.0, as golden/corpus/writer was written"))
     w.set_defaults(func=_command)
