@@ -38,8 +38,6 @@ from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error
-from kafkalog.log.leftovers import as_loaded, renamed_name
-from kafkalog.log.source import partition_dirs
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 from kafkalog.tools.command import (
     EXIT_BAD_DATA,
@@ -58,7 +56,7 @@ from kafkalog.tools.command import (
 if TYPE_CHECKING:
     from kafkalog.format.tiered_aiven import Keyring, RemoteSegment
 
-__all__ = ["DumpOptions", "DumpResult", "dump", "json_lines", "partition_dirs"]
+__all__ = ["DumpOptions", "DumpResult", "dump", "json_lines"]
 
 
 @dataclass
@@ -469,6 +467,8 @@ def _as_loaded(listing: list[tuple[str, str, int | None]]) -> list[tuple[str, tu
     by_dir: dict[str, dict[str, tuple[str, str, int | None]]] = {}
     for f in listing:
         by_dir.setdefault(posixpath.dirname(f[1]), {})[posixpath.basename(f[1])] = f
+    from kafkalog.log.leftovers import as_loaded
+
     loaded = [(name, f) for files in by_dir.values() for name, f in as_loaded(files, lambda f: _open_listed(f[0]))]
     return sorted(loaded, key=lambda nf: posixpath.join(posixpath.dirname(nf[1][1]), nf[0]))
 
@@ -479,6 +479,8 @@ def _open_listed(path: str) -> BinaryIO:
     try:
         return open_read(path)
     except FileNotFoundError:
+        from kafkalog.log.leftovers import renamed_name
+
         return open_read(renamed_name(path))
 
 
@@ -506,6 +508,8 @@ def _open_segment(path: str) -> BinaryIO:
     try:
         return open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
     except FileNotFoundError:
+        from kafkalog.log.leftovers import renamed_name
+
         return open(renamed_name(path), "rb", buffering=1 << 20)  # noqa: SIM115
 
 
@@ -585,6 +589,7 @@ def _dump_consumed(root: str, opts: DumpOptions, out: TextIO, result: DumpResult
     shapes of the plain dump. The directory is loaded read-only (:meth:`kafkalog.log.unified.Log.open`)."""
     from kafkalog.log.gaps import LogDirOffsets
     from kafkalog.log.isolation import consume_batches
+    from kafkalog.log.source import partition_dirs
     from kafkalog.log.unified import Log, parse_topic_partition
 
     base = root if os.path.isdir(root) else os.path.dirname(root)
@@ -753,7 +758,7 @@ def _command(args: argparse.Namespace) -> int:
     check_tiered_paths(args)
     opts.keys = private_keys(args)
     if args.isolation is not None:
-        from kafkalog.tools.dump import partition_dirs
+        from kafkalog.log.source import partition_dirs
 
         for p in args.paths:
             if is_url(p):  # a consumer's view needs the whole partition loaded as Log.open loads it, from local files

@@ -9,7 +9,6 @@ unclean shutdown): iteration stops and :attr:`LogReader.tail` reports it.
 from __future__ import annotations
 
 import io
-import logging
 import os
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -25,7 +24,6 @@ from kafkalog.format.records.v2 import RecordBatch
 
 __all__ = ["Batch", "LogReader", "OnCorrupt", "TornTail", "checked", "corrupt_handler", "crc_error", "read_batches"]
 
-log = logging.getLogger(__name__)
 
 Batch = RecordBatch | LegacyBatch
 Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
@@ -191,7 +189,9 @@ def crc_error(batch: Batch) -> CrcMismatchError | None:
 
 
 def _warn(err: CrcMismatchError) -> None:
-    log.warning("%s (on_corrupt='skip': the batch is left out, reading on)", err)
+    import logging  # only when a batch is skipped: a small command's start-up does not pay for it
+
+    logging.getLogger(__name__).warning("%s (on_corrupt='skip': the batch is left out, reading on)", err)
 
 
 def corrupt_handler(on_corrupt: OnCorrupt) -> Callable[[CrcMismatchError], None] | None:
