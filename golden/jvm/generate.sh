@@ -3,8 +3,15 @@
 # resolves that release's jars with Maven, builds the generator against them and writes
 # OUT_ROOT/kafka-<release>/ (see README.md). Exit 3 when Maven cannot resolve a release's jars
 # (no Maven, no Java or Maven Central unreachable), 1 on any other failure.
+# generate.sh --schemas OUT_DIR [RELEASE...]: writes only OUT_DIR/messages-<X.Y>.json, the release's
+# message layouts that kafkalog's decoders read (Schemas.java; codec/kafkalog/internal/data/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+schemas_only=
+if [ "${1:-}" = --schemas ]; then
+  schemas_only=1
+  shift
+fi
 out_root=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 if [ $# -eq 0 ]; then
@@ -30,6 +37,11 @@ for release in "$@"; do
     exit 1
   fi
   rm -f "$here/target/$release.log"
+  if [ -n "$schemas_only" ]; then
+    java -cp "$build/classes:$(cat "$build/classpath.txt")" kafkalog.golden.Schemas \
+      "$out_root/messages-${release%.*}.json" "$release" 2> >(grep -v '^SLF4J: ' >&2)
+    continue
+  fi
   dest=$out_root/kafka-$release
   rm -rf "$dest"
   java -cp "$build/classes:$(cat "$build/classpath.txt")" kafkalog.golden.Generate "$dest" 2> >(grep -v '^SLF4J: ' >&2)
