@@ -37,15 +37,9 @@ from kafkalog.internal import (
     kafka_json,
     record_text,
 )
-from kafkalog.internal.schemas import (
-    CONTROL_RECORDS,
-    GROUP_COORDINATOR_RECORDS,
-    INTERNAL_SCHEMAS,
-    METADATA_RECORDS,
-    F,
-    Message,
-    construct_for,
-)
+from kafkalog.internal.messages import messages_of
+from kafkalog.internal.releases import RELEASES, parse_release
+from kafkalog.internal.schemas import F, Message, construct_for
 from kafkalog.internal.txnlog import java_hash_set_order
 from kafkalog.internal.wire import Reader, java_double, message_json, read_message
 
@@ -53,6 +47,8 @@ _JSON = json.JSONDecoder()
 #: The Kafka release whose kafka-dump-log wrote the dumps of golden/real, golden/kafka and ../shared:
 #: they are compared with that release's decoders and text, not the newest's (the default).
 KAFKA_4_0 = "4.0"
+#: Kafka 4.0's messages (from its data file), which the dumps above were written with.
+MESSAGES_4_0 = messages_of(parse_release(KAFKA_4_0))
 
 
 # ------------------------------------------------------------------------ Kafka's text, parsed
@@ -261,17 +257,19 @@ def _sample_value(message: Message, f: F, version: int, i: int, depth: int) -> t
     return one(f.type)
 
 
-def _all_versions() -> list[tuple[str, int]]:
+def _all_versions() -> list[tuple[str, str, int]]:
     out = []
-    for name, m in sorted(INTERNAL_SCHEMAS.items()):
-        out.extend((name, v) for v in range(m.valid.lo, m.valid.hi + 1))
+    for release in RELEASES:
+        for name, m in sorted(messages_of(parse_release(release)).messages.items()):
+            out.extend((release, name, v) for v in range(m.valid.lo, m.valid.hi + 1))
     return out
 
 
-@pytest.mark.parametrize("name,version", _all_versions())
-def test_construct_layout_and_reader_agree(name: str, version: int) -> None:
-    """construct builds every field of every version; Kafka's rules (our reader) read it back."""
-    message = INTERNAL_SCHEMAS[name]
+@pytest.mark.parametrize("release,name,version", _all_versions())
+def test_construct_layout_and_reader_agree(release: str, name: str, version: int) -> None:
+    """construct builds every field of every version of every release's messages; Kafka's rules
+    (our reader) read it back."""
+    message = messages_of(parse_release(release)).messages[name]
     con, exp = _sample(message, message.fields, version)
     data = construct_for(message, version).build(con)
     r = Reader(data)
@@ -296,13 +294,13 @@ def test_construct_parses_real_records_like_the_reader() -> None:
                         rd = Reader(r.value)
                         rd.uvarint()
                         api_key, version = rd.uvarint(), rd.uvarint()
-                        message = METADATA_RECORDS[api_key][1]
+                        message = MESSAGES_4_0.metadata[api_key][1]
                         data = r.value[rd.pos:]
                     else:
                         version = struct.unpack_from(">h", r.value or b"\xff\xff")[0]
                         if r.value is None:
                             continue
-                        message = GROUP_COORDINATOR_RECORDS[struct.unpack_from(">h", r.key)[0]][1]
+                        message = MESSAGES_4_0.group_coordinator[struct.unpack_from(">h", r.key)[0]][1]
                         data = r.value[2:]
                     layout = construct_for(message, version)
                     assert layout.build(layout.parse(data)) == data
@@ -389,7 +387,7 @@ def test_offsets_tombstone_and_consumer_protocol_fallback() -> None:
     rec = _real_records("kafka271-donaldy/kafka-logs/__consumer_offsets-17/00000000000000000000.log")[0][1]
     d = decode("__consumer_offsets", rec)
     assert d.value["data"]["members"][0]["subscription"] == {"topics": ["myTopic"], "userData": None, "ownedPartitions": []}
-    raw = read_message(GROUP_COORDINATOR_RECORDS[2][1], 3, Reader(rec.value, 2))["members"][0]["subscription"]
+    raw = read_message(MESSAGES_4_0.group_coordinator[2][1], 3, Reader(rec.value, 2))["members"][0]["subscription"]
     at = rec.value.index(raw)
     edited = rec.value[:at] + b"\x7f\x7f" + rec.value[at + 2 :]
     d2 = decode("__consumer_offsets", _edit(rec, value=edited))
@@ -434,9 +432,7 @@ def test_txn_unknown_versions() -> None:
 
 def test_transaction_log_value_flexible_version() -> None:
     """Version 1 (flexible): tagged fields print only when not at their default."""
-    from kafkalog.internal.schemas import TRANSACTION_LOG_VALUE
-
-    layout = construct_for(TRANSACTION_LOG_VALUE, 1)
+    layout = construct_for(MESSAGES_4_0.transaction_coordinator[0][1], 1)
     body = layout.build({
         "ProducerId": 5, "ProducerEpoch": 1, "TransactionTimeoutMs": 60000, "TransactionStatus": 1,
         "TransactionPartitions": [{"Topic": "t", "PartitionIds": [2, 0], "_tagged": {}}],
@@ -454,7 +450,7 @@ def test_transaction_log_value_flexible_version() -> None:
 
 
 def test_control_records() -> None:
-    header = CONTROL_RECORDS[3][1]
+    header = MESSAGES_4_0.control[3]
     value = construct_for(header, 0).build({"Version": 0, "LastContainedLogTimestamp": 77, "_tagged": {}})
     rec = Record(0, 0, encode_control_key(ControlType.SNAPSHOT_HEADER), value, [])
     assert control_text(rec) == ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":77}'
@@ -469,7 +465,7 @@ def test_control_records() -> None:
     commit = Record(6, 0, encode_control_key(ControlType.COMMIT), b"\x00\x00\x00\x00\x00\x07", [])
     assert control_text(commit) == " endTxnMarker: COMMIT coordinatorEpoch: 7"
     assert decode_record(None, commit, control=True)[1] == {"version": 0, "coordinatorEpoch": 7}
-    voters = CONTROL_RECORDS[6][1]
+    voters = MESSAGES_4_0.control[6]
     vbytes = construct_for(voters, 0).build({"Version": 0, "_tagged": {}, "Voters": [{
         "VoterId": 1, "VoterDirectoryId": bytes(16), "_tagged": {},
         "Endpoints": [{"Name": "CONTROLLER", "Host": "h", "Port": 9093, "_tagged": {}}],

@@ -139,13 +139,16 @@ def test_lag_against_log_end_offsets() -> None:
 def test_transactional_commits_and_tombstones(tmp_path: Path) -> None:
     """Transactional commits apply at COMMIT, vanish at ABORT; tombstones remove offsets and groups."""
     from kafkalog.format.records.control import ControlType
-    from kafkalog.internal.schemas import OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, construct_for
+    from kafkalog.internal.messages import messages_of
+    from kafkalog.internal.schemas import construct_for
+
+    commit_key, commit_value = messages_of((4, 0)).group_coordinator[1]
 
     def key(group: str, topic: str, p: int) -> bytes:
-        return b"\x00\x01" + construct_for(OFFSET_COMMIT_KEY, 1).build({"group": group, "topic": topic, "partition": p})
+        return b"\x00\x01" + construct_for(commit_key, 1).build({"group": group, "topic": topic, "partition": p})
 
     def value(offset: int) -> bytes:
-        return b"\x00\x03" + construct_for(OFFSET_COMMIT_VALUE, 3).build(
+        return b"\x00\x03" + construct_for(commit_value, 3).build(
             {"offset": offset, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1}
         )
 

@@ -25,7 +25,8 @@ kafka-dump-log appends to a record line), :func:`decoded_fields` (for canonical 
 Each entry point takes ``release``: the Kafka release line (``"4.0"`` to ``"4.4"``, or a
 ``(major, minor)`` tuple) whose record types it reads and whose kafka-dump-log text it gives; the
 default is the newest (:data:`NEWEST`). What changed from release to release:
-:mod:`kafkalog.internal.releases`.
+:mod:`kafkalog.internal.releases`; each release's message layouts and record types are read from its
+data file (:mod:`kafkalog.internal.messages`), generated with that release's jars.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def decode(
     line = parse_release(release)
     try:
         if control:
-            return decode_control_record(record.key, record.value, record.offset)
+            return decode_control_record(record.key, record.value, record.offset, line)
         name = _choose(topic, decoder)
         if name is None:
             raise ValueError(f"no decoder for topic {topic!r}: pass decoder= one of {', '.join(DECODERS)}")

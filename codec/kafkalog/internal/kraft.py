@@ -14,21 +14,24 @@ from __future__ import annotations
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.records.control import ControlType, control_type_of, parse_end_txn_marker
 from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
+from kafkalog.internal.messages import messages_of
 from kafkalog.internal.releases import NEWEST, Release
 from kafkalog.internal.result import Decoded
-from kafkalog.internal.schemas import CONTROL_RECORDS
 from kafkalog.internal.wire import MessageReadError, Reader, kafka_json, message_json, read_message
 
 __all__ = ["control_record_text", "decode_control_record"]
 
-#: The control types kafka-dump-log prints as JSON after this label.
+#: The label kafka-dump-log (DumpLogSegments) prints before a KRaft control record's JSON, by type.
+_LABELS = {2: "LeaderChange", 3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
+
+#: The control types kafka-dump-log prints as JSON after their label.
 _PRINTED = {3, 4, 5, 6}
 
 
-def decode_control_record(key: bytes | None, value: bytes | None, offset: int = -1) -> Decoded:
-    """Decode a control record; ``key`` is ``{"version":v,"type":id}``, ``value`` the message's JSON
-    (for markers ``{"version":v,"coordinatorEpoch":e}``). Unknown control types raise
-    :class:`UnknownRecordTypeError`."""
+def decode_control_record(key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST) -> Decoded:
+    """Decode a control record with ``release``'s control messages; ``key`` is
+    ``{"version":v,"type":id}``, ``value`` the message's JSON (for markers
+    ``{"version":v,"coordinatorEpoch":e}``). Unknown control types raise :class:`UnknownRecordTypeError`."""
     try:
         ctype, type_id = control_type_of(key)
         assert key is not None
@@ -41,14 +44,13 @@ def decode_control_record(key: bytes | None, value: bytes | None, offset: int = 
             )
     except KafkaLogError as e:
         raise MalformedInternalRecordError(f"bad control record: {e.message}", offset=offset) from None
-    entry = CONTROL_RECORDS.get(type_id)
-    if entry is None:
+    message = messages_of(release).control.get(type_id)
+    if message is None:
         raise UnknownRecordTypeError(
             f"unknown control record type {type_id}", kafka_text=f"controlType: {ctype.name}({type_id})", offset=offset
         )
-    label, message = entry
     if value is None:
-        raise MalformedInternalRecordError(f"{label} control record without a value", offset=offset)
+        raise MalformedInternalRecordError(f"{_LABELS[type_id]} control record without a value", offset=offset)
     try:
         raw = read_message(message, 0, Reader(value))
     except MessageReadError as e:
@@ -68,8 +70,8 @@ def control_record_text(key: bytes | None, value: bytes | None, offset: int = -1
         m = parse_end_txn_marker(ctype, value)
         return f" endTxnMarker: {ctype.name} coordinatorEpoch: {m.coordinator_epoch}"
     if type_id in _PRINTED:
-        d = decode_control_record(key, value, offset)
-        return f" {CONTROL_RECORDS[type_id][0]} {kafka_json(d.value)}"
+        d = decode_control_record(key, value, offset, release)
+        return f" {_LABELS[type_id]} {kafka_json(d.value)}"
     if type_id == ControlType.LEADER_CHANGE.value and release >= (4, 1):
-        return f" LeaderChange: {kafka_json(decode_control_record(key, value, offset).value)}"
+        return f" LeaderChange: {kafka_json(decode_control_record(key, value, offset, release).value)}"
     return f" controlType: {ctype.name}({type_id})"

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordTypeError, UnknownRecordVersionError
-from kafkalog.internal.releases import NEWEST, Release, metadata_records
+from kafkalog.internal.messages import messages_of
+from kafkalog.internal.releases import NEWEST, Release
 from kafkalog.internal.result import Decoded
 from kafkalog.internal.schemas import Message
 from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
@@ -65,7 +66,7 @@ def read_frame(value: bytes, records: dict[int, tuple[str, Message]]) -> tuple[i
 def decode_metadata_value(value: bytes, release: Release = NEWEST) -> Decoded:
     """Decode one metadata record value with ``release``'s record types (raises
     :class:`InternalRecordError` subclasses, with no location: callers add it)."""
-    api_key, version, type_name, message, raw = read_frame(value, metadata_records(release))
+    api_key, version, type_name, message, raw = read_frame(value, messages_of(release).metadata)
     obj = {"type": type_name, "version": version, "data": message_json(message, version, raw)}
     return Decoded(None, obj, None, message.name, api_key, version)
 

@@ -10,7 +10,7 @@ tombstone; in a classic group whose protocol type is ``consumer`` each member's 
 assignment bytes are replaced by their decoded consumer-protocol form when they parse.
 ``--share-group-state-decoder`` reads ``__share_group_state`` the same way (record types 0
 ShareSnapshot, 1 ShareUpdate); Kafka 4.0 labels the value's version ``"type"`` as well. The record
-types and layouts of each release are :mod:`kafkalog.internal.releases`'.
+types and layouts of each release are its data file's (:mod:`kafkalog.internal.messages`).
 """
 
 from __future__ import annotations
@@ -24,14 +24,10 @@ from kafkalog.internal.errors import (
     UnknownRecordTypeError,
     UnknownRecordVersionError,
 )
-from kafkalog.internal.releases import NEWEST, Release, group_coordinator_records, share_coordinator_records
+from kafkalog.internal.messages import messages_of
+from kafkalog.internal.releases import NEWEST, Release
 from kafkalog.internal.result import Decoded
-from kafkalog.internal.schemas import (
-    CONSUMER_PROTOCOL_ASSIGNMENT,
-    CONSUMER_PROTOCOL_SUBSCRIPTION,
-    GROUP_METADATA_VALUE,
-    Message,
-)
+from kafkalog.internal.schemas import Message
 from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
 
 __all__ = ["decode_coordinator_record", "decode_offsets_record", "decode_share_state_record", "decode_consumer_protocol"]
@@ -50,11 +46,12 @@ def decode_consumer_protocol(data: bytes, message: Message) -> dict[str, Any] | 
         return None
 
 
-def _group_metadata_json(data: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+def _group_metadata_json(data: dict[str, Any], raw: dict[str, Any], release: Release) -> dict[str, Any]:
     if data.get("protocolType") != "consumer":
         return data
+    m = messages_of(release)
     for member, raw_member in zip(data.get("members") or (), raw.get("members") or (), strict=True):
-        for field, message in (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION), ("assignment", CONSUMER_PROTOCOL_ASSIGNMENT)):
+        for field, message in (("subscription", m.consumer_subscription), ("assignment", m.consumer_assignment)):
             if field in member and raw_member.get(field) is not None:
                 decoded = decode_consumer_protocol(raw_member[field], message)
                 if decoded is not None:
@@ -69,11 +66,13 @@ def decode_coordinator_record(
     registry: dict[int, tuple[Message, Message]],
     topic_word: str,
     value_label: str,
+    release: Release,
 ) -> Decoded:
     """A coordinator record (key: int16 record type + key fields; value: int16 version + value
-    fields) with the record types of ``registry``, as Kafka's coordinator record parsers print it:
-    the value's version labelled ``value_label``; ``topic_word`` names the topic in the error for a
-    record without a key."""
+    fields) with the record types of ``registry``, as ``release``'s coordinator record parsers print
+    it: the value's version labelled ``value_label``; ``topic_word`` names the topic in the error for
+    a record without a key. The key is read at the version that is its record type where the key
+    message has it (4.0's keys), else at its only version (4.1 on: one key message per type)."""
     if key is None:
         raise MalformedInternalRecordError(
             f"Failed to decode message at offset {offset} using {topic_word} decoder (message had a missing key)",
@@ -93,14 +92,15 @@ def decode_coordinator_record(
             kafka_text=f"Unknown record type {rtype} at offset {offset}, skipping.", offset=offset,
         )
     key_msg, value_msg = messages
+    key_version = rtype if rtype in key_msg.valid else key_msg.valid.lo
     try:
-        key_raw = read_message(key_msg, rtype, Reader(key, 2))
+        key_raw = read_message(key_msg, key_version, Reader(key, 2))
     except MessageReadError as e:
         raise error(
             MalformedInternalRecordError,
             f"Could not read record with version {rtype} from key's buffer due to: {e.kafka_message}.",
         ) from None
-    key_obj = {"type": str(rtype), "data": message_json(key_msg, rtype, key_raw)}
+    key_obj = {"type": str(rtype), "data": message_json(key_msg, key_version, key_raw)}
     if value is None:
         return Decoded(key_obj, None, key_msg.name, None, rtype, None)
     if len(value) < 2:
@@ -112,14 +112,16 @@ def decode_coordinator_record(
         cls = UnknownRecordVersionError if version not in value_msg.valid else MalformedInternalRecordError
         raise error(cls, f"Could not read record with version {version} from value's buffer due to: {e.kafka_message}.") from None
     data = message_json(value_msg, version, value_raw)
-    if value_msg is GROUP_METADATA_VALUE:
-        data = _group_metadata_json(data, value_raw)
+    if value_msg.name == "GroupMetadataValue":
+        data = _group_metadata_json(data, value_raw, release)
     return Decoded(key_obj, {value_label: str(version), "data": data}, key_msg.name, value_msg.name, rtype, version)
 
 
 def decode_offsets_record(key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST) -> Decoded:
     """Decode one ``__consumer_offsets`` record as ``release``'s kafka-dump-log ``--offsets-decoder`` does."""
-    return decode_coordinator_record(key, value, offset, group_coordinator_records(release), "offset topic", "version")
+    return decode_coordinator_record(
+        key, value, offset, messages_of(release).group_coordinator, "offset topic", "version", release
+    )
 
 
 def decode_share_state_record(key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST) -> Decoded:
@@ -127,4 +129,6 @@ def decode_share_state_record(key: bytes | None, value: bytes | None, offset: in
     Kafka 4.0's ShareGroupStateMessageParser labels the value's version ``"type"``, as it does the
     key's record type (``{"type":"0","data":{...}}``); from 4.1 it writes ``"version"``."""
     label = "type" if release < (4, 1) else "version"
-    return decode_coordinator_record(key, value, offset, share_coordinator_records(release), "share group state topic", label)
+    return decode_coordinator_record(
+        key, value, offset, messages_of(release).share_coordinator, "share group state topic", label, release
+    )

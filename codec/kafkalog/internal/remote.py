@@ -20,10 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog.internal.errors import InternalRecordError, MalformedInternalRecordError
+from kafkalog.internal.messages import messages_of
 from kafkalog.internal.metadata import read_frame
 from kafkalog.internal.releases import NEWEST, Release
 from kafkalog.internal.result import Decoded
-from kafkalog.internal.schemas import REMOTE_LOG_METADATA_RECORDS, uuid_text
+from kafkalog.internal.schemas import uuid_text
 from kafkalog.internal.wire import message_json
 
 __all__ = ["decode_remote_log_metadata_record", "remote_log_metadata_text"]
@@ -140,13 +141,13 @@ def decode_remote_log_metadata_record(
     key: bytes | None, value: bytes | None, offset: int = -1, release: Release = NEWEST
 ) -> Decoded:
     """Decode one ``__remote_log_metadata`` record as kafka-dump-log ``--remote-log-metadata-decoder``
-    does; errors carry Kafka's text (``Error at offset <offset>, skipping. <message>``). Every
-    release from 4.0 to 4.4 writes and prints these records alike."""
-    del key, release  # Kafka's parser reads the value only; the records did not change from 4.0 to 4.4
+    does; errors carry Kafka's text (``Error at offset <offset>, skipping. <message>``), with
+    ``release``'s record types. Every release from 4.0 to 4.4 prints these records alike."""
+    del key  # Kafka's parser reads the value only
     try:
         if value is None:
             raise MalformedInternalRecordError("the record has no value", kafka_text=NULL_VALUE_MESSAGE)
-        api_key, version, type_name, message, raw = read_frame(value, REMOTE_LOG_METADATA_RECORDS)
+        api_key, version, type_name, message, raw = read_frame(value, messages_of(release).remote_log_metadata)
         text = remote_log_metadata_text(api_key, raw)
     except InternalRecordError as e:
         e.kafka_text = f"Error at offset {offset}, skipping. {e.kafka_text or e.message}"

@@ -17,10 +17,10 @@ import struct
 from typing import Any
 
 from kafkalog.internal.errors import MalformedInternalRecordError, UnknownRecordVersionError
+from kafkalog.internal.messages import messages_of
 from kafkalog.internal.offsets import decode_coordinator_record
-from kafkalog.internal.releases import NEWEST, Release, transaction_log_value
+from kafkalog.internal.releases import NEWEST, Release
 from kafkalog.internal.result import Decoded
-from kafkalog.internal.schemas import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
 from kafkalog.internal.wire import MessageReadError, Reader, message_json, read_message
 
 __all__ = ["TRANSACTION_STATES", "decode_txn_record", "java_hash_set_order"]
@@ -95,8 +95,8 @@ def _txn_text(value: dict[str, Any]) -> str:
 def _decode_as_coordinator(key: bytes | None, value: bytes | None, offset: int, release: Release) -> Decoded:
     """4.1 on: the coordinator records' JSON; from 4.4 with the state's name for ``transactionStatus``
     (a number Kafka has no state for stays a number, as text), in place."""
-    registry = {0: (TRANSACTION_LOG_KEY, transaction_log_value(release))}
-    d = decode_coordinator_record(key, value, offset, registry, "transaction log", "version")
+    registry = messages_of(release).transaction_coordinator
+    d = decode_coordinator_record(key, value, offset, registry, "transaction log", "version", release)
     if release >= (4, 4) and d.value is not None:
         data = d.value["data"]
         status = data["transactionStatus"]
@@ -109,28 +109,29 @@ def decode_txn_record(key: bytes | None, value: bytes | None, offset: int = -1, 
     :class:`InternalRecordError` subclasses)."""
     if release >= (4, 1):
         return _decode_as_coordinator(key, value, offset, release)
+    key_message, value_message = messages_of(release).transaction_coordinator[0]
     if key is None or len(key) < 2:
         raise MalformedInternalRecordError("transaction log record without a readable key version", offset=offset)
     kver = _I16.unpack_from(key, 0)[0]
-    if kver not in TRANSACTION_LOG_KEY.valid:
+    if kver not in key_message.valid:
         raise UnknownRecordVersionError(
             f"unknown transaction log key version {kver}", kafka_text=f"unknown::version={kver}", offset=offset
         )
     try:
-        key_raw = read_message(TRANSACTION_LOG_KEY, kver, Reader(key, 2))
+        key_raw = read_message(key_message, kver, Reader(key, 2))
     except MessageReadError as e:
         raise MalformedInternalRecordError(f"could not read the transaction log key: {e.kafka_message}", offset=offset) from None
-    key_obj = {"version": kver, "data": message_json(TRANSACTION_LOG_KEY, kver, key_raw)}
+    key_obj = {"version": kver, "data": message_json(key_message, kver, key_raw)}
     key_text = f"transaction_metadata::transactionalId={key_raw['transactionalId']}"
     if value is None:
-        return Decoded(key_obj, None, TRANSACTION_LOG_KEY.name, None, kver, None, key_text=key_text)
+        return Decoded(key_obj, None, key_message.name, None, kver, None, key_text=key_text)
     if len(value) < 2:
         raise MalformedInternalRecordError("transaction log value without a readable version", offset=offset)
     vver = _I16.unpack_from(value, 0)[0]
-    if vver not in TRANSACTION_LOG_VALUE.valid:
+    if vver not in value_message.valid:
         raise UnknownRecordVersionError(f"Unknown version {vver} from the transaction log message value", offset=offset)
     try:
-        value_raw = read_message(TRANSACTION_LOG_VALUE, vver, Reader(value, 2))
+        value_raw = read_message(value_message, vver, Reader(value, 2))
     except MessageReadError as e:
         raise MalformedInternalRecordError(
             f"could not read the transaction log value (version {vver}): {e.kafka_message}", offset=offset
@@ -139,8 +140,8 @@ def decode_txn_record(key: bytes | None, value: bytes | None, offset: int = -1, 
         value_text = _txn_text(value_raw)
     except MalformedInternalRecordError as e:
         raise e.located(offset=offset) from None
-    value_obj = {"version": vver, "data": message_json(TRANSACTION_LOG_VALUE, vver, value_raw)}
+    value_obj = {"version": vver, "data": message_json(value_message, vver, value_raw)}
     return Decoded(
-        key_obj, value_obj, TRANSACTION_LOG_KEY.name, TRANSACTION_LOG_VALUE.name, kver, vver,
+        key_obj, value_obj, key_message.name, value_message.name, kver, vver,
         key_text=key_text, value_text=value_text,
     )
