@@ -6,8 +6,8 @@ each topic gives them. ``golden/jvm`` writes it with that release's own jars (``
 ``./run goldens``): the record types come from the release's classes by reflection
 (``CoordinatorRecordType``, ``MetadataRecordType``, ``ControlRecordType``), each message's valid
 versions from its generated class, and its fields from the message spec bundled beside the class,
-which keeps the field names the generated ``*JsonConverter``\\ s print. Supporting a new release is
-regenerating its file, not editing a table.
+which keeps the field names the generated ``*JsonConverter`` classes print. Supporting a new release
+is regenerating its file, not editing a table.
 
 A release's file is read the first time a decoder asks for that release (:func:`messages_of`), so
 start-up reads none and a run reads only the releases it decodes.
