@@ -270,3 +270,22 @@ def test_the_cleaner_collects_aborted_transactions_from_the_log_start_and_stops_
     assert [t.producer_id for t in log.collect_aborted_transactions(0, 9, min_last_offset=lso)] == [2, 3]
     assert [t.producer_id for t in log.collect_aborted_transactions(0, 9)] == [1, 2, 3]
     log.close(flush=False)
+
+
+@pytest.mark.rule("R-RCV-09")
+def test_the_replay_starts_inside_the_segment_at_the_snapshot_offset(tmp_path: Path) -> None:
+    """Snapshot at offset 1 inside segment 0: the producer before it comes only from the snapshot (and is
+    expired there), the one after it is replayed from the log (and kept); a replay from the segment's base
+    offset would bring the first one back."""
+    d = tmp_path / "t-0"
+    log = _open(d)
+    log.append(_data(31, 0, 0, ts=T0), leader_epoch=0)
+    log.close(flush=False)  # snapshot at 1
+    log = _open(d)
+    log.append(_data(32, 0, 0, ts=T0 + DAY), leader_epoch=0)
+    log.close(flush=False)
+    (d / _name(2, "snapshot")).unlink()  # as if the broker stopped before its last snapshot
+    assert [p.name for p in d.glob("*.snapshot")] == [_name(1, "snapshot")]
+    log = _open(d, clock=T0 + DAY)
+    assert sorted(log.producer_state.producers) == [32]
+    log.close(flush=False)
