@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog import LegacyBatchBuilder, RecordBatchBuilder
+from kafkalog import LegacyBatchBuilder, LogReader, RecordBatchBuilder
 from kafkalog.errors import InvalidRecordError, ProducerStateError
 from kafkalog.format.records.control import ControlType
 from kafkalog.format.snapshot import read_producer_snapshot
@@ -289,3 +289,24 @@ def test_the_replay_starts_inside_the_segment_at_the_snapshot_offset(tmp_path: P
     log = _open(d, clock=T0 + DAY)
     assert sorted(log.producer_state.producers) == [32]
     log.close(flush=False)
+
+
+@pytest.mark.rule("R-CMP-09")
+def test_the_cleaner_does_not_abort_data_whose_abort_entry_is_below_the_log_start(tmp_path: Path) -> None:
+    """The aborted transaction 0-2 ends below the log start offset 3, so the cleaner does not collect it: its
+    data batch is a transaction under way that is not aborted (kept), its marker removable (stamped, kept)."""
+    from kafkalog.log.cleaner import clean
+
+    d = tmp_path / "t-0"
+    log = Log.open(d, LogConfig(cleanup_policy=("compact",)), writable=True, sync=False, clock=lambda: T0)
+    log.append(_data(1, 0, 0, 2, txn=True), leader_epoch=0)  # offsets 0, 1: keys k0, k1
+    log.append(_marker(1, 0, ControlType.ABORT), leader_epoch=0, origin=AppendOrigin.COORDINATOR)  # offset 2
+    b = RecordBatchBuilder(0)
+    b.append(T0, b"other", b"v")
+    log.append(b.build(), leader_epoch=0)  # offset 3
+    log.roll()
+    assert log.maybe_increment_log_start_offset(3)
+    clean(log, 3, 4, T0 + 1000)
+    log.close(flush=False)
+    kept = [(r.offset, r.key) for batch in LogReader(d / _name(0, "log")).batches() for r in batch.records()]
+    assert kept[:2] == [(0, b"k0"), (1, b"k1")]  # not removed as aborted data
