@@ -443,7 +443,7 @@ def _build_offset_map(lg: Log, start: int, end: int, omap: OffsetMap, cfg: Clean
     dirty = lg.segments_in_range(start, end)
     nexts = [s.base_offset for s in dirty[1:]] + [end]
     txns = _TxnMetadata()
-    txns.add_aborted(lg.collect_aborted_transactions(start, end))
+    txns.add_aborted(lg.collect_aborted_transactions(start, end, min_last_offset=lg.log_start_offset))
     max_entries = int(omap.slots * cfg.dedupe_buffer_load_factor)
     read = 0
     for seg, next_start in zip(dirty, nexts, strict=True):
@@ -707,7 +707,7 @@ def clean(
         lg.segments_in_range(0, end_offset), lg.config.segment_bytes, lg.config.segment_index_bytes, first_uncleanable_offset
     )
     # the offset an emptied batch is kept for when its next offset reaches it: the round's upper bound up to 4.3,
-    # the high watermark from 4.4 (KAFKA-20452; SPEC R-CMP-08)
+    # the high watermark from 4.4 (KAFKA-20452; SPEC R-CMP-11)
     if lg.config.cleaner_empty_batch_at_high_watermark:
         keep_empty_at = lg.high_watermark if high_watermark is None else high_watermark
     else:
@@ -730,7 +730,7 @@ def _clean_segments(
     try:
         for i, seg in enumerate(segments):
             upper = segments[i + 1].base_offset if i + 1 < len(segments) else seg.read_next_offset()
-            txns.add_aborted(lg.collect_aborted_transactions(seg.base_offset, upper))
+            txns.add_aborted(lg.collect_aborted_transactions(seg.base_offset, upper, min_last_offset=lg.log_start_offset))
             retain_legacy = seg.last_modified > legacy_horizon
             flt = _Filter(omap, now_ms, lg.config.delete_retention_ms, retain_legacy, txns, active, keep_empty_at)
             _clean_into(lg, seg, cleaned, flt, cfg, group)

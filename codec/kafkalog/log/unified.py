@@ -197,7 +197,7 @@ class LogConfig:
     flush_ms: int = _LONG_MAX
     preallocate: bool = False
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
-    #: the Kafka release whose log layer to follow where releases write other bytes (SPEC R-IDX-06, R-CMP-08):
+    #: the Kafka release whose log layer to follow where releases write other bytes (SPEC R-IDX-06, R-CMP-11, R-K4-05):
     #: ``(major, minor, patch)``, from :func:`kafkalog.format.releases.parse_version`; the newest by default
     kafka_version: Version = NEWEST_VERSION
 
@@ -253,7 +253,7 @@ class LogConfig:
     @property
     def cleaner_empty_batch_at_high_watermark(self) -> bool:
         """From 4.4 (KAFKA-20452) the cleaner keeps an emptied batch for its offset only when its next offset is the
-        high watermark; up to 4.3, when it is the round's firstUncleanableOffset (SPEC R-CMP-08)."""
+        high watermark; up to 4.3, when it is the round's firstUncleanableOffset (SPEC R-CMP-11)."""
         return self.kafka_version >= (4, 4, 0)
 
     @property
@@ -1255,12 +1255,18 @@ class Log:
             upper_offset = nxt.base_offset if nxt is not None else self.log_end_offset
         return self.collect_aborted_transactions(start_offset, upper_offset)
 
-    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping ``[start_offset, upper_bound_offset)`` from the ``.txnindex`` files."""
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int, *, min_last_offset: int | None = None
+    ) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[start_offset, upper_bound_offset)`` from the ``.txnindex`` files,
+        read from the segment holding ``start_offset`` on until an entry's last stable offset reaches the bound
+        (SPEC R-TXN-05). ``min_last_offset`` replaces ``start_offset`` as the lowest last offset kept: the cleaner
+        gives the log start offset, as UnifiedLog.collectAbortedTransactions does (SPEC R-CMP-09)."""
         out: list[AbortedTxn] = []
         seg = self.floor_segment(start_offset)
+        lowest = start_offset if min_last_offset is None else min_last_offset
         while seg is not None:
-            found, complete = seg.collect_aborted_txns(start_offset, upper_bound_offset)
+            found, complete = seg.collect_aborted_txns(lowest, upper_bound_offset)
             out.extend(found)
             if complete:
                 break

@@ -155,6 +155,13 @@ def _crash(lg: Log) -> None:
     lg.closed = True
 
 
+def _data_offset(producer: dict[str, Any]) -> int | None:
+    """An active producer's last data offset; None for "no data offset", written null, or absent, or -1 as
+    Kafka's ProducerStateEntry reports it (SPEC R-CONF-08 item 3)."""
+    offset = producer.get("lastDataOffset")
+    return None if offset is None or offset < 0 else int(offset)
+
+
 def _clean(lg: Log, op: dict[str, Any], now: int) -> None:
     from kafkalog.log.cleaner import CleanerConfig, LastRecord, clean
 
@@ -164,7 +171,7 @@ def _clean(lg: Log, op: dict[str, Any], now: int) -> None:
         dedupe_buffer_load_factor=op.get("dupBufferLoadFactor", 0.9), io_buffer_size=op.get("ioBufferSize", 1024 * 1024),
         max_io_buffer_size=op.get("maxIoBufferSize", 1024 * 1024 * 1024),
     )
-    active = {a["producerId"]: LastRecord(a["lastDataOffset"], a["producerEpoch"]) for a in op.get("lastRecordsOfActiveProducers", [])}
+    active = {a["producerId"]: LastRecord(_data_offset(a), a["producerEpoch"]) for a in op.get("lastRecordsOfActiveProducers", [])}
     clean(lg, op["firstDirtyOffset"], op["firstUncleanableOffset"], now, cleaner_config=cfg, active_producers=active,
           high_watermark=int(op.get("highWatermark", lg.log_end_offset)))
 

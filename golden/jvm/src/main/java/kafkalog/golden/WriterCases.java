@@ -242,7 +242,9 @@ public final class WriterCases {
                 .newInstance(log, firstDirty, firstUncleanable, false);
         }
         String want = Json.list(op.getOrDefault("lastRecordsOfActiveProducers", List.of())).stream().map(Json::map)
-            .map(r -> r.get("producerId") + "=" + r.get("lastDataOffset") + "/" + r.get("producerEpoch")).sorted().toList().toString();
+            // "no data offset" is null (or absent) in case.json and -1 below (SPEC R-CONF-08 item 3)
+            .map(r -> r.get("producerId") + "=" + (r.get("lastDataOffset") == null ? -1 : r.get("lastDataOffset")) + "/" + r.get("producerEpoch"))
+            .sorted().toList().toString();
         Object records = call(log, "lastRecordsOfActiveProducers");
         if (!(records instanceof Map<?, ?>)) {  // 4.0: a Scala mutable Map
             records = callStatic(Class.forName("scala.jdk.javaapi.CollectionConverters"), "asJava", records);
