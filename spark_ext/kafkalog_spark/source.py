@@ -118,8 +118,7 @@ def _formats(options: dict[str, str]) -> dict[str, str]:
 def _decoding(options: dict[str, str]) -> tuple[dict[str, str], Registry | None, str]:
     """The formats, the schema sources (the paths' _schemas topic or schemasTopic, and the URL
     schemaRegistry), read on the driver, and onUndecodable (error or null: Spark's rows stay aligned)."""
-    from kafkalog.dataset.registry import Registry
-    from kafkalog.dataset.scan import topic_records
+    from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
     from kafkalog.dataset.values import FORMATS, WIRE_FORMATS
 
     formats = _formats(options)
@@ -132,9 +131,21 @@ def _decoding(options: dict[str, str]) -> tuple[dict[str, str], Registry | None,
         raise SourceOptionError(f"option onUndecodable must be error or null, got {on_undecodable!r}")
     registry = None
     if WIRE_FORMATS.intersection(formats.values()):
-        paths = parse_options(options).paths
-        registry = Registry.open(topic_records(list(paths), opts.get("schemastopic", "_schemas")), url=opts.get("schemaregistry") or None)
+        registry = Registry.open(_schemas_records(options, opts.get("schemastopic", SCHEMAS_TOPIC)), url=opts.get("schemaregistry") or None)
     return formats, registry, on_undecodable
+
+
+def _schemas_records(options: dict[str, str], topic: str) -> list[tuple[bytes | None, bytes | None, int]]:
+    """The ``(key, value, offset)`` records of the schemas topic under the read's paths, read as this
+    source reads the data (any fsspec URL with the ``fs.*`` options, CRCs checked, data loss an error),
+    on the driver; none when the paths hold no such topic."""
+    keep = {k: v for k, v in options.items() if str(k).lower() in ("path", "paths") or str(k).lower().startswith("fs.")}
+    reader = KafkaLogReader({**keep, "subscribe": topic}, StructType([StructField(n, SPARK_TYPES[n]) for n in ("key", "value", "offset")]))
+    out: list[tuple[bytes | None, bytes | None, int]] = []
+    for part in reader.partitions():
+        for b in reader.read(part):
+            out.extend(zip(b.column("key").to_pylist(), b.column("value").to_pylist(), b.column("offset").to_pylist(), strict=True))
+    return out
 
 
 def decoded_types(options: dict[str, str]) -> dict[str, DataType]:
@@ -155,7 +166,7 @@ def decoded_types(options: dict[str, str]) -> dict[str, DataType]:
         typed = Decoding(formats, registry).schema(base, list(topics))
     except ValueError as e:
         raise SourceOptionError(str(e)) from None
-    return {col: from_arrow_type(typed.field(role).type) for col, role in DECODED_COLUMNS.items() if role in formats}
+    return {col: from_arrow_type(_spark_arrow_type(typed.field(role).type)) for col, role in DECODED_COLUMNS.items() if role in formats}
 
 
 def _columns(schema: StructType) -> list[str]:
@@ -353,9 +364,14 @@ def _read(partition: InputPartition, planner: _Planner) -> Iterator[pa.RecordBat
 
 
 def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
-    """``t`` as Spark takes it from a Python source: timestamps in microseconds, at any depth."""
+    """``t`` as Spark takes it from a Python source, at any depth: timestamps in microseconds (finer
+    ones truncated), and, as Spark has no unsigned integers, uint32 as int64 and uint64 as decimal(20, 0)."""
     if pa.types.is_timestamp(t):
         return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_uint32(t):
+        return pa.int64()
+    if pa.types.is_uint64(t):
+        return pa.decimal128(20, 0)
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, _spark_arrow_type(f.type), nullable=f.nullable) for f in t])
     if pa.types.is_map(t):
@@ -367,6 +383,8 @@ def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
 
 def _with_decoded(batches: Iterator[pa.RecordBatch], topic: str, partition: int, decoding: Decoding, columns: list[str]) -> Iterator[pa.RecordBatch]:
     """Batches with the keyDecoded/valueDecoded columns beside key and value, in ``columns``' order."""
+    import pyarrow.compute as pc
+
     roles = [r for r in decoding.formats if f"{r}Decoded" in columns]
     base = arrow_schema([*roles, "offset"])
     typed = decoding.schema(base, [topic])
@@ -374,8 +392,8 @@ def _with_decoded(batches: Iterator[pa.RecordBatch], topic: str, partition: int,
     spark_types = {r: _spark_arrow_type(typed.field(r).type) for r in roles}
     for b in batches:
         decoded = next(decoding.batches([b.select(base.names)], topic, partition, typed))
-        arrays = [decoded.column(DECODED_COLUMNS[c]).cast(spark_types[DECODED_COLUMNS[c]]) if c in DECODED_COLUMNS else b.column(c)
-                  for c in columns]
+        arrays = [pc.cast(decoded.column(DECODED_COLUMNS[c]), options=pc.CastOptions(spark_types[DECODED_COLUMNS[c]], allow_time_truncate=True))
+                  if c in DECODED_COLUMNS else b.column(c) for c in columns]
         yield pa.RecordBatch.from_arrays(arrays, names=columns)
 
 

@@ -227,3 +227,23 @@ def test_json_schema_values_as_typed_columns(tmp_path: Path) -> None:
     write_partition(bad, "people-0", [(None, b"\0\0\0\0\x02" + json.dumps({"id": "seven"}).encode())])
     with pytest.raises(UndecodableValueError, match=r"offset 0 schema id 2: the value at \$\.id is str"):
         kafkalog.scan(bad, topics="people", value_format="json", columns=["value"]).read_all()
+
+
+def test_json_values_validated_against_their_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--validate: a JSON Schema value the jsonschema library finds invalid is undecodable (exit 1, or
+    --on-undecodable); without it, cat prints the value as it is."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+    values = [{"id": 1}, {"id": "seven"}]
+    assert [jsonschema.Draft7Validator(schema).is_valid(v) for v in values] == [True, False]
+    root = tmp_path / "data"
+    write_partition(root, "_schemas-0", [_schema_record("ids-value", 1, 1, schema, schemaType="JSON")])
+    write_partition(root, "ids-0", [(None, b"\0\0\0\0\x01" + json.dumps(v).encode()) for v in values])
+    assert main(["cat", str(root), "-t", "ids", "-s", "value=json"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == values
+    assert main(["cat", str(root), "-t", "ids", "-s", "value=json", "--validate"]) == 1
+    err = capsys.readouterr().err
+    assert "topic ids partition 0 offset 1 schema id 1: the JSON value is not valid by its schema at $.id: 'seven' is not of type 'integer'" in err
+    assert main(["cat", str(root), "-t", "ids", "-s", "value=json", "--validate", "--on-undecodable", "skip"]) == 0
+    out = capsys.readouterr()
+    assert [json.loads(line) for line in out.out.splitlines()] == values[:1] and "warning" in out.err

@@ -605,6 +605,13 @@ def _proto_field(f: Any, seen: tuple[str, ...]) -> tuple[pa.DataType, Callable[[
     return typ, lambda m: conv(getattr(m, name))
 
 
+def _best_error(validator: Any, v: Any) -> Any:
+    """The jsonschema library's most relevant error of ``v`` (None: valid)."""
+    from jsonschema.exceptions import best_match
+
+    return best_match(validator.iter_errors(v))
+
+
 # --------------------------------------------------------------------------------------- decoder
 class Decoder:
     """Decodes the keys or the values of one topic in one format (:data:`FORMATS`).
@@ -612,7 +619,8 @@ class Decoder:
     ``subject`` (``<topic>-value``) names the subject whose latest version is the Avro reader
     schema; ``registry`` gives the schemas of the wire format's ids."""
 
-    def __init__(self, fmt: str, registry: Registry | None = None, *, subject: str | None = None, typed: bool = False) -> None:
+    def __init__(self, fmt: str, registry: Registry | None = None, *, subject: str | None = None, typed: bool = False,
+                 validate: bool = False) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"format {fmt!r} is none of {', '.join(FORMATS)}")
         self.format = fmt
@@ -620,6 +628,9 @@ class Decoder:
         self.subject = subject
         #: JSON Schema and Protobuf values as the subject's typed column takes them (:meth:`arrow_type`), not as JSON
         self.typed = typed
+        #: JSON Schema values in the wire format validated against their schema (the jsonschema library)
+        self.validate = validate
+        self._validators: dict[int, Any] = {}
         self._plan: tuple[Any, Plan] | None | bool = False  # the typed column's (reader message or None, plan), once found
         self._avro: dict[int, tuple[Any, Any]] = {}  # id -> (writer schema, reader schema or None), parsed
         self._reader: Schema | None | bool = False  # the subject's latest schema, once looked up
@@ -759,6 +770,8 @@ class Decoder:
 
     def _typed_json(self, schema_id: int | None, payload: bytes | memoryview) -> Any:
         v = self._json(schema_id, payload)
+        if self.validate and schema_id is not None:
+            self._validate(schema_id, v)
         plan = self.typed_plan()
         if plan is None or plan[0] is not None:
             return v
@@ -768,6 +781,38 @@ class Decoder:
             e.schema_id = schema_id
             e.args = (e._render(),)
             raise
+
+    def _validate(self, schema_id: int, v: Any) -> None:
+        """Raise :class:`~kafkalog.errors.UndecodableValueError` when ``v`` is not valid by its JSON Schema
+        (the draft its ``$schema`` names, else draft 7; its references registered by their names)."""
+        validator = self._validators.get(schema_id)
+        if validator is None:
+            try:
+                import jsonschema
+                from referencing import Registry as Resources
+                from referencing import Resource
+                from referencing.jsonschema import DRAFT7
+            except ImportError:
+                raise UndecodableValueError("validating JSON values needs the jsonschema library (pip install 'kafkalog[jsonschema]')",
+                                            schema_id=schema_id) from None
+            reg = self._need_registry()
+            schema = reg.by_id(schema_id)
+            found: dict[str, Any] = {}
+
+            def add(s: Schema) -> None:
+                for ref in s.references:
+                    dep = reg.by_version(ref.subject, ref.version)
+                    if dep is not None and ref.name not in found:
+                        found[ref.name] = Resource.from_contents(json.loads(dep.text), default_specification=DRAFT7)
+                        add(dep)
+
+            add(schema)
+            root = json.loads(schema.text)
+            cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft7Validator)
+            validator = self._validators[schema_id] = cls(root, registry=Resources().with_resources(found.items()))
+        err = _best_error(validator, v)
+        if err is not None:
+            raise UndecodableValueError(f"the JSON value is not valid by its schema at {err.json_path}: {err.message}", schema_id=schema_id)
 
     def typed_plan(self) -> tuple[Any, Plan] | None:
         """The typed column of JSON Schema or Protobuf values (with :attr:`typed`): the subject's latest
@@ -872,12 +917,13 @@ class Decoding:
     """Typed key and value columns for a read of Arrow batches (:func:`kafkalog.scan`, ``export``):
     ``formats`` maps ``key``/``value`` to a format, one :class:`Decoder` per topic and role.
 
+    ``validate``: JSON Schema values are validated against their schema (:attr:`Decoder.validate`).
     A column's Arrow type is :meth:`Decoder.arrow_type` of its topic; a read over topics whose
     types differ fails (read them one topic at a time). ``on_undecodable`` (:data:`ON_UNDECODABLE`;
     a typed column cannot hold ``raw`` bytes) warns through ``warn``."""
 
     def __init__(self, formats: dict[str, str], registry: Registry | None, *, on_undecodable: str = "error",
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, validate: bool = False) -> None:
         if on_undecodable not in ON_UNDECODABLE:
             raise ValueError(f"on_undecodable={on_undecodable!r} is none of {', '.join(ON_UNDECODABLE)}")
         for role, fmt in formats.items():
@@ -887,6 +933,7 @@ class Decoding:
         self.registry = registry
         self.on_undecodable = on_undecodable
         self.warn = warn
+        self.validate = validate
         self._decoders: dict[tuple[str, bool], dict[str, Decoder]] = {}
 
     def decoders(self, topic: str, *, typed: bool = False) -> dict[str, Decoder]:
@@ -894,7 +941,7 @@ class Decoding:
         subject's); ``typed``: for typed columns (:attr:`Decoder.typed`), else values as ``cat`` prints them."""
         got = self._decoders.get((topic, typed))
         if got is None:
-            got = self._decoders[(topic, typed)] = {r: Decoder(f, self.registry, subject=f"{topic}-{r}", typed=typed)
+            got = self._decoders[(topic, typed)] = {r: Decoder(f, self.registry, subject=f"{topic}-{r}", typed=typed, validate=self.validate)
                                                     for r, f in self.formats.items()}
         return got
 
