@@ -115,7 +115,11 @@ def _formats(options: dict[str, str]) -> dict[str, str]:
     return {r: opts[f"{r}format"] for r in ("key", "value") if opts.get(f"{r}format", "bytes") != "bytes"}
 
 
-def _decoding(options: dict[str, str]) -> tuple[dict[str, str], Registry | None, str]:
+#: what :func:`_decoding` gives: the formats, the schema sources, onUndecodable
+DecodingOptions = tuple[dict[str, str], "Registry | None", str]
+
+
+def _decoding(options: dict[str, str]) -> DecodingOptions:
     """The formats, the schema sources (the paths' _schemas topic or schemasTopic, and the URL
     schemaRegistry), read on the driver, and onUndecodable (error or null: Spark's rows stay aligned)."""
     from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
@@ -148,14 +152,15 @@ def _schemas_records(options: dict[str, str], topic: str) -> list[tuple[bytes | 
     return out
 
 
-def decoded_types(options: dict[str, str]) -> dict[str, DataType]:
+def decoded_types(options: dict[str, str], decoding: DecodingOptions | None = None) -> dict[str, DataType]:
     """The Spark types of the decoded columns: the Arrow types of :class:`kafkalog.dataset.values.Decoding`
-    for the subscribed topics (one type per column: subscribe names the topics)."""
+    for the subscribed topics (one type per column: subscribe names the topics); ``decoding``: :func:`_decoding`
+    of ``options`` when already made."""
     from pyspark.sql.pandas.types import from_arrow_type
 
     from kafkalog.dataset.values import Decoding
 
-    formats, registry, _ = _decoding(options)
+    formats, registry, _ = decoding if decoding is not None else _decoding(options)
     if not formats:
         return {}
     topics = parse_options(options).subscribe
@@ -248,7 +253,8 @@ def _keyring(pairs: tuple[tuple[str, str], ...]) -> Keyring | None:
 class _Planner:
     """Planning shared by the batch and the streaming reader (driver side)."""
 
-    def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool, defaults: SessionDefaults | None = None) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool, defaults: SessionDefaults | None = None,
+                 decoding: DecodingOptions | None = None) -> None:
         self.opts: SourceOptions = parse_options(options, streaming=streaming)
         self.fsref, self.paths = filesystem_for(self.opts.paths, self.opts.storage_options)
         self.columns = _columns(schema)
@@ -259,7 +265,9 @@ class _Planner:
         self.open_cost = o.open_cost_in_bytes if o.open_cost_in_bytes is not None else d.open_cost_in_bytes
         self.min_partitions = o.min_partitions if o.min_partitions is not None else d.min_partitions
         self.keys = _keyring(o.private_keys)
-        self.formats, self.registry, self.on_undecodable = _decoding(options) if any(c in DECODED_COLUMNS for c in self.columns) else ({}, None, "error")
+        if not any(c in DECODED_COLUMNS for c in self.columns):
+            decoding = ({}, None, "error")
+        self.formats, self.registry, self.on_undecodable = decoding if decoding is not None else _decoding(options)
 
     def plan(self, requests: list[tuple[PartitionLog, int, int | None, int | None]]) -> list[InputPartition]:
         """Input partitions for (log, start, end, lowest timestamp) requests: the split size from
@@ -316,8 +324,9 @@ class _Planner:
 class KafkaLogReader(DataSourceReader):
     """Batch reader: input partitions of segments packed and cut as Spark's file sources plan files."""
 
-    def __init__(self, options: dict[str, str], schema: StructType, defaults: SessionDefaults | None = None) -> None:
-        self._planner = _Planner(options, schema, streaming=False, defaults=defaults)
+    def __init__(self, options: dict[str, str], schema: StructType, defaults: SessionDefaults | None = None,
+                 decoding: DecodingOptions | None = None) -> None:
+        self._planner = _Planner(options, schema, streaming=False, defaults=defaults, decoding=decoding)
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - Spark's name
         """Keep the filters on topic, partition, offset and timestamp (see :mod:`.filters`); return the rest."""
@@ -524,13 +533,16 @@ class KafkaLogDataSource(DataSource):
         schema = source_schema(
             opts.get("includeheaders") == "true", opts.get("includemetadata") == "true", opts.get("decodeinternaltopics") == "true"
         )
-        for name, typ in decoded_types(dict(self.options)).items():
-            schema = schema.add(StructField(name, typ))
+        if _formats(dict(self.options)):
+            # the schema sources, kept for reader(): Spark hands this instance, pickled, to the process that plans the read
+            self._decoding = _decoding(dict(self.options))
+            for name, typ in decoded_types(dict(self.options), self._decoding).items():
+                schema = schema.add(StructField(name, typ))
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader for ``schema`` (the default schema or one the user gave)."""
-        return KafkaLogReader(dict(self.options), schema, self.session_defaults)
+        return KafkaLogReader(dict(self.options), schema, self.session_defaults, getattr(self, "_decoding", None))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - Spark's name
         """The streaming reader for ``schema``."""
