@@ -34,8 +34,10 @@ subject, each value is read with its writer schema.
 A value that cannot be decoded raises :class:`~kafkalog.errors.UndecodableValueError`, one whose
 id no source knows :class:`~kafkalog.errors.UnknownSchemaError`; :func:`on_undecodable` modes turn
 them into a warning and the raw bytes, a null, or the record left out, never a guessed value.
-:meth:`Decoder.arrow_type` gives Avro values their Arrow types; JSON Schema and Protobuf values are
-a string column of JSON text.
+:meth:`Decoder.arrow_type` gives the typed columns of scans and exports their Arrow types: Avro's
+(:func:`avro_arrow_type`), JSON Schema's (:class:`_JsonSchemaTypes`) and Protobuf's (:func:`_proto_plan`),
+from the subject's latest schema; ``cat`` prints the values as JSON (:attr:`Decoder.typed` off).
+``validate`` (:class:`Decoding`, ``--validate``) checks JSON Schema values with the jsonschema library.
 """
 
 from __future__ import annotations
