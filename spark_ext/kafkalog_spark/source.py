@@ -115,11 +115,14 @@ def _formats(options: dict[str, str]) -> dict[str, str]:
     return {r: opts[f"{r}format"] for r in ("key", "value") if opts.get(f"{r}format", "bytes") != "bytes"}
 
 
-def _decoding(options: dict[str, str]) -> tuple[dict[str, str], Registry | None, str]:
+#: what :func:`_decoding` gives: the formats, the schema sources, onUndecodable
+DecodingOptions = tuple[dict[str, str], "Registry | None", str]
+
+
+def _decoding(options: dict[str, str]) -> DecodingOptions:
     """The formats, the schema sources (the paths' _schemas topic or schemasTopic, and the URL
     schemaRegistry), read on the driver, and onUndecodable (error or null: Spark's rows stay aligned)."""
-    from kafkalog.dataset.registry import Registry
-    from kafkalog.dataset.scan import topic_records
+    from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
     from kafkalog.dataset.values import FORMATS, WIRE_FORMATS
 
     formats = _formats(options)
@@ -132,19 +135,32 @@ def _decoding(options: dict[str, str]) -> tuple[dict[str, str], Registry | None,
         raise SourceOptionError(f"option onUndecodable must be error or null, got {on_undecodable!r}")
     registry = None
     if WIRE_FORMATS.intersection(formats.values()):
-        paths = parse_options(options).paths
-        registry = Registry.open(topic_records(list(paths), opts.get("schemastopic", "_schemas")), url=opts.get("schemaregistry") or None)
+        registry = Registry.open(_schemas_records(options, opts.get("schemastopic", SCHEMAS_TOPIC)), url=opts.get("schemaregistry") or None)
     return formats, registry, on_undecodable
 
 
-def decoded_types(options: dict[str, str]) -> dict[str, DataType]:
+def _schemas_records(options: dict[str, str], topic: str) -> list[tuple[bytes | None, bytes | None, int]]:
+    """The ``(key, value, offset)`` records of the schemas topic under the read's paths, read as this
+    source reads the data (any fsspec URL with the ``fs.*`` options, CRCs checked, data loss an error),
+    on the driver; none when the paths hold no such topic."""
+    keep = {k: v for k, v in options.items() if str(k).lower() in ("path", "paths") or str(k).lower().startswith("fs.")}
+    reader = KafkaLogReader({**keep, "subscribe": topic}, StructType([StructField(n, SPARK_TYPES[n]) for n in ("key", "value", "offset")]))
+    out: list[tuple[bytes | None, bytes | None, int]] = []
+    for part in reader.partitions():
+        for b in reader.read(part):
+            out.extend(zip(b.column("key").to_pylist(), b.column("value").to_pylist(), b.column("offset").to_pylist(), strict=True))
+    return out
+
+
+def decoded_types(options: dict[str, str], decoding: DecodingOptions | None = None) -> dict[str, DataType]:
     """The Spark types of the decoded columns: the Arrow types of :class:`kafkalog.dataset.values.Decoding`
-    for the subscribed topics (one type per column: subscribe names the topics)."""
+    for the subscribed topics (one type per column: subscribe names the topics); ``decoding``: :func:`_decoding`
+    of ``options`` when already made."""
     from pyspark.sql.pandas.types import from_arrow_type
 
     from kafkalog.dataset.values import Decoding
 
-    formats, registry, _ = _decoding(options)
+    formats, registry, _ = decoding if decoding is not None else _decoding(options)
     if not formats:
         return {}
     topics = parse_options(options).subscribe
@@ -155,7 +171,7 @@ def decoded_types(options: dict[str, str]) -> dict[str, DataType]:
         typed = Decoding(formats, registry).schema(base, list(topics))
     except ValueError as e:
         raise SourceOptionError(str(e)) from None
-    return {col: from_arrow_type(typed.field(role).type) for col, role in DECODED_COLUMNS.items() if role in formats}
+    return {col: from_arrow_type(_spark_arrow_type(typed.field(role).type)) for col, role in DECODED_COLUMNS.items() if role in formats}
 
 
 def _columns(schema: StructType) -> list[str]:
@@ -237,7 +253,8 @@ def _keyring(pairs: tuple[tuple[str, str], ...]) -> Keyring | None:
 class _Planner:
     """Planning shared by the batch and the streaming reader (driver side)."""
 
-    def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool, defaults: SessionDefaults | None = None) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool, defaults: SessionDefaults | None = None,
+                 decoding: DecodingOptions | None = None) -> None:
         self.opts: SourceOptions = parse_options(options, streaming=streaming)
         self.fsref, self.paths = filesystem_for(self.opts.paths, self.opts.storage_options)
         self.columns = _columns(schema)
@@ -248,7 +265,9 @@ class _Planner:
         self.open_cost = o.open_cost_in_bytes if o.open_cost_in_bytes is not None else d.open_cost_in_bytes
         self.min_partitions = o.min_partitions if o.min_partitions is not None else d.min_partitions
         self.keys = _keyring(o.private_keys)
-        self.formats, self.registry, self.on_undecodable = _decoding(options) if any(c in DECODED_COLUMNS for c in self.columns) else ({}, None, "error")
+        if not any(c in DECODED_COLUMNS for c in self.columns):
+            decoding = ({}, None, "error")
+        self.formats, self.registry, self.on_undecodable = decoding if decoding is not None else _decoding(options)
 
     def plan(self, requests: list[tuple[PartitionLog, int, int | None, int | None]]) -> list[InputPartition]:
         """Input partitions for (log, start, end, lowest timestamp) requests: the split size from
@@ -305,8 +324,9 @@ class _Planner:
 class KafkaLogReader(DataSourceReader):
     """Batch reader: input partitions of segments packed and cut as Spark's file sources plan files."""
 
-    def __init__(self, options: dict[str, str], schema: StructType, defaults: SessionDefaults | None = None) -> None:
-        self._planner = _Planner(options, schema, streaming=False, defaults=defaults)
+    def __init__(self, options: dict[str, str], schema: StructType, defaults: SessionDefaults | None = None,
+                 decoding: DecodingOptions | None = None) -> None:
+        self._planner = _Planner(options, schema, streaming=False, defaults=defaults, decoding=decoding)
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - Spark's name
         """Keep the filters on topic, partition, offset and timestamp (see :mod:`.filters`); return the rest."""
@@ -353,9 +373,14 @@ def _read(partition: InputPartition, planner: _Planner) -> Iterator[pa.RecordBat
 
 
 def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
-    """``t`` as Spark takes it from a Python source: timestamps in microseconds, at any depth."""
+    """``t`` as Spark takes it from a Python source, at any depth: timestamps in microseconds (finer
+    ones truncated), and, as Spark has no unsigned integers, uint32 as int64 and uint64 as decimal(20, 0)."""
     if pa.types.is_timestamp(t):
         return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_uint32(t):
+        return pa.int64()
+    if pa.types.is_uint64(t):
+        return pa.decimal128(20, 0)
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, _spark_arrow_type(f.type), nullable=f.nullable) for f in t])
     if pa.types.is_map(t):
@@ -367,6 +392,8 @@ def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
 
 def _with_decoded(batches: Iterator[pa.RecordBatch], topic: str, partition: int, decoding: Decoding, columns: list[str]) -> Iterator[pa.RecordBatch]:
     """Batches with the keyDecoded/valueDecoded columns beside key and value, in ``columns``' order."""
+    import pyarrow.compute as pc
+
     roles = [r for r in decoding.formats if f"{r}Decoded" in columns]
     base = arrow_schema([*roles, "offset"])
     typed = decoding.schema(base, [topic])
@@ -374,8 +401,8 @@ def _with_decoded(batches: Iterator[pa.RecordBatch], topic: str, partition: int,
     spark_types = {r: _spark_arrow_type(typed.field(r).type) for r in roles}
     for b in batches:
         decoded = next(decoding.batches([b.select(base.names)], topic, partition, typed))
-        arrays = [decoded.column(DECODED_COLUMNS[c]).cast(spark_types[DECODED_COLUMNS[c]]) if c in DECODED_COLUMNS else b.column(c)
-                  for c in columns]
+        arrays = [pc.cast(decoded.column(DECODED_COLUMNS[c]), options=pc.CastOptions(spark_types[DECODED_COLUMNS[c]], allow_time_truncate=True))
+                  if c in DECODED_COLUMNS else b.column(c) for c in columns]
         yield pa.RecordBatch.from_arrays(arrays, names=columns)
 
 
@@ -506,13 +533,16 @@ class KafkaLogDataSource(DataSource):
         schema = source_schema(
             opts.get("includeheaders") == "true", opts.get("includemetadata") == "true", opts.get("decodeinternaltopics") == "true"
         )
-        for name, typ in decoded_types(dict(self.options)).items():
-            schema = schema.add(StructField(name, typ))
+        if _formats(dict(self.options)):
+            # the schema sources, kept for reader(): Spark hands this instance, pickled, to the process that plans the read
+            self._decoding = _decoding(dict(self.options))
+            for name, typ in decoded_types(dict(self.options), self._decoding).items():
+                schema = schema.add(StructField(name, typ))
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader for ``schema`` (the default schema or one the user gave)."""
-        return KafkaLogReader(dict(self.options), schema, self.session_defaults)
+        return KafkaLogReader(dict(self.options), schema, self.session_defaults, getattr(self, "_decoding", None))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - Spark's name
         """The streaming reader for ``schema``."""

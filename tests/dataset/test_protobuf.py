@@ -1,5 +1,5 @@
 """Protobuf in the Schema Registry wire format (issue #34): nested messages chosen by message indexes,
-a reference resolved as an imported file. The test writes its values with the protobuf runtime, over
+a reference resolved as an imported file, typed Arrow columns from the message. The test writes its values with the protobuf runtime, over
 message classes compiled here by protoc itself (grpcio-tools); the expected values are the messages
 written, in Protobuf's JSON mapping (google.protobuf.json_format)."""
 
@@ -25,11 +25,18 @@ COMMON = 'syntax = "proto3";\npackage acme;\nmessage Money { string currency = 1
 ORDERS = '''syntax = "proto3";
 package acme;
 import "acme/common.proto";
+import "google/protobuf/timestamp.proto";
 message Order {
   int32 id = 1;
   Money total = 2;
   message Line { string sku = 1; repeated int32 qty = 2; }
   repeated Line lines = 3;
+  enum State { NEW = 0; PAID = 1; }
+  State state = 4;
+  map<string, int64> tags = 5;
+  oneof pay { string card = 6; uint64 voucher = 7; }
+  google.protobuf.Timestamp at = 8;
+  optional bytes note = 9;
 }
 message Refund { int32 order_id = 1; Order.Line line = 2; }
 '''
@@ -58,7 +65,10 @@ def classes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     (tmp / "acme" / "common.proto").write_text(COMMON)
     (tmp / "orders.proto").write_text(ORDERS)
     out = tmp / "set.pb"
-    assert protoc.main(["protoc", f"-I{tmp}", "--include_imports", f"--descriptor_set_out={out}", "orders.proto"]) == 0
+    import grpc_tools
+
+    well_known = Path(grpc_tools.__file__).parent / "_proto"
+    assert protoc.main(["protoc", f"-I{tmp}", f"-I{well_known}", "--include_imports", f"--descriptor_set_out={out}", "orders.proto"]) == 0
     fds = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
     pool = descriptor_pool.DescriptorPool()
     for fd in fds.file:
@@ -105,15 +115,35 @@ def test_errors(classes: dict) -> None:
         Decoder("avro", _registry()).decode(_wire(2, [0], classes["Refund"]()))
 
 
-def test_a_typed_scan_gives_json_text(classes: dict, tmp_path: Path) -> None:
+def test_a_typed_column_from_the_message(classes: dict, tmp_path: Path) -> None:
+    """Typed: the subject's first message as an Arrow struct (docs/formats.md's rule); expected: the
+    fields of the message written, read back through the protobuf runtime."""
+    import datetime
+
     import pyarrow as pa
 
-    d = Decoder("auto", _registry(), subject="orders-value")
-    refund = classes["Refund"](order_id=9)
+    d = Decoder("auto", _registry(), subject="orders-value", typed=True)
     typ = d.arrow_type()
-    assert typ == pa.string()
-    arr = d.to_arrow([d.decode(_wire(2, [1], refund)), None], typ)
-    assert [None if v is None else json.loads(v) for v in arr.to_pylist()] == [{"order_id": 9}, None]
+    assert typ == pa.struct([
+        ("id", pa.int32()), ("total", pa.struct([("currency", pa.string()), ("units", pa.int64())])),
+        ("lines", pa.list_(pa.struct([("sku", pa.string()), ("qty", pa.list_(pa.int32()))]))), ("state", pa.string()),
+        ("tags", pa.map_(pa.string(), pa.int64())), ("card", pa.string()), ("voucher", pa.uint64()),
+        ("at", pa.timestamp("ns", tz="UTC")), ("note", pa.binary())])
+    at = datetime.datetime(2024, 4, 19, 15, 16, 39, 860000, tzinfo=datetime.UTC)
+    full = classes["Order"](id=7, total={"currency": "EUR", "units": 2**40}, lines=[{"sku": "a", "qty": [1, 2]}], state=1,
+                            tags={"b": 2, "a": -1}, voucher=2**64 - 1, note=b"\xff\0")
+    full.at.FromDatetime(at)
+    empty = classes["Order"]()
+    got = d.to_arrow([d.decode(_wire(2, [0], full)), d.decode(_wire(2, [0], empty)), None], typ).to_pylist()
+    assert got[0] == {"id": full.id, "total": {"currency": "EUR", "units": full.total.units},
+                      "lines": [{"sku": "a", "qty": [1, 2]}], "state": "PAID", "tags": [("a", -1), ("b", 2)],
+                      "card": None, "voucher": full.voucher, "at": full.at.ToDatetime(tzinfo=datetime.UTC), "note": full.note}
+    # proto3 scalars read as their defaults; fields with presence (message, oneof, optional) are null
+    assert got[1] == {"id": 0, "total": None, "lines": [], "state": "NEW", "tags": [], "card": None, "voucher": None,
+                      "at": None, "note": None}
+    assert got[2] is None
+    with pytest.raises(UndecodableValueError, match="is a acme.Refund, the typed column holds acme.Order"):
+        d.decode(_wire(2, [1], classes["Refund"](order_id=9)))
     assert not os.listdir(tmp_path)
 
 
@@ -128,14 +158,16 @@ def test_cat_scan_and_export_of_a_protobuf_topic(classes: dict, tmp_path: Path, 
         records.append((_key, value))
         assert n == _off
     write_partition(root, "_schemas-0", records)
-    msgs = [classes["Order"](id=i, total={"currency": "EUR", "units": i * 100}) for i in range(3)]
+    msgs = [classes["Order"](id=i, total={"currency": "EUR", "units": i * 100}, state=i % 2) for i in range(3)]
     write_partition(root, "orders-0", [(None, _wire(2, [0], m)) for m in msgs])
     want = [json_format.MessageToDict(m, preserving_proto_field_name=True) for m in msgs]
     assert main(["cat", str(root), "-t", "orders", "-s", "value=protobuf"]) == 0
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == want
     t = kafkalog.scan(root, topics="orders", value_format="auto", columns=["value"]).read_all()
-    assert [json.loads(v) for v in t.column("value").to_pylist()] == want
+    assert [(v["id"], v["total"]["units"], v["state"]) for v in t.column("value").to_pylist()] == [
+        (m.id, m.total.units, classes["Order"].State.Name(m.state)) for m in msgs]
     out = tmp_path / "out"
     assert main(["export", str(root), "-t", "orders", "-o", str(out), "--value-format", "protobuf"]) == 0
-    got = duckdb.sql(f"select value from read_parquet('{out}/topic=orders/*/*.parquet') order by \"offset\"").fetchall()
-    assert [json.loads(v) for (v,) in got] == want
+    got = duckdb.sql(f"select value.id, value.total.units, value.state from read_parquet('{out}/topic=orders/*/*.parquet') "
+                     "order by \"offset\"").fetchall()
+    assert got == [(m.id, m.total.units, classes["Order"].State.Name(m.state)) for m in msgs]

@@ -21,7 +21,7 @@ fastavro = pytest.importorskip("fastavro")
 pa = pytest.importorskip("pyarrow")
 
 import kafkalog  # noqa: E402
-from kafkalog.errors import UnknownSchemaError  # noqa: E402
+from kafkalog.errors import UndecodableValueError, UnknownSchemaError  # noqa: E402
 
 V1 = {"type": "record", "name": "Event", "fields": [{"name": "n", "type": "int"}, {"name": "old", "type": "string"}]}
 V2 = {"type": "record", "name": "Event", "fields": [
@@ -170,3 +170,80 @@ def test_a_json_schema_topic_through_cat_and_export(backup: Path, tmp_path: Path
     assert main(["export", str(backup), "-t", "docs", "-o", str(out), "--value-format", "json"]) == 0
     got = duckdb.sql(f"select value from read_parquet('{out}/topic=docs/*/*.parquet') order by \"offset\"").fetchall()
     assert [json.loads(v) for (v,) in got] == want
+
+
+ADDRESS = {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": ["string", "null"]}}}
+PERSON = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "definitions": {"tag": {"type": "string"}},
+    "properties": {
+        "id": {"type": "integer"}, "score": {"type": "number"}, "ok": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"$ref": "#/definitions/tag"}},
+        "home": {"$ref": "address.json"},
+        "extra": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        "kind": {"enum": ["a", "b"]},
+    },
+}
+
+
+def test_json_schema_values_as_typed_columns(tmp_path: Path) -> None:
+    """A JSON Schema with properties, a local $ref and a reference to another subject: a struct of typed
+    fields (docs/formats.md's rule); a property without one definite type is JSON text. The values are
+    checked against the schema with the jsonschema library before they are written."""
+    jsonschema = pytest.importorskip("jsonschema")
+    duckdb = pytest.importorskip("duckdb")
+    root = tmp_path / "data"
+    write_partition(root, "_schemas-0", [
+        _schema_record("address.json", 1, 1, ADDRESS, schemaType="JSON"),
+        _schema_record("people-value", 1, 2, PERSON, schemaType="JSON",
+                       references=[{"name": "address.json", "subject": "address.json", "version": 1}]),
+    ])
+    values = [
+        {"id": 1, "score": 2.5, "ok": True, "tags": ["x", "y"], "home": {"city": "Oslo", "zip": None}, "extra": 3, "kind": "a", "more": 1},
+        {"id": 2**40, "score": 1, "tags": []},
+    ]
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT7
+
+    validator = jsonschema.Draft7Validator(PERSON, registry=Registry().with_resource("address.json", DRAFT7.create_resource(ADDRESS)))
+    for v in values:
+        validator.validate(v)
+    write_partition(root, "people-0", [(None, b"\0\0\0\0\x02" + json.dumps(v).encode()) for v in values] + [(None, None)])
+    t = kafkalog.scan(root, topics="people", value_format="json", columns=["value"]).read_all()
+    assert t.schema.field("value").type == pa.struct([
+        ("id", pa.int64()), ("score", pa.float64()), ("ok", pa.bool_()), ("tags", pa.list_(pa.string())),
+        ("home", pa.struct([("city", pa.string()), ("zip", pa.string())])), ("extra", pa.string()), ("kind", pa.string())])
+    assert t.column("value").to_pylist() == [
+        {"id": 1, "score": 2.5, "ok": True, "tags": ["x", "y"], "home": {"city": "Oslo", "zip": None}, "extra": "3", "kind": "a"},
+        {"id": 2**40, "score": 1.0, "ok": None, "tags": [], "home": None, "extra": None, "kind": None}, None]
+    out = tmp_path / "out"
+    assert main(["export", str(root), "-t", "people", "-o", str(out), "--value-format", "auto"]) == 0
+    got = duckdb.sql(f"select sum(value.id), max(value.home.city) from read_parquet('{out}/topic=people/*/*.parquet')").fetchall()
+    assert got == [(1 + 2**40, "Oslo")]
+    # a value whose type is not the schema's does not decode (a typed column holds no guessed value)
+    bad = tmp_path / "bad"
+    write_partition(bad, "_schemas-0", [_schema_record("people-value", 1, 2, PERSON, schemaType="JSON")])
+    write_partition(bad, "people-0", [(None, b"\0\0\0\0\x02" + json.dumps({"id": "seven"}).encode())])
+    with pytest.raises(UndecodableValueError, match=r"offset 0 schema id 2: the value at \$\.id is str"):
+        kafkalog.scan(bad, topics="people", value_format="json", columns=["value"]).read_all()
+
+
+def test_json_values_validated_against_their_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--validate: a JSON Schema value the jsonschema library finds invalid is undecodable (exit 1, or
+    --on-undecodable); without it, cat prints the value as it is."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+    values = [{"id": 1}, {"id": "seven"}]
+    assert [jsonschema.Draft7Validator(schema).is_valid(v) for v in values] == [True, False]
+    root = tmp_path / "data"
+    write_partition(root, "_schemas-0", [_schema_record("ids-value", 1, 1, schema, schemaType="JSON")])
+    write_partition(root, "ids-0", [(None, b"\0\0\0\0\x01" + json.dumps(v).encode()) for v in values])
+    assert main(["cat", str(root), "-t", "ids", "-s", "value=json"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == values
+    assert main(["cat", str(root), "-t", "ids", "-s", "value=json", "--validate"]) == 1
+    err = capsys.readouterr().err
+    assert "topic ids partition 0 offset 1 schema id 1: the JSON value is not valid by its schema at $.id: 'seven' is not of type 'integer'" in err
+    assert main(["cat", str(root), "-t", "ids", "-s", "value=json", "--validate", "--on-undecodable", "skip"]) == 0
+    out = capsys.readouterr()
+    assert [json.loads(line) for line in out.out.splitlines()] == values[:1] and "warning" in out.err

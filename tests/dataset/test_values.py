@@ -162,3 +162,33 @@ def test_avro_arrow_type_of_a_wide_decimal() -> None:
     import pyarrow as pa
 
     assert avro_arrow_type({"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 3}) == pa.decimal256(40, 3)
+
+
+def test_a_batch_reads_as_each_value_alone() -> None:
+    """decode_many over a batch (its fast loop, schemas looked up once per id) gives the same values as
+    fastavro's schemaless_reader of each alone, and a value with bytes left over, followed by a short
+    one that would realign a stream of both, is found at its own place: each value must end where
+    its bytes do."""
+    from kafkalog.dataset.values import decode_all
+
+    reg = _registry()
+    values = [{"id": i, "note": None if i % 3 else "x" * i} for i in range(50)]
+    named: dict = {}
+    fastavro.parse_schema(ADDRESS, named_schemas=named)
+    person = io.BytesIO(b"\0\0\0\0\x05")
+    person.seek(5)
+    fastavro.schemaless_writer(person, fastavro.parse_schema(PERSON, named_schemas=named), {"home": {"city": "Oslo"}})
+    wires = [_wire(2, V2, v) for v in values] + [None, _wire(1, V1, {"id": 7, "gone": "g"}), person.getvalue()]
+    want = [fastavro.schemaless_reader(io.BytesIO(w[5:]), fastavro.parse_schema(V2), None) for w in wires[:50]]
+    got = Decoder("avro", reg).decode_many(wires)
+    assert got[:50] == want and got[50:] == [None, {"id": 7, "gone": "g"}, {"home": {"city": "Oslo"}}]
+    assert Decoder("avro", reg, subject="orders-value").decode_many(wires[50:52]) == [None, {"id": 7, "note": None}]
+    # the first has a byte left over, the second is short: laid end to end they read as two good values
+    bad = [_wire(2, V2, {"id": 1, "note": None}) + b"\x02", b"\0\0\0\0\x02" + b"\x00", _wire(2, V2, {"id": 3, "note": None})]
+    stream = io.BytesIO(b"".join(b[5:] for b in bad[:2]))
+    assert [fastavro.schemaless_reader(stream, fastavro.parse_schema(V2), None) for _ in range(2)] == [{"id": 1, "note": None}] * 2
+    assert stream.tell() == len(stream.getvalue())
+    out, at = decode_all(Decoder("avro", reg, subject="orders-value"), bad, topic="t", partition=0, offsets=lambda i: i, on_undecodable="null")
+    assert at == [0, 1] and out == [None, None, {"id": 3, "note": None}]
+    with pytest.raises(UndecodableValueError, match="offset 0 schema id 2: the Avro value ends at byte 2 of 3: bytes left over"):
+        decode_all(Decoder("avro", reg, subject="orders-value"), bad, topic="t", partition=0, offsets=lambda i: i)

@@ -76,3 +76,64 @@ def test_timestamps_of_cp760_orders(spark) -> None:  # noqa: ANN001
     assert got.keys() == want.keys()
     for off, v in want.items():
         assert got[off]["order_id"] == v["order_id"] and got[off]["ts"].timestamp() == v["ts"].timestamp()
+
+
+PERSON = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                                           "tags": {"type": "array", "items": {"type": "string"}}}}
+PROTO = 'syntax = "proto3";\npackage acme;\nmessage Order { int32 id = 1; enum State { NEW = 0; PAID = 1; } State state = 2; ' \
+        'map<string, int64> tags = 3; uint64 big = 4; }\n'
+
+
+def _schema(subject: str, sid: int, text: str, kind: str) -> tuple[bytes, bytes]:
+    return (json.dumps({"keytype": "SCHEMA", "subject": subject, "version": 1, "magic": 1}).encode(),
+            json.dumps({"subject": subject, "version": 1, "id": sid, "schema": text, "schemaType": kind, "deleted": False}).encode())
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, list, list]:
+    """A data dir with a _schemas topic, a JSON Schema topic ``people`` and a Protobuf topic ``orders``
+    (written with the protobuf runtime over classes protoc compiled here), and a topic ``lost`` whose
+    value's schema id 99 is in no source. Gives (root, people's values, orders' messages)."""
+    protoc = pytest.importorskip("grpc_tools.protoc")
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from helpers import write_partition
+
+    tmp = tmp_path_factory.mktemp("formats")
+    (tmp / "orders.proto").write_text(PROTO)
+    assert protoc.main(["protoc", f"-I{tmp}", f"--descriptor_set_out={tmp / 'set.pb'}", "orders.proto"]) == 0
+    pool = descriptor_pool.DescriptorPool()
+    for fd in descriptor_pb2.FileDescriptorSet.FromString((tmp / "set.pb").read_bytes()).file:
+        pool.Add(fd)
+    order = message_factory.GetMessageClass(pool.FindMessageTypeByName("acme.Order"))
+    msgs = [order(id=i, state=i % 2, tags={"k": -i}, big=2**64 - 1 - i) for i in range(3)]
+    people = [{"id": 2**40 + i, "name": f"p{i}", "tags": ["a"] * i} for i in range(3)]
+    root = tmp / "data"
+    write_partition(root, "_schemas-0", [_schema("people-value", 1, json.dumps(PERSON), "JSON"), _schema("orders-value", 2, PROTO, "PROTOBUF")])
+    write_partition(root, "people-0", [(None, b"\0\0\0\0\x01" + json.dumps(v).encode()) for v in people])
+    write_partition(root, "orders-0", [(None, b"\0\0\0\0\x02\0" + m.SerializeToString()) for m in msgs])
+    write_partition(root, "lost-0", [(None, b"\0\0\0\0\x63" + b"{}")])
+    return root, people, msgs
+
+
+def test_json_schema_and_protobuf_topics(spark, written) -> None:  # noqa: ANN001
+    """Typed struct columns, decoded in the workers, equal to the values the test wrote."""
+    root, people, msgs = written
+    df = spark.read.format("kafkalog").option("subscribe", "people").option("valueFormat", "json").load(str(root))
+    assert df.schema["valueDecoded"].dataType.simpleString() == "struct<id:bigint,name:string,tags:array<string>>"
+    assert [r.valueDecoded.asDict() for r in df.orderBy("offset").collect()] == people
+    df = spark.read.format("kafkalog").option("subscribe", "orders").option("valueFormat", "protobuf").load(str(root))
+    assert df.schema["valueDecoded"].dataType.simpleString() == "struct<id:int,state:string,tags:map<string,bigint>,big:decimal(20,0)>"
+    got = [r.valueDecoded.asDict() for r in df.orderBy("offset").collect()]
+    assert got == [{"id": m.id, "state": ["NEW", "PAID"][m.state], "tags": dict(m.tags), "big": m.big} for m in msgs]
+
+
+def test_an_unknown_schema_id_and_an_unreachable_registry(spark, written, tmp_path) -> None:  # noqa: ANN001
+    root = written[0]
+    with pytest.raises(Exception, match="typed columns need the subject lost-value: it is in no schema source"):
+        spark.read.format("kafkalog").option("subscribe", "lost").option("valueFormat", "auto").load(str(root))
+    with pytest.raises(Exception, match="topic lost partition 0 offset 0 schema id 99: no schema with this id"):
+        spark.read.format("kafkalog").option("subscribe", "lost").option("valueFormat", "json").load(str(root)).collect()
+    with pytest.raises(Exception, match=r"schema registry http://127\.0\.0\.1:9/? cannot be reached"):
+        (spark.read.format("kafkalog").option("subscribe", "people").option("valueFormat", "avro")
+         .option("schemaRegistry", "http://127.0.0.1:9").option("schemasTopic", "none").load(str(root)).collect())

@@ -89,3 +89,14 @@ def test_a_data_dir_is_discovered_with_one_recursive_listing(store, cp760) -> No
     assert len(local) >= 4
     assert shape(remote) == shape(local)
     assert 1 <= len(lists) <= 2, lists  # the _expand check of the root, and the listing
+
+
+def test_values_decoded_with_the_schemas_topic_on_s3(spark, store, cp760) -> None:  # noqa: ANN001 - fixtures
+    """valueFormat reads the _schemas topic from the same store, through the fs.* options, as the data is read."""
+    pytest.importorskip("fastavro")
+    read = (spark.read.format("kafkalog").options(**_fs_options(store)).option("subscribe", "promotions")
+            .option("valueFormat", "avro").option("keyFormat", "string"))
+    remote = read.load(f"s3://{BUCKET}/cp760").select("offset", "keyDecoded", "valueDecoded").orderBy("offset").collect()
+    local = read.load(str(cp760[0])).select("offset", "keyDecoded", "valueDecoded").orderBy("offset").collect()
+    assert len(remote) == 29 and remote == local
+    assert sum(r.valueDecoded is not None for r in remote) > 0

@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -220,6 +218,9 @@ class RegistryClient:
         self._cache: dict[str, Any] = {}
 
     def _get(self, path: str) -> Any:
+        import urllib.error  # only for a registry URL: its import is a tenth of a second of a Spark planner's start
+        import urllib.request
+
         if path in self._cache:
             return self._cache[path]
         req = urllib.request.Request(self.url + path, headers={"Accept": "application/vnd.schemaregistry.v1+json, application/json"})

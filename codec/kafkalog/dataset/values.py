@@ -34,8 +34,10 @@ subject, each value is read with its writer schema.
 A value that cannot be decoded raises :class:`~kafkalog.errors.UndecodableValueError`, one whose
 id no source knows :class:`~kafkalog.errors.UnknownSchemaError`; :func:`on_undecodable` modes turn
 them into a warning and the raw bytes, a null, or the record left out, never a guessed value.
-:meth:`Decoder.arrow_type` gives Avro values their Arrow types; JSON Schema and Protobuf values are
-a string column of JSON text.
+:meth:`Decoder.arrow_type` gives the typed columns of scans and exports their Arrow types: Avro's
+(:func:`avro_arrow_type`), JSON Schema's (:class:`_JsonSchemaTypes`) and Protobuf's (:func:`_proto_plan`),
+from the subject's latest schema; ``cat`` prints the values as JSON (:attr:`Decoder.typed` off).
+``validate`` (:class:`Decoding`, ``--validate``) checks JSON Schema values with the jsonschema library.
 """
 
 from __future__ import annotations
@@ -372,13 +374,17 @@ def _compile_proto(registry: Registry | None, schema: Schema) -> Any:
     return [pool.FindMessageTypeByName(n) for n in order]
 
 
-def _proto_reader(messages: list[Any], schema_id: int) -> Callable[[int, memoryview], Any]:
+def _proto_reader(messages: list[Any], schema_id: int, typed: tuple[Any, Plan] | None = None) -> Callable[[int, memoryview], Any]:
     """Decodes the Protobuf wire format's values of one schema: the message the indexes name, as
-    Protobuf's JSON mapping gives it (``json_format.MessageToDict``, field names as declared)."""
+    Protobuf's JSON mapping gives it (``json_format.MessageToDict``, field names as declared).
+    ``typed`` (the reader schema's message and its plan, :func:`_proto_plan`): the bytes are parsed
+    with that message, as Protobuf reads old bytes with a newer schema (by field number), and given
+    as the plan converts them; a value of another message does not decode."""
     from google.protobuf import json_format, message_factory
     from google.protobuf.message import DecodeError
 
     classes: dict[tuple[int, ...], Any] = {}
+    reader_cls = None if typed is None else message_factory.GetMessageClass(typed[0])
 
     def read(sid: int, payload: memoryview) -> Any:
         indexes, pos = message_indexes(payload)
@@ -392,15 +398,220 @@ def _proto_reader(messages: list[Any], schema_id: int) -> Callable[[int, memoryv
                     desc = desc.nested_types[i]
             except (IndexError, KeyError):
                 raise UndecodableValueError(f"the message indexes {indexes} name no message of the schema", schema_id=sid) from None
-            cls = classes[tuple(indexes)] = message_factory.GetMessageClass(desc)
+            if typed is not None and desc.full_name != typed[0].full_name:
+                raise UndecodableValueError(f"the value is a {desc.full_name}, the typed column holds {typed[0].full_name} (the first "
+                                            "message of the subject's latest schema): read it as JSON text with cat", schema_id=sid)
+            cls = classes[tuple(indexes)] = message_factory.GetMessageClass(desc) if reader_cls is None else reader_cls
         msg = cls()
         try:
             msg.ParseFromString(bytes(payload[pos:]))
         except DecodeError as e:
             raise UndecodableValueError(f"the Protobuf message does not decode: {e}", schema_id=sid) from None
+        if typed is not None:
+            return typed[1][1](msg, "$")
         return json_format.MessageToDict(msg, preserving_proto_field_name=True)
 
     return read
+
+
+# ------------------------------------------------------------------------------- typed columns
+#: A typed column's plan: its Arrow type and what turns a decoded value into what :func:`pyarrow.array` takes for it
+Plan = tuple["pa.DataType", Callable[[Any, str], Any]]
+
+
+def _mismatch(path: str, v: Any, want: str) -> UndecodableValueError:
+    return UndecodableValueError(f"the value at {path} is {type(v).__name__} {json_text(v)[:40]}, the schema's type there is {want}")
+
+
+def _json_text_plan() -> Plan:
+    import pyarrow as pa
+
+    return pa.string(), lambda v, path: None if v is None else json_text(v)
+
+
+def _scalar_plan(typ: pa.DataType, want: str, ok: Callable[[Any], Any]) -> Plan:
+    def conv(v: Any, path: str) -> Any:
+        if v is None:
+            return None
+        out = ok(v)
+        if out is None:
+            raise _mismatch(path, v, want)
+        return out
+
+    return typ, conv
+
+
+def _json_integer(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return v if isinstance(v, int) and -(2**63) <= v < 2**63 else None
+
+
+class _JsonSchemaTypes:
+    """The Arrow type of a JSON Schema and the conversion of its values (:meth:`Decoder.arrow_type`'s
+    rule for JSON Schema, docs/formats.md): ``object`` with ``properties`` a struct of them (each
+    nullable; properties the schema does not declare are not in it), ``array`` with one ``items``
+    schema a list, ``string`` string, ``integer`` int64, ``number`` float64, ``boolean`` bool, a
+    ``type`` list of one type and ``null`` that type; ``enum`` of strings a string. ``$ref`` is
+    followed within the document (``#/...``) and into the schema's ``references`` (by their name).
+    Anything else (no definite type: ``anyOf``, ``oneOf``, ``allOf``, several types, an object without
+    ``properties``, a recursive ``$ref``, a ``$ref`` that leads nowhere) is a string of JSON text."""
+
+    def __init__(self, registry: Registry | None, schema: Schema) -> None:
+        self.registry = registry
+        self.schema = schema
+        self.docs: dict[str, Any] = {}
+
+    def _doc(self, name: str) -> Any:
+        if name not in self.docs:
+            ref = next((r for r in self.schema.references if r.name == name), None)
+            dep = self.registry.by_version(ref.subject, ref.version) if ref is not None and self.registry is not None else None
+            self.docs[name] = None if dep is None else json.loads(dep.text)
+        return self.docs[name]
+
+    def plan(self) -> Plan:
+        try:
+            root = json.loads(self.schema.text)
+        except ValueError as e:
+            raise UndecodableValueError(f"the JSON Schema is not JSON: {e}", schema_id=self.schema.id) from None
+        self.docs[""] = root
+        return self._plan(root, "", ())
+
+    def _resolve(self, ref: str, doc: str) -> tuple[Any, str] | None:
+        name, _, pointer = ref.partition("#")
+        where = name or doc
+        node = self._doc(where) if name else self.docs.get(doc)
+        for part in [p for p in pointer.split("/") if p]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return None
+        return (node, where) if node is not None else None
+
+    def _plan(self, s: Any, doc: str, seen: tuple[tuple[str, str], ...]) -> Plan:
+        import pyarrow as pa
+
+        if not isinstance(s, dict):
+            return _json_text_plan()
+        if isinstance(s.get("$ref"), str):
+            key = (doc, s["$ref"]) if s["$ref"].startswith("#") else (s["$ref"].partition("#")[0], s["$ref"])
+            target = None if key in seen else self._resolve(s["$ref"], doc)
+            return _json_text_plan() if target is None else self._plan(target[0], target[1], (*seen, key))
+        t = s.get("type")
+        if isinstance(t, list):
+            kinds = [k for k in t if k != "null"]
+            t = kinds[0] if len(kinds) == 1 else None
+        elif t is None:
+            t = "object" if "properties" in s else "array" if "items" in s else None
+            if t is None and isinstance(s.get("enum"), list) and s["enum"] and all(isinstance(x, str) for x in s["enum"]):
+                t = "string"
+        if t == "object" and isinstance(s.get("properties"), dict) and s["properties"]:
+            fields = {name: self._plan(sub, doc, seen) for name, sub in s["properties"].items()}
+
+            def obj(v: Any, path: str) -> Any:
+                if v is None:
+                    return None
+                if not isinstance(v, dict):
+                    raise _mismatch(path, v, "object")
+                return {n: conv(v.get(n), f"{path}.{n}") for n, (_, conv) in fields.items()}
+
+            return pa.struct([pa.field(n, typ) for n, (typ, _) in fields.items()]), obj
+        if t == "array" and isinstance(s.get("items"), dict):
+            typ, item = self._plan(s["items"], doc, seen)
+
+            def arr(v: Any, path: str) -> Any:
+                if v is None:
+                    return None
+                if not isinstance(v, list):
+                    raise _mismatch(path, v, "array")
+                return [item(x, f"{path}[{i}]") for i, x in enumerate(v)]
+
+            return pa.list_(typ), arr
+        scalars = {
+            "string": (pa.string(), lambda v: v if isinstance(v, str) else None),
+            "integer": (pa.int64(), _json_integer),
+            "number": (pa.float64(), lambda v: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None),
+            "boolean": (pa.bool_(), lambda v: v if isinstance(v, bool) else None),
+        }
+        if t in scalars:
+            return _scalar_plan(scalars[t][0], t, scalars[t][1])
+        return _json_text_plan()
+
+
+#: Protobuf field types (``FieldDescriptor.TYPE_*``) and their Arrow types
+_PROTO_SCALARS = {1: "float64", 2: "float32", 3: "int64", 4: "uint64", 5: "int32", 6: "uint64", 7: "uint32", 8: "bool_",
+                  9: "string", 12: "binary", 13: "uint32", 15: "int32", 16: "int64", 17: "int32", 18: "int64"}
+_PROTO_ENUM, _PROTO_MESSAGE, _PROTO_GROUP = 14, 11, 10
+
+
+def _proto_plan(desc: Any, seen: tuple[str, ...] = ()) -> Plan:
+    """The Arrow type of a Protobuf message and the conversion of its parsed messages (the rule of
+    docs/formats.md): a struct of its fields by their declared names; scalars as their width and
+    sign (uint32/uint64 unsigned), bytes binary, enums the value's name (its number as text when the
+    enum does not declare it), ``repeated`` a list, ``map<K, V>`` a map, a nested message a struct,
+    ``google.protobuf.Timestamp`` timestamp[ns, UTC]. A field is null when it has presence (a
+    message, a ``oneof`` member, ``optional``) and is not set; a proto3 scalar without presence
+    reads as its value (0, "", false when not written), as Protobuf reads it. A message that
+    contains itself is a string of JSON text (Protobuf's JSON mapping) where it recurs."""
+    import pyarrow as pa
+
+    if desc.full_name == "google.protobuf.Timestamp":
+        return pa.timestamp("ns", tz="UTC"), lambda m, path: m.seconds * 1_000_000_000 + m.nanos
+    if desc.full_name in seen:
+        from google.protobuf import json_format
+
+        return pa.string(), lambda m, path: json_text(json_format.MessageToDict(m, preserving_proto_field_name=True))
+    seen = (*seen, desc.full_name)
+    fields: list[tuple[str, pa.DataType, Callable[[Any], Any]]] = []
+    for f in desc.fields:
+        fields.append((f.name, *_proto_field(f, seen)))
+
+    def conv(m: Any, path: str) -> Any:
+        return {name: get(m) for name, _, get in fields}
+
+    return pa.struct([pa.field(n, t) for n, t, _ in fields]), conv
+
+
+def _proto_value(f: Any, seen: tuple[str, ...]) -> tuple[pa.DataType, Callable[[Any], Any]]:
+    """The Arrow type of one value of field ``f`` and the conversion of one such value."""
+    import pyarrow as pa
+
+    if f.type in (_PROTO_MESSAGE, _PROTO_GROUP):
+        typ, conv = _proto_plan(f.message_type, seen)
+        return typ, lambda m: conv(m, "")
+    if f.type == _PROTO_ENUM:
+        names = {v.number: v.name for v in f.enum_type.values}
+        return pa.string(), lambda n: names.get(n, str(n))
+    return getattr(pa, _PROTO_SCALARS[f.type])(), lambda v: v
+
+
+def _proto_field(f: Any, seen: tuple[str, ...]) -> tuple[pa.DataType, Callable[[Any], Any]]:
+    """The Arrow type of field ``f`` and the getter of its converted value from a parsed message."""
+    import pyarrow as pa
+
+    name = f.name
+    if f.type == _PROTO_MESSAGE and f.message_type.GetOptions().map_entry:
+        ktyp, kconv = _proto_value(f.message_type.fields_by_name["key"], seen)
+        vtyp, vconv = _proto_value(f.message_type.fields_by_name["value"], seen)
+        return pa.map_(ktyp, vtyp), lambda m: [(kconv(k), vconv(v)) for k, v in sorted(getattr(m, name).items())]
+    typ, conv = _proto_value(f, seen)
+    if f.is_repeated:
+        return pa.list_(typ), lambda m: [conv(v) for v in getattr(m, name)]
+    if f.has_presence:
+        return typ, lambda m: conv(getattr(m, name)) if m.HasField(name) else None
+    return typ, lambda m: conv(getattr(m, name))
+
+
+def _best_error(validator: Any, v: Any) -> Any:
+    """The jsonschema library's most relevant error of ``v`` (None: valid)."""
+    from jsonschema.exceptions import best_match
+
+    return best_match(validator.iter_errors(v))
 
 
 # --------------------------------------------------------------------------------------- decoder
@@ -410,12 +621,19 @@ class Decoder:
     ``subject`` (``<topic>-value``) names the subject whose latest version is the Avro reader
     schema; ``registry`` gives the schemas of the wire format's ids."""
 
-    def __init__(self, fmt: str, registry: Registry | None = None, *, subject: str | None = None) -> None:
+    def __init__(self, fmt: str, registry: Registry | None = None, *, subject: str | None = None, typed: bool = False,
+                 validate: bool = False) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"format {fmt!r} is none of {', '.join(FORMATS)}")
         self.format = fmt
         self.registry = registry
         self.subject = subject
+        #: JSON Schema and Protobuf values as the subject's typed column takes them (:meth:`arrow_type`), not as JSON
+        self.typed = typed
+        #: JSON Schema values in the wire format validated against their schema (the jsonschema library)
+        self.validate = validate
+        self._validators: dict[int, Any] = {}
+        self._plan: tuple[Any, Plan] | None | bool = False  # the typed column's (reader message or None, plan), once found
         self._avro: dict[int, tuple[Any, Any]] = {}  # id -> (writer schema, reader schema or None), parsed
         self._reader: Schema | None | bool = False  # the subject's latest schema, once looked up
         self._reader_avro: Any = False  # ... parsed, when it is Avro
@@ -465,7 +683,7 @@ class Decoder:
                 raise UndecodableValueError(f"a {fmt} is {st.size} bytes, the value is {len(data)}")
             return st.unpack(data)[0]
         if fmt == "json" and data[:1] != b"\0":
-            return self._json(None, data)
+            return self._typed_json(None, data)
         schema_id, payload = split_wire(data)
         return self._handler_of(schema_id)(schema_id, payload)
 
@@ -524,8 +742,10 @@ class Decoder:
                 read = fastavro.schemaless_reader
                 return lambda sid, payload: self._avro_value(read, writer, reader, sid, payload)
             if kind == "JSON":
-                return self._json
-            return _proto_reader(_compile_proto(self.registry, self._need_registry().by_id(schema_id)), schema_id)
+                return self._typed_json
+            plan = self.typed_plan()
+            return _proto_reader(_compile_proto(self.registry, self._need_registry().by_id(schema_id)), schema_id,
+                                 plan if plan is not None and plan[0] is not None else None)
         except SchemaError as e:
             if e.schema_id is None:
                 e.schema_id = schema_id
@@ -550,18 +770,86 @@ class Decoder:
         except ValueError as e:
             raise UndecodableValueError(f"not JSON text: {e}", schema_id=schema_id) from None
 
+    def _typed_json(self, schema_id: int | None, payload: bytes | memoryview) -> Any:
+        v = self._json(schema_id, payload)
+        if self.validate and schema_id is not None:
+            self._validate(schema_id, v)
+        plan = self.typed_plan()
+        if plan is None or plan[0] is not None:
+            return v
+        try:
+            return plan[1][1](v, "$")
+        except UndecodableValueError as e:
+            e.schema_id = schema_id
+            e.args = (e._render(),)
+            raise
+
+    def _validate(self, schema_id: int, v: Any) -> None:
+        """Raise :class:`~kafkalog.errors.UndecodableValueError` when ``v`` is not valid by its JSON Schema
+        (the draft its ``$schema`` names, else draft 7; its references registered by their names)."""
+        validator = self._validators.get(schema_id)
+        if validator is None:
+            try:
+                import jsonschema
+                from referencing import Registry as Resources
+                from referencing import Resource
+                from referencing.jsonschema import DRAFT7
+            except ImportError:
+                raise UndecodableValueError("validating JSON values needs the jsonschema library (pip install 'kafkalog[jsonschema]')",
+                                            schema_id=schema_id) from None
+            reg = self._need_registry()
+            schema = reg.by_id(schema_id)
+            found: dict[str, Any] = {}
+
+            def add(s: Schema) -> None:
+                for ref in s.references:
+                    dep = reg.by_version(ref.subject, ref.version)
+                    if dep is not None and ref.name not in found:
+                        found[ref.name] = Resource.from_contents(json.loads(dep.text), default_specification=DRAFT7)
+                        add(dep)
+
+            add(schema)
+            root = json.loads(schema.text)
+            cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft7Validator)
+            validator = self._validators[schema_id] = cls(root, registry=Resources().with_resources(found.items()))
+        err = _best_error(validator, v)
+        if err is not None:
+            raise UndecodableValueError(f"the JSON value is not valid by its schema at {err.json_path}: {err.message}", schema_id=schema_id)
+
+    def typed_plan(self) -> tuple[Any, Plan] | None:
+        """The typed column of JSON Schema or Protobuf values (with :attr:`typed`): the subject's latest
+        schema's type and conversion (for Protobuf, with its first message, which the column holds);
+        None when the values are JSON text (not typed, no such subject, or a format of another type)."""
+        if self._plan is False:
+            self._plan = None
+            reader = self.reader_schema() if self.typed and self.registry is not None and self.subject else None
+            if reader is not None and reader.type == "JSON" and self.format in ("json", "auto"):
+                self._plan = (None, _JsonSchemaTypes(self.registry, reader).plan())
+            elif reader is not None and reader.type == "PROTOBUF" and self.format in ("protobuf", "auto"):
+                messages = _compile_proto(self.registry, reader)
+                if not messages:
+                    raise UndecodableValueError("the Protobuf schema declares no message", schema_id=reader.id)
+                self._plan = (messages[0], _proto_plan(messages[0]))
+        return self._plan  # type: ignore[return-value]
+
     # ------------------------------------------------------------------- as Arrow
     def arrow_type(self) -> pa.DataType:
-        """The Arrow type of the decoded column: from the subject's latest Avro schema for ``avro``
-        (and ``auto`` when that schema is Avro), the number or string types of the plain formats,
-        and a string of JSON text for ``json`` and ``protobuf`` (and ``auto`` over such a subject)."""
+        """The Arrow type of the decoded column: from the subject's latest schema for ``avro``,
+        ``json`` and ``protobuf`` (and ``auto``, by that schema's type: :func:`avro_arrow_type`,
+        :class:`_JsonSchemaTypes`, :func:`_proto_plan`), the number or string types of the plain
+        formats. ``json`` and ``protobuf`` values without such a subject are a string of JSON text."""
         import pyarrow as pa
 
         fmt = self.format
         plain = {"bytes": pa.binary(), "string": pa.string(), "short": pa.int16(), "int": pa.int32(), "long": pa.int64(),
-                 "float": pa.float32(), "double": pa.float64(), "json": pa.string(), "protobuf": pa.string()}
+                 "float": pa.float32(), "double": pa.float64()}
         if fmt in plain:
             return plain[fmt]
+        plan = self.typed_plan() if fmt != "avro" else None
+        if plan is not None:
+            return plan[1][0]
+        if fmt in ("json", "protobuf"):
+            return pa.string()
         reader = self.reader_schema()
         if reader is None:
             raise UndecodableValueError(f"typed columns need the subject {self.subject}: it is in no schema source "
@@ -581,6 +869,8 @@ class Decoder:
         import pyarrow as pa
 
         if self.format in ("json", "protobuf") or (self.format == "auto" and self._parsed_reader() is None):
+            if self.typed_plan() is not None:
+                return pa.array(values, type=typ)
             return pa.array([None if v is None else json_text(v) for v in values], type=typ)
         if self.format in ("avro", "auto"):
             conv = _to_arrow_rows(self._parsed_reader())
@@ -629,12 +919,13 @@ class Decoding:
     """Typed key and value columns for a read of Arrow batches (:func:`kafkalog.scan`, ``export``):
     ``formats`` maps ``key``/``value`` to a format, one :class:`Decoder` per topic and role.
 
+    ``validate``: JSON Schema values are validated against their schema (:attr:`Decoder.validate`).
     A column's Arrow type is :meth:`Decoder.arrow_type` of its topic; a read over topics whose
     types differ fails (read them one topic at a time). ``on_undecodable`` (:data:`ON_UNDECODABLE`;
     a typed column cannot hold ``raw`` bytes) warns through ``warn``."""
 
     def __init__(self, formats: dict[str, str], registry: Registry | None, *, on_undecodable: str = "error",
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, validate: bool = False) -> None:
         if on_undecodable not in ON_UNDECODABLE:
             raise ValueError(f"on_undecodable={on_undecodable!r} is none of {', '.join(ON_UNDECODABLE)}")
         for role, fmt in formats.items():
@@ -644,13 +935,16 @@ class Decoding:
         self.registry = registry
         self.on_undecodable = on_undecodable
         self.warn = warn
-        self._decoders: dict[str, dict[str, Decoder]] = {}
+        self.validate = validate
+        self._decoders: dict[tuple[str, bool], dict[str, Decoder]] = {}
 
-    def decoders(self, topic: str) -> dict[str, Decoder]:
-        """The decoders of one topic's keys and values (Avro's reader schema: the ``<topic>-key``/``<topic>-value`` subject)."""
-        got = self._decoders.get(topic)
+    def decoders(self, topic: str, *, typed: bool = False) -> dict[str, Decoder]:
+        """The decoders of one topic's keys and values (the reader schema: the ``<topic>-key``/``<topic>-value``
+        subject's); ``typed``: for typed columns (:attr:`Decoder.typed`), else values as ``cat`` prints them."""
+        got = self._decoders.get((topic, typed))
         if got is None:
-            got = self._decoders[topic] = {r: Decoder(f, self.registry, subject=f"{topic}-{r}") for r, f in self.formats.items()}
+            got = self._decoders[(topic, typed)] = {r: Decoder(f, self.registry, subject=f"{topic}-{r}", typed=typed, validate=self.validate)
+                                                    for r, f in self.formats.items()}
         return got
 
     def columns(self, names: list[str]) -> list[str]:
@@ -664,7 +958,7 @@ class Decoding:
         fields = []
         for f in schema:
             if f.name in self.formats:
-                types = {t: self.decoders(t)[f.name].arrow_type() for t in sorted(set(topics))}
+                types = {t: self.decoders(t, typed=True)[f.name].arrow_type() for t in sorted(set(topics))}
                 if len(set(types.values())) > 1:
                     raise ValueError(f"the {f.name}s of these topics have different types: "
                                      + "; ".join(f"{t}: {ty}" for t, ty in types.items()) + " (read one topic at a time)")
@@ -678,7 +972,7 @@ class Decoding:
 
         if self.on_undecodable == "raw":
             raise ValueError("on_undecodable='raw' keeps bytes, which a typed column cannot hold: give error, null or skip")
-        decoders = self.decoders(topic)
+        decoders = self.decoders(topic, typed=True)
         roles = [r for r in self.formats if r in schema.names]
         for b in batches:
             cols = {n: b.column(n) for n in b.schema.names}

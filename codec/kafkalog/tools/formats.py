@@ -39,6 +39,9 @@ def add_format_options(c: argparse.ArgumentParser, *, serdes_flag: bool) -> None
     g.add_argument("--on-undecodable", choices=_ON_UNDECODABLE, default="error", help=(
         "a key or value that does not decode (unknown schema id, bad bytes): error (default, exit 1), or a warning and "
         "the raw bytes (cat only), a null, or the record left out"))
+    g.add_argument("--validate", action="store_true", help=(
+        "validate JSON Schema values against their schema (the jsonschema library: pip install 'kafkalog[jsonschema]'); "
+        "an invalid value is undecodable (--on-undecodable)"))
 
 
 def parse_formats(args: argparse.Namespace) -> dict[str, str]:
@@ -78,5 +81,5 @@ def make_decoding(args: argparse.Namespace, formats: dict[str, str], command: st
     """The decoding of a command's reads: its formats, schema sources and ``--on-undecodable``, warnings on stderr."""
     from kafkalog.dataset.values import Decoding
 
-    return Decoding(formats, registry_of(args, formats), on_undecodable=args.on_undecodable,
+    return Decoding(formats, registry_of(args, formats), on_undecodable=args.on_undecodable, validate=args.validate,
                     warn=lambda msg: print(f"kafkalog {command}: warning: {msg}", file=sys.stderr))
