@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
 
 from kafkalog.errors import KafkaLogError, LogNotFoundError
 from kafkalog.format.files import is_url, url_filesystem
@@ -44,6 +44,8 @@ __all__ = [
     "partition_dirs",
     "storage_for",
 ]
+
+T = TypeVar("T")
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 #: ``<topic>-<partition>``: any topic part is read (Kafka's naming rule is the writer's concern)
@@ -153,6 +155,16 @@ class UrlStorage:
 
     def __init__(self, fs: AbstractFileSystem) -> None:
         self.fs = fs
+        self._found: dict[str, dict[str, dict]] = {}  # a recursive listing taken by isdir, until tree takes it
+
+    def _find(self, top: str) -> dict[str, dict]:
+        """Every file under ``top`` with its details: one recursive listing, however many objects."""
+        if top not in self._found:
+            try:
+                self._found[top] = self._call(top, lambda: self.fs.find(top, withdirs=False, detail=True))  # type: ignore[assignment]
+            except FileNotFoundError:  # no such bucket: nothing under it
+                self._found[top] = {}
+        return self._found[top]
 
     def _call(self, path: str, call: Callable[[], object]) -> object:
         try:
@@ -167,11 +179,13 @@ class UrlStorage:
         return [Entry(e["name"], int(e.get("size") or 0), e.get("type") == "directory") for e in found]  # type: ignore[attr-defined]
 
     def tree(self, path: str) -> dict[str, list[Entry]]:
-        """From one recursive listing: on object storage listing each partition dir would be a request apiece."""
+        """From one recursive listing (the one :meth:`isdir` took, if it did): on object storage
+        listing each partition dir would be a request apiece."""
         top = path.rstrip("/")
-        found = self._call(path, lambda: self.fs.find(top, withdirs=False, detail=True))
+        found = self._find(top)
+        self._found.pop(top, None)  # listed once; not kept: a large bucket's listing is large
         out: dict[str, list[Entry]] = {top: []}
-        for name, info in sorted(found.items()):  # type: ignore[attr-defined]
+        for name, info in sorted(found.items()):
             rel = name[len(top) + 1 :] if name.startswith(top + "/") else ""
             parts = rel.split("/")
             if not rel or any(_SKIPPED_DIR.search(p) for p in parts[:-1]):
@@ -186,8 +200,16 @@ class UrlStorage:
     def read(self, path: str) -> bytes:
         return self._call(path, lambda: self.fs.cat_file(path))  # type: ignore[return-value]
 
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of a file a listing named (one ranged request, no HEAD), as
+        :meth:`open` finds it: under its new name if the broker renamed it since."""
+        return _listed(path, lambda p: self._call(p, lambda: self.fs.cat_file(p, start=start, end=end)))  # type: ignore[return-value]
+
     def isdir(self, path: str) -> bool:
-        return bool(self._call(path, lambda: self.fs.isdir(path)))
+        """Whether objects lie under the prefix, from the recursive listing that :meth:`tree` then
+        reads (an object store has no directories to ask about: the listing is the one request)."""
+        top = path.rstrip("/")
+        return any(name.startswith(top + "/") for name in self._find(top)) or bool(self._call(path, lambda: self.fs.isdir(path)))
 
     def exists(self, path: str) -> bool:
         return bool(self._call(path, lambda: self.fs.exists(path)))
@@ -202,7 +224,7 @@ class UrlStorage:
         return self.fs.unstrip_protocol(path)
 
 
-def _listed(path: str, open_file: Callable[[str], BinaryIO]) -> BinaryIO:
+def _listed(path: str, open_file: Callable[[str], T]) -> T:
     """``open_file(path)`` of a file a listing named; if the broker renamed it since (a completed
     swap, a segment renamed ``.deleted``: :func:`kafkalog.log.leftovers.renamed_name`), the file
     under its new name, which holds the same bytes. The original error when neither is there."""
