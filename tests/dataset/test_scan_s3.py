@@ -64,3 +64,26 @@ def test_info_and_cat_of_s3(store: object, capsys: pytest.CaptureFixture[str]) -
     assert main(["cat", str(CP760), "-t", "_schemas", "-o", "-2", "-f", "%o\\n"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4 and out[:2] == out[2:]
+
+
+def test_a_scan_lists_its_prefix_once_and_fetches_each_byte_once(store) -> None:  # noqa: ANN001 - fixture
+    """A new client (nothing listed before): one listing request for the prefix, no HEAD, and each
+    ``.log`` fetched at most once, however it is read (the data-loss check reads the end of a
+    last segment during planning; the scan is given those bytes, not fetched them again)."""
+    import s3fs
+
+    for name, local in (("cp760", CP760), ("weebee", WEEBEE)):
+        s3fs.S3FileSystem.clear_instance_cache()
+        seen = len(store.requests())
+        remote = kafkalog.scan(f"s3://{BUCKET}/{name}", include_internal=True).read_all()
+        reqs = store.requests()[seen:]
+        assert remote.num_rows > 1000 and remote.equals(kafkalog.scan(local, include_internal=True).read_all())
+        assert [r["method"] for r in reqs if r["path"].strip("/") == BUCKET] == ["GET"]  # the one listing
+        assert [r for r in reqs if r["method"] == "HEAD"] == []
+        fetched: dict[str, int] = {}
+        for r in reqs:
+            if r["method"] == "GET" and r["path"].endswith(".log"):
+                fetched[r["path"]] = fetched.get(r["path"], 0) + r["bytes"]
+        sizes = {f"/{BUCKET}/{name}/{f.relative_to(local).as_posix()}": f.stat().st_size for f in local.rglob("*.log")}
+        assert fetched and all(n <= sizes[path] for path, n in fetched.items()), (fetched, sizes)
+        assert sum(fetched.values()) <= 1.1 * sum(sizes.values())

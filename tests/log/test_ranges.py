@@ -76,8 +76,12 @@ def test_a_scan_of_memory_fetches_each_byte_it_reads_once_and_gives_the_local_ro
         assert remote.num_rows > 1000
         assert remote.equals(kafkalog.scan(local, include_internal=True).read_all())
         logs = [c for c in counted.calls if c[0].endswith(".log")]
-        assert all(e - s <= piece for _p, s, e in logs if s is not None and e is not None)
-        assert counted.log_bytes() == _needed(f"memory://kl/{name}")  # each byte once, nothing else of a .log
+        if name == "cp760":  # (weebee's .log files are read whole by the data-loss check, below)
+            big = [f for f in local.rglob("*.log") if f.stat().st_size > piece]
+            assert len(logs) >= len({p for p, _s, _e in logs}) + len(big)  # files larger than a piece: several requests
+        # each byte once, nothing else of a .log (the data-loss check's read of a last segment's
+        # end included: the scan is given those bytes, not fetched them again)
+        assert counted.log_bytes() == _needed(f"memory://kl/{name}")
     assert memfs.find("/kl/cp760") == sorted(str(p).replace(str(CP760), "/kl/cp760") for p in CP760.rglob("*") if p.is_file())  # nothing written
 
 
@@ -103,28 +107,30 @@ def test_several_requests_are_in_flight_within_the_bounds(memfs, monkeypatch) ->
 
 
 def test_an_end_offset_fetches_only_its_ranges(memfs, monkeypatch) -> None:  # noqa: ANN001
-    counted = Counted(memfs)
-    monkeypatch.setattr(memfs, "cat_file", counted)
     url = "memory://kl/cp760/_confluent-monitoring-0"
-    t = kafkalog.scan(url, start_offset=2800, end_offset=2900, columns=["offset"]).read_all()
-    local = kafkalog.scan(CP760 / "_confluent-monitoring-0", start_offset=2800, end_offset=2900, columns=["offset"]).read_all()
-    assert t.num_rows > 10 and t.equals(local)
     [p] = plan_all(discover([url]), start_offset=2800, end_offset=2900)
     [sl] = p.slices
     size = (CP760 / "_confluent-monitoring-0" / "00000000000000000000.log").stat().st_size
     end = size if sl.end is None else sl.end
     assert 0 < end - sl.start < size / 10  # the offset index sends the read near its end
-    assert [(s, e) for path, s, e in counted.calls if path.endswith(".log")] == [(sl.start, end)]
+    counted = Counted(memfs)
+    monkeypatch.setattr(memfs, "cat_file", counted)
+    t = kafkalog.scan(url, start_offset=2800, end_offset=2900, columns=["offset"]).read_all()
+    local = kafkalog.scan(CP760 / "_confluent-monitoring-0", start_offset=2800, end_offset=2900, columns=["offset"]).read_all()
+    assert t.num_rows > 10 and t.equals(local)
+    # the data-loss check reads the segment's end, the scan the rest of the slice: each byte once
+    got = sorted((s, e) for path, s, e in counted.calls if path.endswith(".log"))
+    assert got[0][0] == sl.start and got[-1][1] == end and all(a[1] == b[0] for a, b in zip(got, got[1:], strict=False))
 
 
 def test_a_failing_request_is_the_files_error(memfs, monkeypatch) -> None:  # noqa: ANN001
+    """A library's own error (botocore's, say) in a request made ahead is raised to the reader as
+    the file's OSError (what the CLI reports as an unreadable path, exit 3), not lost in a thread."""
     def refused(path: str, start: int | None = None, end: int | None = None, **kw: object) -> bytes:
         if path.endswith(".log"):
-            raise ConnectionResetError(f"connection reset while reading {path}")
+            raise RuntimeError("the connection was reset")
         return memfs.__class__.cat_file(memfs, path, start=start, end=end, **kw)
 
     monkeypatch.setattr(memfs, "cat_file", refused)
-    reader = kafkalog.scan("memory://kl/cp760")
-    with pytest.raises(OSError, match=r"kl/cp760/.*\.log") as e:
-        reader.read_all()
-    assert isinstance(e.value, ConnectionResetError)
+    with pytest.raises(OSError, match=r"^memory:///?kl/cp760/[^ ]*\.log: RuntimeError: the connection was reset$"):
+        kafkalog.scan("memory://kl/cp760").read_all()

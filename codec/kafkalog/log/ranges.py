@@ -19,7 +19,6 @@ Each piece is one ranged GET (``cat_file``): no HEAD, no listing. Nothing is wri
 from __future__ import annotations
 
 import io
-import os
 import threading
 from collections import deque
 from collections.abc import Iterable
@@ -34,9 +33,9 @@ __all__ = ["BUDGET_BYTES", "MAX_REQUESTS", "PIECE_BYTES", "ReadAhead"]
 #: Requests in flight (or fetched and not yet read) at most.
 MAX_REQUESTS = 16
 #: The largest piece of a file fetched in one request.
-PIECE_BYTES = int(os.environ.get("KL_PIECE", 32 << 20))
+PIECE_BYTES = 32 << 20
 #: Bytes in flight or fetched and not yet read, at most (the read-ahead's memory).
-BUDGET_BYTES = int(os.environ.get("KL_BUDGET", 128 << 20))
+BUDGET_BYTES = 128 << 20
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
