@@ -18,7 +18,6 @@ Each piece is one ranged GET (``cat_file``): no HEAD, no listing. Nothing is wri
 
 from __future__ import annotations
 
-import io
 import threading
 from collections import deque
 from collections.abc import Iterable
@@ -26,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from kafkalog.log.source import Storage, UrlStorage
+from kafkalog.log.source import RemoteFile, Storage, UrlStorage
 
 __all__ = ["BUDGET_BYTES", "MAX_REQUESTS", "PIECE_BYTES", "ReadAhead"]
 
@@ -172,32 +171,16 @@ class ReadAhead:
         self._fill()
 
 
-class _RangeFile(io.RawIOBase):
+class _RangeFile(RemoteFile):
     """A file whose bytes ``[range.start, range.end)`` come from the read-ahead, read forward (as
     the log readers read); any other byte is fetched with a ranged request of its own."""
 
     def __init__(self, ahead: ReadAhead, r: _Range, size: int) -> None:
-        super().__init__()
-        self.name = r.storage.display(r.path)
+        super().__init__(r.storage.display(r.path), size)
         self._ahead = ahead
         self._range = r
-        self._size = size
-        self._pos = 0
         self._buf = b""  # the piece being read
         self._buf_start = r.start
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
-        self._pos = pos if whence == io.SEEK_SET else self._pos + pos if whence == io.SEEK_CUR else self._size + pos
-        return self._pos
 
     def _piece_at(self, pos: int) -> bool:
         """Make ``pos`` fall in the piece held, reading on; False when the read-ahead does not reach it."""
@@ -230,12 +213,6 @@ class _RangeFile(io.RawIOBase):
             done += n
         self._pos += done
         return done
-
-    def read(self, n: int = -1) -> bytes:
-        n = self._size - self._pos if n is None or n < 0 else n
-        buf = bytearray(max(0, n))
-        got = self.readinto(buf)
-        return bytes(buf[:got])
 
     def close(self) -> None:
         if not self.closed:

@@ -39,6 +39,7 @@ __all__ = [
     "Entry",
     "LocalStorage",
     "PartitionFiles",
+    "RemoteFile",
     "SegmentFiles",
     "Storage",
     "UrlStorage",
@@ -259,19 +260,14 @@ class UrlStorage:
 TAIL_BYTES = 64 << 20
 
 
-class _TailFile(io.RawIOBase):
-    """A file read forward from some position to its end: each range is fetched once, from the
-    position asked to the bytes already held (a read from an earlier position fetches only what
-    lies before them), and given to the storage when closed."""
+class RemoteFile(io.RawIOBase):
+    """A read-only, seekable file of ``size`` bytes on object storage, named ``name``; a subclass
+    says how the bytes at the position are had (``readinto``)."""
 
-    def __init__(self, storage: UrlStorage, path: str) -> None:
+    def __init__(self, name: str, size: int) -> None:
         super().__init__()
-        self.name = storage.display(path)
-        self._storage = storage
-        self._path = path
-        self._size = int(storage._call(path, lambda: storage.fs.size(path)))  # type: ignore[call-overload]
-        self._start = self._size  # the bytes held are [_start, _size)
-        self._data = b""
+        self.name = name
+        self._size = size
         self._pos = 0
 
     def readable(self) -> bool:
@@ -286,6 +282,19 @@ class _TailFile(io.RawIOBase):
     def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
         self._pos = pos if whence == io.SEEK_SET else self._pos + pos if whence == io.SEEK_CUR else self._size + pos
         return self._pos
+
+
+class _TailFile(RemoteFile):
+    """A file read forward from some position to its end: each range is fetched once, from the
+    position asked to the bytes already held (a read from an earlier position fetches only what
+    lies before them), and given to the storage when closed."""
+
+    def __init__(self, storage: UrlStorage, path: str) -> None:
+        super().__init__(storage.display(path), int(storage._call(path, lambda: storage.fs.size(path))))  # type: ignore[call-overload]
+        self._storage = storage
+        self._path = path
+        self._start = self._size  # the bytes held are [_start, _size)
+        self._data = b""
 
     def readinto(self, b: memoryview | bytearray) -> int:  # type: ignore[override]
         view = memoryview(b).cast("B")
