@@ -106,6 +106,19 @@ def test_several_requests_are_in_flight_within_the_bounds(memfs, monkeypatch) ->
     assert max(held) <= 160 << 10
 
 
+def test_planning_reads_several_partitions_at_a_time(memfs, monkeypatch) -> None:  # noqa: ANN001
+    """The data-loss check's reads of each partition (its last segment's indexes and end) overlap,
+    and the plans are the local plans, in the same order."""
+    files = discover(["memory://kl/cp760"])
+    counted = Counted(memfs, delay=0.02)
+    monkeypatch.setattr(memfs, "cat_file", counted)
+    plans = plan_all(files)
+    assert len(counted.calls) > 10 and counted.most > 1
+    local = plan_all(discover([str(CP760)]))
+    assert [(p.topic, p.partition, p.start, [(sl.start, sl.end) for sl in p.slices]) for p in plans] == [
+        (p.topic, p.partition, p.start, [(sl.start, sl.end) for sl in p.slices]) for p in local]
+
+
 def test_an_end_offset_fetches_only_its_ranges(memfs, monkeypatch) -> None:  # noqa: ANN001
     url = "memory://kl/cp760/_confluent-monitoring-0"
     [p] = plan_all(discover([url]), start_offset=2800, end_offset=2900)

@@ -27,10 +27,10 @@ from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.gaps import Divergence, Gap, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
-from kafkalog.log.ranges import ReadAhead
+from kafkalog.log.ranges import ReadAhead, map_ahead
 from kafkalog.log.reads import includes_topic
 from kafkalog.log.replicas import discover
-from kafkalog.log.source import PartitionFiles, SegmentFiles
+from kafkalog.log.source import PartitionFiles, SegmentFiles, UrlStorage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -427,18 +427,23 @@ def plan_all(
     t0, t1 = _ms(start_time), _ms(end_time)
     plans = []
     lost: list[Gap] = []
-    for pf in files:
-        asked = _offset_for(start_offset, pf)
-        p = plan(pf, start_offset=asked, end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
+
+    def planned(pf: PartitionFiles) -> tuple[PartitionPlan | None, list[Gap]]:
+        p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
                  read_committed=read_committed, include_deleted=include_deleted)
+        return p, [] if p is None else pf.gaps()
+
+    # on object storage each partition's index and log-end reads are requests: several partitions' at a time
+    for pf, (p, gaps) in map_ahead(planned, files, remote=lambda pf: isinstance(pf.storage, UrlStorage)):
         if p is None:
             continue
+        asked = _offset_for(start_offset, pf)
         log_start = pf.log_start_offset
         if asked is not None and log_start is not None and asked < log_start and not include_deleted:
             on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
                        f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
                        "files still hold of them)")
-        lost.extend(g for g in pf.gaps() if g.end > p.start and (p.end is None or g.start < p.end))
+        lost.extend(g for g in gaps if g.end > p.start and (p.end is None or g.start < p.end))
         plans.append(p)
     lost.sort(key=lambda g: not isinstance(g, Divergence))  # a divergence first: the error is a ReplicaDivergenceError
     if lost and not allow_gaps:
@@ -458,19 +463,9 @@ def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None 
     (:func:`read_ahead`; ``ahead``: one made for a longer run of plans, read a part at a time)."""
     cols = schema_of(columns).names
     plans = list(plans)
-    with _ahead(plans, ahead) as fetched:
+    with read_ahead(plans) if ahead is None else contextlib.nullcontext(ahead) as fetched:
         for p in plans:
             yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt, fetched)
-
-
-@contextlib.contextmanager
-def _ahead(plans: list[PartitionPlan], given: ReadAhead | None) -> Iterator[ReadAhead]:
-    """``given``, or a read-ahead of ``plans`` closed when done."""
-    if given is not None:
-        yield given
-        return
-    with read_ahead(plans) as made:
-        yield made
 
 
 def scan_files(

@@ -11,6 +11,9 @@ partitions. What it holds is bounded: at most :data:`MAX_REQUESTS` pieces of at 
 bills and throttles requests, and a server that reads a whole object for a ranged GET, as moto
 does, pays the object's size per request): a segment smaller than a piece is one request.
 
+Planning's reads (the indexes and log ends that :func:`kafkalog.dataset.scan.plan_all` reads of
+each partition) overlap the same way, several partitions at a time (:func:`map_ahead`).
+
 Only the ranges asked for are fetched, so the bytes fetched are the bytes needed, apart from the
 read-ahead of a read abandoned early. Files on other storages (a local disk) are opened as before.
 Each piece is one ranged GET (``cat_file``): no HEAD, no listing. Nothing is written.
@@ -20,14 +23,18 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from kafkalog.log.source import RemoteFile, Storage, UrlStorage
 
-__all__ = ["BUDGET_BYTES", "MAX_REQUESTS", "PIECE_BYTES", "ReadAhead"]
+__all__ = ["BUDGET_BYTES", "MAX_REQUESTS", "PIECE_BYTES", "ReadAhead", "map_ahead"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+_END = object()
 
 #: Requests in flight (or fetched and not yet read) at most.
 MAX_REQUESTS = 16
@@ -47,6 +54,25 @@ def _executor() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(MAX_REQUESTS, thread_name_prefix="kafkalog-read-ahead")
         return _pool
+
+
+def map_ahead(fn: Callable[[T], R], items: Iterable[T], *, remote: Callable[[T], bool]) -> Iterator[tuple[T, R]]:
+    """``(item, fn(item))`` for each of ``items``, in order; ``fn`` of the items ``remote`` says are on
+    object storage (whose reads are requests, each a round trip) runs on the read-ahead's threads, up
+    to :data:`MAX_REQUESTS` items ahead of the one given, so that their requests overlap. An error is
+    raised at its item's turn, as when one by one."""
+    ahead: deque[tuple[T, Future[R] | None]] = deque()
+    it = iter(items)
+    while True:
+        while len(ahead) < MAX_REQUESTS:
+            item = next(it, _END)
+            if item is _END:
+                break
+            ahead.append((item, _executor().submit(fn, item) if remote(item) else None))  # type: ignore[arg-type]
+        if not ahead:
+            return
+        item, future = ahead.popleft()
+        yield item, fn(item) if future is None else future.result()
 
 
 @dataclass(eq=False)
@@ -137,7 +163,9 @@ class ReadAhead:
         """Bytes ``[start, end)`` of ``path`` (a file of ``size`` bytes) as a seekable file: from the
         read-ahead when it holds that range (the ranges before it are dropped), else opened by ``storage``."""
         todo = self._todo
-        k = next((i for i, r in enumerate(todo) if r.storage is storage and r.path == path and r.start == start and r.end == end), None)
+        k = None
+        if isinstance(storage, UrlStorage):
+            k = next((i for i, r in enumerate(todo) if r.storage is storage and r.path == path and r.start == start and r.end == end), None)
         if k is None:
             return storage.open(path)
         for _ in range(k):
@@ -150,7 +178,7 @@ class ReadAhead:
         if not r.pieces:
             if r.unsent >= r.end or r.closed:
                 return None
-            self._send(r)  # the bounds were full with ranges after it (it was left and is read again)
+            self._send(r)  # not asked for yet (the bounds were full)
         piece = r.pieces.popleft()
         try:
             data = piece.future.result()
