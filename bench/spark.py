@@ -60,9 +60,10 @@ SEGMENT_BYTES = 256 * 1024 * 1024
 GOLDEN_REAL = Path(os.environ.get("KAFKALOG_SHARED", REPO.parent / "shared")) / "golden-real"
 
 
-def generate_log(root: Path, gigabytes: float) -> tuple[Path, int]:
-    """Write ``<root>/bench-0`` through kafkalog's Log (as a leader appends) until it holds at
-    least ``gigabytes`` GB; returns (partition dir, records). Reused when ``done.json`` says so."""
+def generate_log(root: Path, gigabytes: float, segment_bytes: int = SEGMENT_BYTES) -> tuple[Path, int]:
+    """Write ``<root>/bench-0`` through kafkalog's Log (as a leader appends, ``segment_bytes`` a
+    segment) until it holds at least ``gigabytes`` GB; returns (partition dir, records). Reused
+    when ``done.json`` says so."""
     from kafkalog import RecordBatchBuilder
     from kafkalog.log.unified import Log, LogConfig
 
@@ -71,11 +72,11 @@ def generate_log(root: Path, gigabytes: float) -> tuple[Path, int]:
     want = int(gigabytes * 1e9)
     if marker.exists():
         info = json.loads(marker.read_text())
-        if info["bytes"] >= want:
+        if info["bytes"] >= want and info.get("segment_bytes", SEGMENT_BYTES) == segment_bytes:
             return part, info["records"]
     shutil.rmtree(root / "log", ignore_errors=True)
     part.parent.mkdir(parents=True)
-    config = LogConfig.from_properties({"segment.bytes": str(SEGMENT_BYTES)})
+    config = LogConfig.from_properties({"segment.bytes": str(segment_bytes)})
     written = records = 0
     with Log.open(str(part), config, sync=False, writable=True) as lg:
         while written < want:
@@ -92,7 +93,7 @@ def generate_log(root: Path, gigabytes: float) -> tuple[Path, int]:
                 print(f"\rgenerating: {written / 1e9:.2f} / {want / 1e9:.2f} GB", end="", file=sys.stderr)
         lg.flush()
     print(file=sys.stderr)
-    marker.write_text(json.dumps({"bytes": written, "records": records}))
+    marker.write_text(json.dumps({"bytes": written, "records": records, "segment_bytes": segment_bytes}))
     return part, records
 
 

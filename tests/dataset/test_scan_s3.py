@@ -64,3 +64,53 @@ def test_info_and_cat_of_s3(store: object, capsys: pytest.CaptureFixture[str]) -
     assert main(["cat", str(CP760), "-t", "_schemas", "-o", "-2", "-f", "%o\\n"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4 and out[:2] == out[2:]
+
+
+def test_a_scan_lists_its_prefix_once_and_fetches_each_byte_once(store) -> None:  # noqa: ANN001 - fixture
+    """A new client (nothing listed before): one listing request for the prefix, no HEAD, and each
+    ``.log`` fetched at most once, however it is read (the data-loss check reads the end of a
+    last segment during planning; the scan is given those bytes, not fetched them again)."""
+    import s3fs
+
+    for name, local in (("cp760", CP760), ("weebee", WEEBEE)):
+        s3fs.S3FileSystem.clear_instance_cache()
+        seen = len(store.requests())
+        remote = kafkalog.scan(f"s3://{BUCKET}/{name}", include_internal=True).read_all()
+        reqs = store.requests()[seen:]
+        assert remote.num_rows > 1000 and remote.equals(kafkalog.scan(local, include_internal=True).read_all())
+        assert [r["method"] for r in reqs if r["path"].strip("/") == BUCKET] == ["GET"]  # the one listing
+        assert [r for r in reqs if r["method"] == "HEAD"] == []
+        fetched: dict[str, int] = {}
+        for r in reqs:
+            if r["method"] == "GET" and r["path"].endswith(".log"):
+                fetched[r["path"]] = fetched.get(r["path"], 0) + r["bytes"]
+        sizes = {f"/{BUCKET}/{name}/{f.relative_to(local).as_posix()}": f.stat().st_size for f in local.rglob("*.log")}
+        assert fetched and all(n <= sizes[path] for path, n in fetched.items()), (fetched, sizes)
+        assert sum(fetched.values()) <= 1.1 * sum(sizes.values())
+
+
+def test_an_unreachable_endpoint_is_one_line_naming_the_url(tmp_path) -> None:  # noqa: ANN001 - fixture
+    """Nothing listens at the endpoint: ``scan`` raises the OSError of an unreadable path naming the
+    URL (not a library's exception), and the CLI prints it as one line and exits 3."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    pytest.importorskip("s3fs", reason="s3fs is not installed (extra [s3])")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID="k", AWS_SECRET_ACCESS_KEY="s", AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true",
+               AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_MAX_ATTEMPTS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "codec"), env.get("PYTHONPATH", "")])
+    code = "import kafkalog\ntry:\n    kafkalog.scan('s3://kafkalog-nowhere/data')\nexcept OSError as e:\n    print(type(e).__name__, e)\n"
+    api = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300)
+    assert api.stdout.startswith("OSError s3://kafkalog-nowhere/data: EndpointConnectionError: "), (api.stdout, api.stderr)
+    cli = subprocess.run([sys.executable, "-m", "kafkalog", "cat", "s3://kafkalog-nowhere/data"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, check=False, timeout=300)
+    assert cli.returncode == 3 and cli.stdout == ""
+    assert cli.stderr.startswith("kafkalog cat: s3://kafkalog-nowhere/data: EndpointConnectionError: ") and cli.stderr.count("\n") == 1, cli.stderr

@@ -12,6 +12,7 @@ Planning needs no pyarrow (the ``arrow`` extra): it is imported when Arrow batch
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -26,9 +27,10 @@ from kafkalog.format.txnindex import AbortedTxn
 from kafkalog.log.gaps import Divergence, Gap, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
+from kafkalog.log.ranges import ReadAhead, map_ahead
 from kafkalog.log.reads import includes_topic
 from kafkalog.log.replicas import discover
-from kafkalog.log.source import PartitionFiles, SegmentFiles
+from kafkalog.log.source import PartitionFiles, SegmentFiles, UrlStorage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_plans", "read_records", "scan", "scan_files", "schema_of",
+    "BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_ahead", "read_plans", "read_records", "scan", "scan_files", "schema_of",
     "start_floor", "topic_records",
 ]
 
@@ -182,15 +184,26 @@ def _as_set(v: object, kind: type) -> set | None:
     return set(v)  # type: ignore[call-overload]
 
 
-def _runs(p: PartitionPlan) -> Iterator[tuple[int, int | None, Iterator[LogReader]]]:
+def _slice_end(sl: Slice) -> int:
+    return sl.end if sl.end is not None else sl.segment.size
+
+
+def read_ahead(plans: Iterable[PartitionPlan]) -> ReadAhead:
+    """What ``plans`` read of object storage, fetched ahead of the reading (:class:`~kafkalog.log.ranges.ReadAhead`):
+    give it to :func:`read_plans` or :func:`read_records` that read these plans in this order, and close it."""
+    return ReadAhead((p.files.storage, sl.segment.log, sl.start, _slice_end(sl)) for p in plans for sl in p.slices)  # type: ignore[misc]
+
+
+def _runs(p: PartitionPlan, ahead: ReadAhead) -> Iterator[tuple[int, int | None, Iterator[LogReader]]]:
     """``p``'s slices as runs, each with the offsets it gives records from and up to (None: to the
     plan's end) and its readers."""
     storage = p.files.storage
 
     def readers(slices: list[Slice]) -> Iterator[LogReader]:
         for sl in slices:
-            with storage.open(sl.segment.log) as f, LogReader(f, name=p.files.display(sl.segment.log), start=sl.start,  # type: ignore[arg-type]
-                                                              end=sl.end if sl.end is not None else sl.segment.size or None) as reader:
+            log, end = sl.segment.log, _slice_end(sl)
+            with ahead.open(storage, log, sl.start, end, sl.segment.size) as f, LogReader(  # type: ignore[arg-type]
+                    f, name=p.files.display(log), start=sl.start, end=end or None) as reader:
                 yield reader
 
     # a segment whose first offsets an earlier one gave (tiered storage's overlap, another copy of the
@@ -207,10 +220,10 @@ def _runs(p: PartitionPlan) -> Iterator[tuple[int, int | None, Iterator[LogReade
 
 
 def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int, verify_crc: bool,
-          on_corrupt: OnCorrupt) -> Iterator[pa.RecordBatch]:
+          on_corrupt: OnCorrupt, ahead: ReadAhead) -> Iterator[pa.RecordBatch]:
     from kafkalog.fast.arrow import read_partition
 
-    for start, end, readers in _runs(p):
+    for start, end, readers in _runs(p, ahead):
         for batch in read_partition(
             readers, topic=p.topic, partition=p.partition, start=start, end=end, aborted=p.aborted,
             last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
@@ -414,18 +427,23 @@ def plan_all(
     t0, t1 = _ms(start_time), _ms(end_time)
     plans = []
     lost: list[Gap] = []
-    for pf in files:
-        asked = _offset_for(start_offset, pf)
-        p = plan(pf, start_offset=asked, end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
+
+    def planned(pf: PartitionFiles) -> tuple[PartitionPlan | None, list[Gap]]:
+        p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
                  read_committed=read_committed, include_deleted=include_deleted)
+        return p, [] if p is None else pf.gaps()
+
+    # on object storage each partition's index and log-end reads are requests: several partitions' at a time
+    for pf, (p, gaps) in map_ahead(planned, files, remote=lambda pf: isinstance(pf.storage, UrlStorage)):
         if p is None:
             continue
+        asked = _offset_for(start_offset, pf)
         log_start = pf.log_start_offset
         if asked is not None and log_start is not None and asked < log_start and not include_deleted:
             on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
                        f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
                        "files still hold of them)")
-        lost.extend(g for g in pf.gaps() if g.end > p.start and (p.end is None or g.start < p.end))
+        lost.extend(g for g in gaps if g.end > p.start and (p.end is None or g.start < p.end))
         plans.append(p)
     lost.sort(key=lambda g: not isinstance(g, Divergence))  # a divergence first: the error is a ReplicaDivergenceError
     if lost and not allow_gaps:
@@ -438,12 +456,16 @@ def plan_all(
 
 
 def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None = None, read_committed: bool = False,
-               batch_rows: int = BATCH_ROWS, verify_crc: bool = True, on_corrupt: OnCorrupt = "fail") -> Iterator[pa.RecordBatch]:
+               batch_rows: int = BATCH_ROWS, verify_crc: bool = True, on_corrupt: OnCorrupt = "fail",
+               ahead: ReadAhead | None = None) -> Iterator[pa.RecordBatch]:
     """The Arrow batches of planned partitions, one partition after the other, each batch's CRC
-    checked as :func:`scan` checks it."""
+    checked as :func:`scan` checks it. What they read of object storage is fetched ahead
+    (:func:`read_ahead`; ``ahead``: one made for a longer run of plans, read a part at a time)."""
     cols = schema_of(columns).names
-    for p in plans:
-        yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt)
+    plans = list(plans)
+    with read_ahead(plans) if ahead is None else contextlib.nullcontext(ahead) as fetched:
+        for p in plans:
+            yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt, fetched)
 
 
 def scan_files(
@@ -472,10 +494,14 @@ def scan_files(
     if decoding is not None:
         typed = decoding.schema(schema, [p.topic for p in plans])
         cols = decoding.columns(schema.names)
-        return pa.RecordBatchReader.from_batches(typed, (
-            b for p in plans
-            for b in decoding.batches(read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows,
-                                                 verify_crc=verify_crc, on_corrupt=on_corrupt), p.topic, p.partition, typed)))
+
+        def typed_batches() -> Iterator[pa.RecordBatch]:
+            with read_ahead(plans) as ahead:
+                for p in plans:
+                    yield from decoding.batches(read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows,
+                                                           verify_crc=verify_crc, on_corrupt=on_corrupt, ahead=ahead), p.topic, p.partition, typed)
+
+        return pa.RecordBatchReader.from_batches(typed, typed_batches())
     return pa.RecordBatchReader.from_batches(schema, read_plans(plans, columns=schema.names, read_committed=read_committed,
                                                                batch_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt))
 
@@ -491,16 +517,18 @@ def read_records(plans: Iterable[PartitionPlan], *, read_committed: bool = False
     batches and markers too): a mismatch raises :class:`~kafkalog.errors.CrcMismatchError` naming
     the file, position and offset, or with ``on_corrupt`` leaves the batch out
     (:func:`~kafkalog.format.records.stream.checked`); ``verify_crc=False`` turns the check off."""
-    for p in plans:
-        committed = ReadCommittedFilter(p.aborted) if read_committed else None
-        for start, end, readers in _runs(p):
-            batches = _batches_until(readers, end)
-            for batch in checked(batches, on_corrupt) if verify_crc else batches:
-                if (committed is not None and committed.skips(batch)) or (isinstance(batch, RecordBatch) and batch.is_control):
-                    continue
-                for r in batch.records():
-                    if r.offset >= start and (end is None or r.offset < end):
-                        yield p, batch, r
+    plans = list(plans)
+    with read_ahead(plans) as ahead:
+        for p in plans:
+            committed = ReadCommittedFilter(p.aborted) if read_committed else None
+            for start, end, readers in _runs(p, ahead):
+                batches = _batches_until(readers, end)
+                for batch in checked(batches, on_corrupt) if verify_crc else batches:
+                    if (committed is not None and committed.skips(batch)) or (isinstance(batch, RecordBatch) and batch.is_control):
+                        continue
+                    for r in batch.records():
+                        if r.offset >= start and (end is None or r.offset < end):
+                            yield p, batch, r
 
 
 def _batches_until(readers: Iterator[LogReader], end: int | None) -> Iterator[Batch]:

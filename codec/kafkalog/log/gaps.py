@@ -31,7 +31,7 @@ import io
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -147,8 +147,9 @@ def raise_on_gaps(gaps: list[Gap]) -> None:
 class _Files:
     """Listing and reading of one directory, local or on an fsspec filesystem."""
 
-    def __init__(self, directory: str, fs: AbstractFileSystem | None) -> None:
+    def __init__(self, directory: str, fs: AbstractFileSystem | None, open_log: Callable[[str], BinaryIO] | None = None) -> None:
         self.shown = directory
+        self.open_log = open_log
         if fs is None and is_url(directory):
             fs, directory = url_filesystem(directory)
         self.fs = fs
@@ -188,6 +189,8 @@ class _Files:
             return f.read()
 
     def open(self, path: str) -> BinaryIO:
+        if self.open_log is not None:
+            return self.open_log(path)
         if self.fs is not None:
             return self.fs.open(path, "rb")
         return open(path, "rb")  # noqa: SIM115 - the caller closes it
@@ -247,6 +250,7 @@ def find_gaps(
     files: Mapping[str, int | None] | Iterable[str] | None = None,
     checkpoints: LogDirOffsets | None = None,
     tail: bool = True,
+    open_log: Callable[[str], BinaryIO] | None = None,
 ) -> list[Gap]:
     """The offset ranges of one partition directory that its files say existed but no ``.log``
     holds, in offset order (empty: nothing is missing).
@@ -255,9 +259,10 @@ def find_gaps(
     otherwise the directory is listed. ``checkpoints`` are the log dir's offset checkpoints; when
     None they are read from the directory's parent (absent files: none). ``tail=False`` leaves out
     the tail of a last segment whose ``.log`` is there (no ``.log`` is opened): a reader that reads
-    that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself."""
+    that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself. ``open_log``
+    opens the ``.log`` read for that (default: as any file of the directory)."""
     shown = os.fspath(directory)
-    access = _Files(shown, fs)
+    access = _Files(shown, fs, open_log)
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
     names = list(listed)
     # a file listed empty holds no entry to read (a live one may have grown since, but only with

@@ -18,11 +18,13 @@ Reading never writes: files are opened read-only and nothing is created.
 from __future__ import annotations
 
 import glob
+import io
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
 
 from kafkalog.errors import KafkaLogError, LogNotFoundError
 from kafkalog.format.files import is_url, url_filesystem
@@ -37,6 +39,7 @@ __all__ = [
     "Entry",
     "LocalStorage",
     "PartitionFiles",
+    "RemoteFile",
     "SegmentFiles",
     "Storage",
     "UrlStorage",
@@ -44,6 +47,8 @@ __all__ = [
     "partition_dirs",
     "storage_for",
 ]
+
+T = TypeVar("T")
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 #: ``<topic>-<partition>``: any topic part is read (Kafka's naming rule is the writer's concern)
@@ -153,6 +158,19 @@ class UrlStorage:
 
     def __init__(self, fs: AbstractFileSystem) -> None:
         self.fs = fs
+        self._found: dict[str, dict[str, dict]] = {}  # a recursive listing taken by isdir, until tree takes it
+        self._tails: dict[str, tuple[int, bytes]] = {}  # what open_tail read of each file: its start and bytes
+        self._tail_bytes = 0
+        self._lock = threading.Lock()
+
+    def _find(self, top: str) -> dict[str, dict]:
+        """Every file under ``top`` with its details: one recursive listing, however many objects."""
+        if top not in self._found:
+            try:
+                self._found[top] = self._call(top, lambda: self.fs.find(top, withdirs=False, detail=True))  # type: ignore[assignment]
+            except FileNotFoundError:  # no such bucket: nothing under it
+                self._found[top] = {}
+        return self._found[top]
 
     def _call(self, path: str, call: Callable[[], object]) -> object:
         try:
@@ -167,11 +185,13 @@ class UrlStorage:
         return [Entry(e["name"], int(e.get("size") or 0), e.get("type") == "directory") for e in found]  # type: ignore[attr-defined]
 
     def tree(self, path: str) -> dict[str, list[Entry]]:
-        """From one recursive listing: on object storage listing each partition dir would be a request apiece."""
+        """From one recursive listing (the one :meth:`isdir` took, if it did): on object storage
+        listing each partition dir would be a request apiece."""
         top = path.rstrip("/")
-        found = self._call(path, lambda: self.fs.find(top, withdirs=False, detail=True))
+        found = self._find(top)
+        self._found.pop(top, None)  # listed once; not kept: a large bucket's listing is large
         out: dict[str, list[Entry]] = {top: []}
-        for name, info in sorted(found.items()):  # type: ignore[attr-defined]
+        for name, info in sorted(found.items()):
             rel = name[len(top) + 1 :] if name.startswith(top + "/") else ""
             parts = rel.split("/")
             if not rel or any(_SKIPPED_DIR.search(p) for p in parts[:-1]):
@@ -186,8 +206,42 @@ class UrlStorage:
     def read(self, path: str) -> bytes:
         return self._call(path, lambda: self.fs.cat_file(path))  # type: ignore[return-value]
 
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of a file a listing named (one ranged request, no HEAD), as
+        :meth:`open` finds it: under its new name if the broker renamed it since. What
+        :meth:`open_tail` read of the file already is not fetched again (and is let go once read)."""
+        with self._lock:
+            t0, tail = self._tails.get(path, (end, b""))
+            if start < end <= t0 + len(tail) and t0 < end:
+                if end == t0 + len(tail):  # read to the end: the read that follows planning's
+                    del self._tails[path]
+                    self._tail_bytes -= len(tail)
+                kept = tail[max(0, start - t0) : end - t0]
+                end = max(start, t0)
+            else:
+                kept = b""
+        if end <= start:
+            return kept
+        return _listed(path, lambda p: self._call(p, lambda: self.fs.cat_file(p, start=start, end=end))) + kept  # type: ignore[operator]
+
+    def open_tail(self, path: str) -> BinaryIO:
+        """A ``.log`` to read from some position to its end (planning's data-loss check of a last
+        segment: :func:`kafkalog.log.gaps.find_gaps`): what it reads is kept, up to
+        :data:`TAIL_BYTES` for the storage, for :meth:`read_range` to give the scan that follows
+        rather than fetch it twice."""
+        return _TailFile(self, path)
+
+    def _keep_tail(self, path: str, start: int, data: bytes) -> None:
+        with self._lock:
+            if path not in self._tails and self._tail_bytes + len(data) <= TAIL_BYTES:
+                self._tails[path] = (start, data)
+                self._tail_bytes += len(data)
+
     def isdir(self, path: str) -> bool:
-        return bool(self._call(path, lambda: self.fs.isdir(path)))
+        """Whether objects lie under the prefix, from the recursive listing that :meth:`tree` then
+        reads (an object store has no directories to ask about: the listing is the one request)."""
+        top = path.rstrip("/")
+        return any(name.startswith(top + "/") for name in self._find(top)) or bool(self._call(path, lambda: self.fs.isdir(path)))
 
     def exists(self, path: str) -> bool:
         return bool(self._call(path, lambda: self.fs.exists(path)))
@@ -202,7 +256,65 @@ class UrlStorage:
         return self.fs.unstrip_protocol(path)
 
 
-def _listed(path: str, open_file: Callable[[str], BinaryIO]) -> BinaryIO:
+#: Bytes of ``.log`` ends that planning read and a scan reads next, kept per storage at most.
+TAIL_BYTES = 64 << 20
+
+
+class RemoteFile(io.RawIOBase):
+    """A read-only, seekable file of ``size`` bytes on object storage, named ``name``; a subclass
+    says how the bytes at the position are had (``readinto``)."""
+
+    def __init__(self, name: str, size: int) -> None:
+        super().__init__()
+        self.name = name
+        self._size = size
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        self._pos = pos if whence == io.SEEK_SET else self._pos + pos if whence == io.SEEK_CUR else self._size + pos
+        return self._pos
+
+
+class _TailFile(RemoteFile):
+    """A file read forward from some position to its end: each range is fetched once, from the
+    position asked to the bytes already held (a read from an earlier position fetches only what
+    lies before them), and given to the storage when closed."""
+
+    def __init__(self, storage: UrlStorage, path: str) -> None:
+        super().__init__(storage.display(path), int(storage._call(path, lambda: storage.fs.size(path))))  # type: ignore[call-overload]
+        self._storage = storage
+        self._path = path
+        self._start = self._size  # the bytes held are [_start, _size)
+        self._data = b""
+
+    def readinto(self, b: memoryview | bytearray) -> int:  # type: ignore[override]
+        view = memoryview(b).cast("B")
+        pos = self._pos
+        if pos < self._start:
+            self._data = self._storage.read_range(self._path, pos, self._start) + self._data
+            self._start = pos
+        n = max(0, min(len(view), self._size - pos))
+        view[:n] = self._data[pos - self._start : pos - self._start + n]
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        if not self.closed and self._data:
+            self._storage._keep_tail(self._path, self._start, self._data)
+            self._data = b""
+        super().close()
+
+
+def _listed(path: str, open_file: Callable[[str], T]) -> T:
     """``open_file(path)`` of a file a listing named; if the broker renamed it since (a completed
     swap, a segment renamed ``.deleted``: :func:`kafkalog.log.leftovers.renamed_name`), the file
     under its new name, which holds the same bytes. The original error when neither is there."""
@@ -296,7 +408,8 @@ class PartitionFiles:
     def gaps(self) -> list[Gap]:
         """Offsets the partition's own files say existed but no ``.log`` holds (data loss: :func:`kafkalog.log.gaps.find_gaps`)."""
         fs = self.storage.fs if isinstance(self.storage, UrlStorage) else None
-        found = find_gaps(self.dir, fs=fs, files=dict(self.listing), checkpoints=self.log_dir)
+        opener = self.storage.open_tail if isinstance(self.storage, UrlStorage) else None
+        found = find_gaps(self.dir, fs=fs, files=dict(self.listing), checkpoints=self.log_dir, open_log=opener)
         shown = self.display()
         return [Gap(shown, g.start, g.end, g.evidence) for g in found] if shown != self.dir else found
 

@@ -272,7 +272,7 @@ def export(
     and the partition being written gets no file, unless ``on_corrupt`` reads past it. ``decoding``
     writes typed key and value columns (Parquet only: :class:`kafkalog.dataset.values.Decoding`),
     each topic's files with its own types."""
-    from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
+    from kafkalog.dataset.scan import BATCH_ROWS, read_ahead, read_plans, schema_of
 
     cols = [c for c in (columns or FILE_COLUMNS) if c not in ("topic", "partition")]
     schema = schema_of(cols)
@@ -281,16 +281,18 @@ def export(
     files = rows = 0
     made: set[str] = set()  # topic directories made (or found) so far
     committer = _Committer()
+    ahead = read_ahead(plans)  # object storage: the next partitions' bytes are fetched while one is written
     try:
         for p in plans:
             if decoding is not None:
                 schema = decoding.schema(schema_of(cols), [p.topic])
                 batches = decoding.batches(read_plans([p], columns=decoding.columns(cols), read_committed=read_committed,
-                                                      batch_rows=batch_rows or BATCH_ROWS, verify_crc=verify_crc, on_corrupt=on_corrupt),
+                                                      batch_rows=batch_rows or BATCH_ROWS, verify_crc=verify_crc, on_corrupt=on_corrupt,
+                                                      ahead=ahead),
                                            p.topic, p.partition, schema)
             else:
                 batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS,
-                                     verify_crc=verify_crc, on_corrupt=on_corrupt)
+                                     verify_crc=verify_crc, on_corrupt=on_corrupt, ahead=ahead)
             first = next(batches, None)
             if first is None:
                 progress.add(0, partition_done=True)
@@ -323,6 +325,7 @@ def export(
             rows += n
             progress.add(0, partition_done=True)
     except BaseException:
+        ahead.close()
         committer.close()  # no temporary file is left behind by a commit in flight
         raise
     if (error := committer.close()) is not None:

@@ -1,0 +1,158 @@
+"""``kafkalog.scan`` over ``s3://`` against the same read from local disk, in one run.
+
+    .venv/bin/python bench/s3.py [--data real,generated] [--set DIR] [--copies 16] [--gigabytes 1]
+                                 [--segment-mb 64] [--cache DIR] [--repeat 3]
+
+Two data sets (``--data``, both by default), each made once under ``--cache`` (default
+``$TMPDIR/kafkalog-bench-s3``) and reused: ``real`` is bench/export.py's, ``--copies`` copies
+(default 16) of the partition dirs of a golden-real set (default
+``../shared/golden-real/cp760-flink-on-prem``: about 150 partitions a copy, most of them small),
+topics renamed, in one data dir; ``generated`` is bench/spark.py's partition of 100-byte random
+values in 1,000-record batches, ``--gigabytes`` of it (default 1) in segments of ``--segment-mb``
+(default 64). An S3 server (moto's, as the tests run it: ``tests/s3_server.py``, a process of its
+own on 127.0.0.1 that logs every request) is started and each data dir uploaded to it. Then each
+round scans the local dir and the ``s3://`` prefix with ``kafkalog.scan`` (every column, CRCs
+checked, batches consumed and dropped), in turn, after a warm-up round of each, with a fresh S3
+client each time (no listing cached from an earlier round). Printed for each: rows, the best wall
+time, MB/s of ``.log``, rows/s, and the CPU time of this process and of the server; for S3 also
+the requests of the best round by kind (listings, HEADs, GETs of objects), the ``.log`` bytes
+fetched against those needed (the byte ranges of the ``.log`` files the plans read) and every
+GET's bytes, and the ratio of S3's rows/s to the local read's (the target is 0.5 or more). Both
+reads must give the same rows (per topic-partition count and offset sum), or the run fails.
+
+The server and this process share the machine's cores, and moto is Python: its work per request
+(and, for a ranged GET, a copy of the whole object: moto reads an object whole and slices it)
+shows in the S3 figures. Many small partitions cost a request each whatever the client does; large
+segments show what the read-ahead does. Run it on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+from export import DEFAULT_SET, make_copies, scan_all  # noqa: E402 - bench/export.py's data set and full scan
+
+BUCKET = "kafkalog-bench"
+
+
+def kinds(requests: list[dict]) -> dict[str, int]:
+    """Requests by kind: ``list`` (a GET of the bucket: a listing), ``head``, ``get`` (an object's bytes)."""
+    out = {"list": 0, "head": 0, "get": 0, "other": 0}
+    for r in requests:
+        if r["method"] == "HEAD":
+            out["head"] += 1
+        elif r["method"] == "GET":
+            out["get" if r["path"].strip("/").count("/") else "list"] += 1
+        else:
+            out["other"] += 1
+    return out
+
+
+def needed(url: str) -> int:
+    """The ``.log`` bytes a full scan of ``url`` reads: the byte ranges of its plans."""
+    from kafkalog.dataset.scan import plan_all
+    from kafkalog.log.replicas import discover
+
+    return sum((sl.end if sl.end is not None else sl.segment.size) - sl.start for p in plan_all(discover([url])) for sl in p.slices)
+
+
+def cpu_of(pid: int) -> float:
+    """CPU seconds (user and system) a process used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def compare(server: object, name: str, data: Path, repeat: int) -> bool:
+    """Scan ``data`` and its upload in turn, ``repeat`` rounds after a warm-up; print the figures."""
+    import s3fs
+
+    import s3_server
+
+    s3_server.upload(server, BUCKET, [])  # the bucket
+    fs = s3fs.S3FileSystem()
+    fs.put(str(data), f"{BUCKET}/{name}", recursive=True)  # concurrent uploads
+    url = f"s3://{BUCKET}/{name}"
+    log_bytes = sum(f.stat().st_size for f in data.rglob("*.log"))
+    best: dict[str, tuple[float, float, float, list[dict]]] = {}
+    result: dict[str, tuple[int, dict]] = {}
+
+    def timed(what: str, run: Callable[[], tuple[int, dict]]) -> None:
+        s3fs.S3FileSystem.clear_instance_cache()  # a new client: nothing listed before
+        before, server_cpu = len(server.requests()), cpu_of(server.proc.pid)  # type: ignore[attr-defined]
+        t0, c0 = time.perf_counter(), time.process_time()
+        result[what] = run()
+        took, used = time.perf_counter() - t0, time.process_time() - c0
+        if took < best.get(what, (1e9,))[0]:
+            best[what] = (took, used, cpu_of(server.proc.pid) - server_cpu, server.requests()[before:])  # type: ignore[attr-defined]
+
+    for k in range(repeat + 1):
+        for what, src in (("local", data), ("s3", url)) if k % 2 == 0 else (("s3", url), ("local", data)):
+            timed(what, lambda src=src: scan_all(src))  # type: ignore[misc]
+        if k == 0:
+            best.clear()
+    rows = result["local"][0]
+    print(f"\n{name}: {rows:,} rows, {log_bytes / 1e6:.0f} MB of .log, best of {repeat} rounds")
+    print(f"{'read':<6} {'best s':>8} {'MB/s':>8} {'rows/s':>12} {'CPU s':>8} {'server CPU s':>13}")
+    for what in ("local", "s3"):
+        took, used, server_used = best[what][:3]
+        print(f"{what:<6} {took:8.2f} {log_bytes / 1e6 / took:8.1f} {rows / took:12,.0f} {used:8.2f} {server_used if what == 's3' else 0:13.2f}")
+    reqs = best["s3"][3]
+    gets = [r for r in reqs if r["method"] == "GET" and r["path"].strip("/").count("/")]
+    logs = sum(r["bytes"] for r in gets if r["path"].endswith(".log"))
+    want = needed(url)
+    print("s3 requests: " + ", ".join(f"{n} {k}" for k, n in kinds(reqs).items()))
+    print(f"s3 .log bytes fetched {logs:,} / needed {want:,} = {logs / want:.3f}x; every GET {sum(r['bytes'] for r in gets):,} bytes")
+    print(f"s3/local rows/s: {best['local'][0] / best['s3'][0]:.2f}x (target 0.5x or more)")
+    same = result["s3"] == result["local"]
+    print(f"rows: {'same' if same else 'DIFFERENT'}")
+    return same
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default="real,generated", help="data sets, comma-separated: real, generated (default both)")
+    ap.add_argument("--set", type=Path, default=DEFAULT_SET, help="the golden-real set of --data real (default: cp760-flink-on-prem)")
+    ap.add_argument("--copies", type=int, default=16, help="copies of the set's partitions (default 16)")
+    ap.add_argument("--gigabytes", type=float, default=1.0, help="size of --data generated (default 1)")
+    ap.add_argument("--segment-mb", type=int, default=64, help="segment size of --data generated (default 64)")
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "kafkalog-bench-s3")
+    ap.add_argument("--repeat", type=int, default=3, help="timed rounds after the warm-up round (default 3)")
+    args = ap.parse_args(argv)
+    sets = args.data.split(",")
+    if "real" in sets and not args.set.is_dir():
+        print(f"bench/s3.py: {args.set} is absent", file=sys.stderr)
+        return 2
+    import s3_server
+
+    dirs = {}
+    if "real" in sets:
+        dirs["real"] = make_copies(args.cache / "real", args.set, args.copies)
+    if "generated" in sets:
+        from spark import generate_log  # bench/spark.py's generated partition
+
+        dirs["generated"] = generate_log(args.cache / "generated", args.gigabytes, args.segment_mb << 20)[0].parent
+    args.cache.mkdir(parents=True, exist_ok=True)
+    (args.cache / "requests.jsonl").unlink(missing_ok=True)
+    server = s3_server.start(args.cache / "requests.jsonl")
+    saved = dict(os.environ)
+    try:
+        os.environ.update(server.env())
+        ok = all([compare(server, name, d, args.repeat) for name, d in dirs.items()])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.stop()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

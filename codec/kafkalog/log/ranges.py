@@ -1,0 +1,249 @@
+"""Byte ranges of files on object storage, fetched ahead of their reading, several at a time.
+
+A reader of ``s3://`` (or any fsspec URL) waits for every request it makes: one round trip per
+object, and the object store's per-request cost on top, while the decoder idles. A read that knows
+what comes next does better. :class:`ReadAhead` is given the byte ranges a scan will read, in the
+order it reads them (the ``.log`` slices of its plans: :mod:`kafkalog.dataset.scan`), and keeps
+ranged GETs of the next ones in flight while the current one is decoded, across files and across
+partitions. What it holds is bounded: at most :data:`MAX_REQUESTS` pieces of at most
+:data:`PIECE_BYTES` each are fetched or waiting to be read at a time, and no more than
+:data:`BUDGET_BYTES` together. Pieces are large, because an object store's cost is per request (S3
+bills and throttles requests, and a server that reads a whole object for a ranged GET, as moto
+does, pays the object's size per request): a segment smaller than a piece is one request.
+
+Planning's reads (the indexes and log ends that :func:`kafkalog.dataset.scan.plan_all` reads of
+each partition) overlap the same way, several partitions at a time (:func:`map_ahead`).
+
+Only the ranges asked for are fetched, so the bytes fetched are the bytes needed, apart from the
+read-ahead of a read abandoned early. Files on other storages (a local disk) are opened as before.
+Each piece is one ranged GET (``cat_file``): no HEAD, no listing. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import BinaryIO, TypeVar
+
+from kafkalog.log.source import RemoteFile, Storage, UrlStorage
+
+__all__ = ["BUDGET_BYTES", "MAX_REQUESTS", "PIECE_BYTES", "ReadAhead", "map_ahead"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+_END = object()
+
+#: Requests in flight (or fetched and not yet read) at most.
+MAX_REQUESTS = 16
+#: The largest piece of a file fetched in one request.
+PIECE_BYTES = 32 << 20
+#: Bytes in flight or fetched and not yet read, at most (the read-ahead's memory).
+BUDGET_BYTES = 128 << 20
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The threads that wait on requests (shared: they only wait, the filesystem does the work)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(MAX_REQUESTS, thread_name_prefix="kafkalog-read-ahead")
+        return _pool
+
+
+def map_ahead(fn: Callable[[T], R], items: Iterable[T], *, remote: Callable[[T], bool]) -> Iterator[tuple[T, R]]:
+    """``(item, fn(item))`` for each of ``items``, in order; ``fn`` of the items ``remote`` says are on
+    object storage (whose reads are requests, each a round trip) runs on the read-ahead's threads, up
+    to :data:`MAX_REQUESTS` items ahead of the one given, so that their requests overlap. An error is
+    raised at its item's turn, as when one by one."""
+    ahead: deque[tuple[T, Future[R] | None]] = deque()
+    it = iter(items)
+    while True:
+        while len(ahead) < MAX_REQUESTS:
+            item = next(it, _END)
+            if item is _END:
+                break
+            ahead.append((item, _executor().submit(fn, item) if remote(item) else None))  # type: ignore[arg-type]
+        if not ahead:
+            return
+        item, future = ahead.popleft()
+        yield item, fn(item) if future is None else future.result()
+
+
+@dataclass(eq=False)
+class _Piece:
+    start: int
+    end: int
+    future: Future[bytes]
+
+
+@dataclass(eq=False)
+class _Range:
+    """One range to read: its pieces, fetched in order."""
+
+    storage: UrlStorage
+    path: str
+    start: int
+    end: int
+    pieces: deque[_Piece] = field(default_factory=deque)
+    unsent: int = 0  # the first byte not yet asked for
+    closed: bool = False
+
+    def __post_init__(self) -> None:
+        self.unsent = self.start
+
+    def next_size(self) -> int:
+        return min(self.end - self.unsent, PIECE_BYTES)
+
+
+class ReadAhead:
+    """Fetches the ranges ``(storage, path, start, end)`` that will be read, in that order, ahead of
+    their reading (see the module's docstring); :meth:`open` gives one of them as a file that reads
+    from what was fetched. Ranges of storages other than :class:`~kafkalog.log.source.UrlStorage`
+    are left to their storage. A range that is not opened (a read that stopped before it) is
+    skipped when a later one is opened; :meth:`close` drops what is still held."""
+
+    def __init__(self, ranges: Iterable[tuple[Storage, str, int, int]]) -> None:
+        self._todo: deque[_Range] = deque(
+            _Range(s, p, a, b) for s, p, a, b in ranges if isinstance(s, UrlStorage) and b > a
+        )
+        self._sending = 0  # index in _todo of the range whose pieces are being asked for
+        self._held = 0  # bytes asked for and not yet read
+        self._count = 0  # pieces asked for and not yet read
+        self._fill()
+
+    def __enter__(self) -> ReadAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop every range and what was fetched of them (requests still running finish unread)."""
+        while self._todo:
+            self._drop(self._todo.popleft())
+        self._sending = 0
+
+    def _fill(self) -> None:
+        """Ask for the next pieces while the bounds allow."""
+        todo = self._todo
+        while self._sending < len(todo) and self._count < MAX_REQUESTS:
+            r = todo[self._sending]
+            if r.unsent >= r.end:
+                self._sending += 1
+                continue
+            if self._count and self._held + r.next_size() > BUDGET_BYTES:
+                return
+            self._send(r)
+
+    def _send(self, r: _Range) -> None:
+        """Ask for ``r``'s next piece."""
+        size = r.next_size()
+        r.pieces.append(_Piece(r.unsent, r.unsent + size, _executor().submit(r.storage.read_range, r.path, r.unsent, r.unsent + size)))
+        r.unsent += size
+        self._held += size
+        self._count += 1
+
+    def _release(self, piece: _Piece) -> None:
+        self._held -= piece.end - piece.start
+        self._count -= 1
+        piece.future.cancel()  # one not started yet is not sent; a running one finishes unread
+
+    def _drop(self, r: _Range) -> None:
+        r.closed = True
+        while r.pieces:
+            self._release(r.pieces.popleft())
+
+    def open(self, storage: Storage, path: str, start: int, end: int, size: int) -> BinaryIO:
+        """Bytes ``[start, end)`` of ``path`` (a file of ``size`` bytes) as a seekable file: from the
+        read-ahead when it holds that range (the ranges before it are dropped), else opened by ``storage``."""
+        todo = self._todo
+        k = None
+        if isinstance(storage, UrlStorage):
+            k = next((i for i, r in enumerate(todo) if r.storage is storage and r.path == path and r.start == start and r.end == end), None)
+        if k is None:
+            return storage.open(path)
+        for _ in range(k):
+            self._drop(todo.popleft())
+        self._sending = max(0, self._sending - k)
+        return _RangeFile(self, todo[0], size)
+
+    def _take(self, r: _Range) -> tuple[int, bytes] | None:
+        """The next piece of ``r`` (its start and bytes), fetched; None when none is left."""
+        if not r.pieces:
+            if r.unsent >= r.end or r.closed:
+                return None
+            self._send(r)  # not asked for yet (the bounds were full)
+        piece = r.pieces.popleft()
+        try:
+            data = piece.future.result()
+        finally:
+            self._release(piece)
+            self._fill()
+        return piece.start, data
+
+    def _finish(self, r: _Range) -> None:
+        """``r``'s file was closed: it leaves the read-ahead, with what is left of it."""
+        for i, other in enumerate(self._todo):
+            if other is r:
+                del self._todo[i]
+                if i < self._sending:
+                    self._sending -= 1
+                break
+        self._drop(r)
+        self._fill()
+
+
+class _RangeFile(RemoteFile):
+    """A file whose bytes ``[range.start, range.end)`` come from the read-ahead, read forward (as
+    the log readers read); any other byte is fetched with a ranged request of its own."""
+
+    def __init__(self, ahead: ReadAhead, r: _Range, size: int) -> None:
+        super().__init__(r.storage.display(r.path), size)
+        self._ahead = ahead
+        self._range = r
+        self._buf = b""  # the piece being read
+        self._buf_start = r.start
+
+    def _piece_at(self, pos: int) -> bool:
+        """Make ``pos`` fall in the piece held, reading on; False when the read-ahead does not reach it."""
+        r = self._range
+        while not (self._buf_start <= pos < self._buf_start + len(self._buf)):
+            if pos < self._buf_start or pos >= r.end:
+                return False
+            got = self._ahead._take(r)
+            if got is None:
+                return False
+            self._buf_start, self._buf = got
+        return True
+
+    def readinto(self, b: memoryview | bytearray) -> int:  # type: ignore[override]
+        view = memoryview(b).cast("B")
+        want = max(0, min(len(view), self._size - self._pos))
+        done = 0
+        while done < want:
+            pos = self._pos + done
+            if self._piece_at(pos):
+                at = pos - self._buf_start
+                n = min(want - done, len(self._buf) - at)
+                view[done : done + n] = self._buf[at : at + n]
+            else:  # not in what is read ahead (before the range, or read again): a request of its own
+                data = self._range.storage.read_range(self._range.path, pos, pos + want - done)
+                n = len(data)
+                if not n:
+                    break
+                view[done : done + n] = data
+            done += n
+        self._pos += done
+        return done
+
+    def close(self) -> None:
+        if not self.closed:
+            self._buf = b""
+            self._ahead._finish(self._range)
+        super().close()
