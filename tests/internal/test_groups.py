@@ -359,3 +359,20 @@ def test_kafka_version_flag() -> None:
     assert as_44.returncode == 1 and "__share_group_state-0" in as_44.stderr
     assert as_40.returncode == 0 and as_40.stderr == "" and "share partition" in as_40.stdout
     assert unknown.returncode == 2 and "unknown Kafka release '3.9'" in unknown.stderr
+
+
+@pytest.mark.rule("R-KVER-01")
+@pytest.mark.parametrize("release", ["4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"])
+def test_groups_auto_reads_each_release_as_its_records_say(release: str) -> None:
+    """--kafka-version auto: each release's groups read with no error, as the release whose coordinator
+    records they hold (4.0's share groups as 4.0, which the default 4.4 cannot read; the later ones as
+    their own line, each having records only it and later releases know)."""
+    res = read_groups(GOLDEN / f"kafka-{release}", release="auto")
+    assert res.errors == []
+    assert res.kafka_version == release.rsplit(".", 1)[0]
+    assert res.to_json()["kafkaVersion"] == res.kafka_version
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkalog", "groups", "--kafka-version", "auto", "-v", str(GOLDEN / f"kafka-{release}")],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0 and proc.stderr.startswith(f"kafkalog groups: read as Kafka {res.kafka_version} ")

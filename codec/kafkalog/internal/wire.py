@@ -17,14 +17,32 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
 from kafkalog.format.primitives import JAVA_UTF8
 from kafkalog.internal.schemas import NULL, F, Message
 
-__all__ = ["MessageReadError", "Reader", "kafka_json", "message_json", "read_message"]
+__all__ = ["MessageReadError", "Reader", "counting_unknown_tags", "kafka_json", "message_json", "read_message"]
+
+#: while :func:`counting_unknown_tags` runs: its one-element counter of tagged fields read as unknown
+_UNKNOWN_TAGS: ContextVar[list[int] | None] = ContextVar("kafkalog_unknown_tags", default=None)
+
+
+@contextmanager
+def counting_unknown_tags() -> Iterator[list[int]]:
+    """Count, in the yielded ``[n]``, the tagged fields the readers skip as unknown to the release they
+    read as (Kafka keeps and never prints them): ``--kafka-version auto`` takes a release that knows every
+    tag present (:mod:`kafkalog.internal.detect`)."""
+    counter = [0]
+    token = _UNKNOWN_TAGS.set(counter)
+    try:
+        yield counter
+    finally:
+        _UNKNOWN_TAGS.reset(token)
 
 
 class MessageReadError(Exception):
@@ -240,6 +258,9 @@ def _struct_reader(message: Message, fields: list[F], version: int) -> Read:
                 known = tags.get(tag)
                 if known is None:
                     r.byte_array(size)  # an unknown tagged field: kept by Kafka, never printed
+                    counter = _UNKNOWN_TAGS.get()
+                    if counter is not None:
+                        counter[0] += 1
                 elif known[1] is None:
                     raise MessageReadError(f"Tag {tag} is not valid for version {version}")
                 else:

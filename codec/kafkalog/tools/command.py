@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_BAD_DATA", "EXIT_IO", "EXIT_OK", "EXIT_USAGE", "Progress", "UsageError", "add_crc_options", "add_read_options",
     "add_tiered_options", "corrupt_failure", "crc_options", "is_kafka_file", "check_tiered_paths", "kafka_version_arg", "missing_or_empty",
-    "only_internal", "parse_time", "partition_filter", "partitions_of", "private_keys", "unlink",
+    "only_internal", "parse_time", "partition_filter", "partitions_of", "private_keys", "unlink", "writer_version_arg",
 ]
 
 EXIT_OK = 0
@@ -84,11 +84,20 @@ def parse_time(value: str) -> int:
 
 
 def kafka_version_arg(text: str) -> str:
-    """``--kafka-version`` (dump, write-case): a known release line or one of its patch releases; argparse reports others."""
+    """``--kafka-version`` of the readers (dump, groups): a known release line, one of its patch releases, or
+    ``auto`` (the release the data says: :mod:`kafkalog.internal.detect`); argparse reports others."""
+    return text if text == "auto" else writer_version_arg(text)
+
+
+def writer_version_arg(text: str) -> str:
+    """``--kafka-version`` of the writers (write-case, compact), whose log layer's behaviour no record
+    shows: a known release line or one of its patch releases; argparse reports others, ``auto`` too."""
     import argparse
 
     from kafkalog.format.releases import parse_version
 
+    if text == "auto":
+        raise argparse.ArgumentTypeError("auto reads the release from the records; a writer needs a release: X.Y[.Z]")
     try:
         parse_version(text)
     except ValueError as e:

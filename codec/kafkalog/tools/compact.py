@@ -21,7 +21,7 @@ from kafkalog.format.releases import parse_version
 from kafkalog.log.cleaner import CleanerConfig, CompactResult, compact
 from kafkalog.log.retention import delete_old_segments
 from kafkalog.log.unified import Log, checkpoint_log_dir
-from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_OK, EXIT_USAGE, kafka_version_arg
+from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_OK, EXIT_USAGE, writer_version_arg
 from kafkalog.tools.maintenance import _CONFIG_HELP, PartitionDir, _config, _partitions
 from kafkalog.tools.maintenance import _describe as _describe_retention
 
@@ -132,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c.add_argument("--file-delete-delay-ms", type=int, metavar="N", help="file.delete.delay.ms (default 60000; 0: remove at once)")
     c.add_argument("--dedupe-buffer-size", type=int, metavar="BYTES", help="the offset map's memory (log.cleaner.dedupe.buffer.size, default 134217728)")
     c.add_argument("--config", action="append", metavar="KEY=VALUE", help=_CONFIG_HELP)
-    c.add_argument("--kafka-version", type=kafka_version_arg, metavar="X.Y[.Z]", help=(
+    c.add_argument("--kafka-version", type=writer_version_arg, metavar="X.Y[.Z]", help=(
         "the Kafka release whose cleaner to follow (4.0 to 4.4, or a patch release; default: the newest): from 4.0.1 the "
         "cleaned segments' indexes get an entry per batch (KAFKA-806), from 4.4 an emptied batch is kept for its offset "
         "only at the high watermark (KAFKA-20452)"))

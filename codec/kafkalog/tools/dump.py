@@ -14,7 +14,7 @@ import posixpath
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from kafkalog.errors import CrcMismatchError, DataLossError, KafkaLogError
@@ -78,8 +78,11 @@ class DumpOptions:
     tiered: str | None = None
     #: read past offsets no segment holds (R-LOSS-04, D.6), with a warning, instead of failing (data loss)
     allow_gaps: bool = False
-    #: the Kafka release line ("4.0" ... "4.4") whose decoders and kafka-dump-log text to follow; None: the newest
+    #: the Kafka release line ("4.0" ... "4.4") whose decoders and kafka-dump-log text to follow; None: the newest;
+    #: "auto": per file, the release its records say wrote it (:mod:`kafkalog.internal.detect`)
     kafka_version: str | None = None
+    #: name on ``err`` the release ``auto`` chose for each file, and why
+    verbose: bool = False
 
     def decoder_for(self, path: str) -> str | None:
         """The internal-topic decoder to apply to ``path``: forced, by topic, or none."""
@@ -307,7 +310,7 @@ def _text_batch_and_records(
                 line += f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]"
             if isinstance(r, LegacyRecord):
                 # sic: the Scala kafka-dump-log (up to 4.2) prints a stray '}'
-                stray = "}" if _release(opts) < (4, 3) else ""
+                stray = "}" if _release_of(opts.kafka_version) < (4, 3) else ""
                 line += f" isValid: {_b(r.is_valid)} crc: {r.checksum}{stray}"
             if isinstance(batch, RecordBatch) and batch.is_control:
                 from kafkalog.internal import control_text
@@ -321,13 +324,30 @@ def _text_batch_and_records(
         out.write("".join(parts) + "\n")
 
 
-def _release(opts: DumpOptions) -> tuple[int, int]:
+def _auto_release(path: str, kind: FileKind, opts: DumpOptions, source: BinaryIO | None, err: TextIO) -> DumpOptions:
+    """``opts`` with ``--kafka-version auto`` resolved for one file: the release its records say
+    (:func:`kafkalog.internal.detect.detect_release`, with the file's internal-topic decoder, decoding or
+    not, as the control records' text depends on the release too); the newest for files without records."""
+    from kafkalog.internal import decoder_for_path
+    from kafkalog.internal.detect import Detected, detect_release
+    from kafkalog.internal.releases import NEWEST
+
+    if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
+        found = detect_release(path, opts.decoder_for(path) or decoder_for_path(path), source)
+    else:
+        found = Detected(NEWEST, "no records: the newest release", from_records=False)
+    if opts.verbose:
+        err.write(f"kafkalog dump: {path}: read as Kafka {found.name} ({found.reason})\n")
+    return replace(opts, kafka_version=found.name)
+
+
+def _release_of(kafka_version: str | None) -> tuple[int, int]:
     from kafkalog.internal.releases import parse_release
 
-    return parse_release(opts.kafka_version)
+    return parse_release(kafka_version)
 
 
-def _text_other(path: str, kind: FileKind, out: TextIO, src: _Part | None = None) -> None:
+def _text_other(path: str, kind: FileKind, out: TextIO, src: _Part | None = None, release: str | None = None) -> None:
     data = None if src is None else src.data()
     if kind is FileKind.INDEX:
         idx = OffsetIndex.read(path) if src is None else OffsetIndex.read(path, data=data, base_offset=src.base_offset)
@@ -350,13 +370,15 @@ def _text_other(path: str, kind: FileKind, out: TextIO, src: _Part | None = None
             line = (
                 f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
                 f"currentTxnFirstOffset: {_opt(e.current_txn_first_offset if e.current_txn_first_offset >= 0 else None)} "
-                f"lastTimestamp: {e.timestamp} "
+                f"lastTimestamp: {e.timestamp}"
             )
             if e.last_offset >= 0:
                 line += (
-                    f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+                    f" firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
                     f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}"
                 )
+            elif _release_of(release) < (4, 3):
+                line += " "  # sic: the Scala kafka-dump-log (up to 4.2) ends the line with the space before its batch metadata
             out.write(line + "\n")
     elif kind is FileKind.LEADER_EPOCH_CHECKPOINT:
         for ep in read_leader_epoch_checkpoint(path, data=data):
@@ -652,6 +674,8 @@ def dump(
     for p in paths:
         if not exists(p):
             raise FileNotFoundError(p)
+    if opts.kafka_version == "auto" and (opts.tiered is not None or opts.isolation is not None):
+        raise ValueError("--kafka-version auto reads the release from each file: name one with --isolation or --tiered")
     result = DumpResult()
     if opts.tiered is not None:
         _dump_tiered(paths, opts, out, err, result)
@@ -691,17 +715,18 @@ def dump(
             elif not is_url(full) and not os.path.exists(full) and os.path.exists(full + DELETED_SUFFIX):
                 full += DELETED_SUFFIX  # retention or the cleaner removed it since the listing: Kafka keeps it this long
             end = None if opened is None or src is not None else _replaced(opened, planned)
+            fopts = _auto_release(full, kind, opts, opened, err) if opts.kafka_version == "auto" else opts
             if opts.fmt == "json":
                 for obj in json_lines(full, rel, kind, result, opts.lossless, opts.decoder_for(full), end=end, source=opened, src=src,
-                                      release=opts.kafka_version):
+                                      release=fopts.kafka_version):
                     out.write(dumps(obj))
                     out.write("\n")
             else:
                 out.write(f"Dumping {full}\n" if src is None or src.part is None else f"Dumping {full} ({_PART_LABELS[src.part]})\n")
                 if kind in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT):
-                    _text_log(full, out, opts, result, end, opened)
+                    _text_log(full, out, fopts, result, end, opened)
                 else:
-                    _text_other(full, kind, out, src)
+                    _text_other(full, kind, out, src, release=fopts.kafka_version)
         except BrokenPipeError:
             raise  # our reader went away (`| head`): the command ends quietly (cli.main)
         except KafkaLogError as e:
@@ -750,7 +775,10 @@ def _command(args: argparse.Namespace) -> int:
         decoder=args.decoder,
         isolation=args.isolation,
         kafka_version=args.kafka_version,
+        verbose=args.verbose,
     )
+    if args.kafka_version == "auto" and (args.isolation is not None or args.tiered is not None):
+        raise UsageError("--kafka-version auto reads the release from each file: name one with --isolation or --tiered")
     if args.tiered is not None:
         if args.isolation is not None:
             raise UsageError("--tiered and --isolation cannot be combined")
@@ -839,5 +867,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const", const="remote-log-metadata", help="as kafka-dump-log: --decoder remote-log-metadata")
     d.add_argument("--kafka-version", type=kafka_version_arg, metavar="X.Y", help=(
         "the Kafka release (4.0 to 4.4, or a patch release such as 4.1.2) whose decoders and kafka-dump-log text to "
-        "follow: its record types and layouts of the internal topics, its printing of them (default: the newest, 4.4)"))
+        "follow: its record types and layouts of the internal topics, its printing of them (default: the newest, 4.4); "
+        "auto: per file, the oldest release that reads every record in full, not below the metadata.version a "
+        "FeatureLevelRecord names (see docs/cli.md)"))
+    d.add_argument("-v", "--verbose", action="store_true", help=(
+        "with --kafka-version auto: name on stderr the release each file is read as, and why"))
     d.set_defaults(func=_command)

@@ -42,7 +42,7 @@ from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.internal import RELEASES, decode_log, parse_release
-from kafkalog.internal.releases import Release
+from kafkalog.internal.releases import NEWEST, Release
 from kafkalog.log.source import partition_dirs
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, is_kafka_file, kafka_version_arg, missing_or_empty
 
@@ -253,9 +253,11 @@ class GroupsResult:
 
     groups: list[ConsumerGroup]
     errors: list[str] = field(default_factory=list)
+    #: the Kafka release line the records were read as (``--kafka-version``, or what ``auto`` chose)
+    kafka_version: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"groups": [g.to_json() for g in self.groups], "errors": list(self.errors)}
+        return {"groups": [g.to_json() for g in self.groups], "errors": list(self.errors), "kafkaVersion": self.kafka_version}
 
 
 # --------------------------------------------------------------------------- partition dirs
@@ -270,6 +272,23 @@ def _partition_dirs(dirs: Iterable[str | os.PathLike[str]]) -> dict[tuple[str, i
             if m:
                 found.setdefault((m.group(1), int(m.group(2))), []).append(pdir)
     return found
+
+
+def _auto_release(parts: dict[tuple[str, int], list[str]]) -> str:
+    """``--kafka-version auto`` for the groups' topics: the newest release any of their segments asks for."""
+    from kafkalog.internal import decoder_for_topic
+    from kafkalog.internal.detect import detect_release
+
+    found = []
+    for (topic, _number), pdirs in parts.items():
+        if topic in (OFFSETS_TOPIC, SHARE_STATE_TOPIC):
+            for seg in (seg for pdir in pdirs for seg in _segments(pdir)):
+                try:
+                    found.append(detect_release(seg, decoder_for_topic(topic)))
+                except KafkaLogError:
+                    continue  # a corrupt segment says nothing: the replay reports it
+    newest = max((d.release for d in found if d.from_records), default=NEWEST)
+    return f"{newest[0]}.{newest[1]}"
 
 
 def _segments(partition_dir: str) -> list[str]:
@@ -604,9 +623,14 @@ def _modern_state(st: _State) -> str:
 def read_groups(*dirs: str | os.PathLike[str], release: str | Release | None = None) -> GroupsResult:
     """Every group stored in the ``__consumer_offsets`` partitions under ``dirs``, with share
     groups' partition state from the ``__share_group_state`` partitions there, read as Kafka
-    ``release`` (``"4.0"`` to ``"4.4"``, default the newest) writes them."""
+    ``release`` (``"4.0"`` to ``"4.4"``, default the newest) writes them; ``"auto"``: the newest of the
+    releases :func:`kafkalog.internal.detect.detect_release` finds for their segments, as the one
+    coordinator that wrote them all must read every one of them."""
     parts = _partition_dirs(dirs)
-    replay = _Replay(parse_release(release))
+    if release == "auto":
+        release = _auto_release(parts)
+    line = parse_release(release)
+    replay = _Replay(line)
     for (topic, number), pdirs in sorted(parts.items()):
         if topic == OFFSETS_TOPIC:
             for pdir in pdirs:
@@ -706,7 +730,7 @@ def read_groups(*dirs: str | os.PathLike[str], release: str | Release | None = N
             continue  # removed: no metadata and no offsets left
         g.share_partitions = shares
         groups.append(g)
-    return GroupsResult(groups, replay.errors)
+    return GroupsResult(groups, replay.errors, f"{line[0]}.{line[1]}")
 
 
 def groups_json(*dirs: str | os.PathLike[str], release: str | Release | None = None) -> dict[str, Any]:
@@ -801,6 +825,8 @@ def _command(args: argparse.Namespace) -> int:
     if (code := missing_or_empty("groups", args.dirs, is_kafka_file)) is not None:
         return code
     res = read_groups(*args.dirs, release=args.kafka_version)
+    if args.verbose and args.kafka_version == "auto":
+        print(f"kafkalog groups: read as Kafka {res.kafka_version} (the newest release any segment's records need)", file=sys.stderr)
     if args.json:
         print(json.dumps(res.to_json(), separators=(",", ":")))
     else:
@@ -837,6 +863,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="X.Y",
         type=kafka_version_arg,
         default=None,
-        help=f"read the records as this Kafka release writes them ({', '.join(RELEASES)}; default the newest)",
+        help=f"read the records as this Kafka release writes them ({', '.join(RELEASES)}; default the newest); auto: the "
+        "newest release any segment's records need (see kafkalog dump --kafka-version auto)",
     )
+    g.add_argument("-v", "--verbose", action="store_true", help="with --kafka-version auto: name on stderr the release chosen")
     g.set_defaults(func=_command)

@@ -31,7 +31,7 @@ from kafkalog.format.records.stream import LogReader
 from kafkalog.format.releases import parse_version
 from kafkalog.log.producer_state import AppendOrigin
 from kafkalog.log.unified import _PROPERTIES, Log, LogConfig
-from kafkalog.tools.command import EXIT_IO, EXIT_OK, EXIT_USAGE, kafka_version_arg
+from kafkalog.tools.command import EXIT_IO, EXIT_OK, EXIT_USAGE, writer_version_arg
 from kafkalog.tools.harness import CaseResult, _describe, _last_line, _run
 
 __all__ = [
@@ -347,7 +347,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "writing the partition directory DIR: kafkalog's implementation for 'kafkalog conformance --writer'."))
     w.add_argument("case", metavar="CASE", help="the case folder (holding case.json, input.log, before-open/)")
     w.add_argument("dir", metavar="DIR", help="the output partition directory (empty or new)")
-    w.add_argument("--kafka-version", type=kafka_version_arg, metavar="X.Y[.Z]", help=(
+    w.add_argument("--kafka-version", type=writer_version_arg, metavar="X.Y[.Z]", help=(
         "the Kafka release whose log layer to follow (4.0 to 4.4, or a patch release such as 4.0.2; default: the newest, "
         "4.4): from 4.0.1 a multi-batch append is indexed batch by batch (KAFKA-806), from 4.4 the cleaner keeps an "
         "emptied batch only at the high watermark (KAFKA-20452); 4.0 is 4.0.0, as golden/corpus/writer was written"))

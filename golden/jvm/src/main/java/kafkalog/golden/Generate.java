@@ -86,6 +86,17 @@ public final class Generate {
             dump(out, dumps.resolve(name + "-deep"), "--files", log, "--deep-iteration", "--print-data-log");
             dump(out, dumps.resolve(name + "-skip"), "--files", log, topic.decoder, "--skip-record-metadata");
         }
+        // the state files beside the logs: a producer snapshot, the KRaft bootstrap and a metadata snapshot
+        dump(out, dumps.resolve("producer_snapshot"), "--files", StateFiles.producerSnapshot(out));
+        List<ApiMessageAndVersion> metadata = metadataMessages();
+        Map<String, String> checkpoints = new java.util.LinkedHashMap<>();
+        String bootstrap = StateFiles.bootstrap(out);
+        checkpoints.put(bootstrap.equals("bootstrap.checkpoint") ? "bootstrap_checkpoint" : "zero_checkpoint", bootstrap);
+        checkpoints.put("metadata_snapshot", StateFiles.metadataSnapshot(out, 1 + metadata.size(), metadata));
+        for (Map.Entry<String, String> c : checkpoints.entrySet()) {
+            dump(out, dumps.resolve(c.getKey() + "-decoded"), "--files", c.getValue(), "--cluster-metadata-decoder");
+            dump(out, dumps.resolve(c.getKey() + "-deep"), "--files", c.getValue(), "--deep-iteration", "--print-data-log");
+        }
     }
 
     /** One topic's partition dir: its log's bytes and the DumpLogSegments decoder for it. */
@@ -199,23 +210,37 @@ public final class Generate {
             .setVoters(List.of(new LeaderChangeMessage.Voter().setVoterId(1), new LeaderChangeMessage.Voter().setVoterId(2)))
             .setGrantingVoters(List.of(new LeaderChangeMessage.Voter().setVoterId(1)));
         log.leaderChange(3, leaderChange);
-        Class<?> typeEnum = Class.forName("org.apache.kafka.common.metadata.MetadataRecordType");
         MetadataRecordSerde serde = new MetadataRecordSerde();
+        short type = -1;
+        List<Object> records = new ArrayList<>();
+        for (ApiMessageAndVersion record : metadataMessages()) {
+            if (record.message().apiKey() != type && !records.isEmpty()) {
+                log.batch(records);
+                records = new ArrayList<>();
+            }
+            type = record.message().apiKey();
+            ObjectSerializationCache cache = new ObjectSerializationCache();
+            ByteBuffer buffer = ByteBuffer.allocate(serde.recordSize(record, cache));
+            serde.write(record, cache, new ByteBufferAccessor(buffer));
+            records.add(log.record(null, buffer.array()));
+        }
+        log.batch(records);
+        return log.bytes();
+    }
+
+    /** Every metadata record type at every version, in the order of {@code MetadataRecordType}. */
+    static List<ApiMessageAndVersion> metadataMessages() throws Exception {
+        Class<?> typeEnum = Class.forName("org.apache.kafka.common.metadata.MetadataRecordType");
+        List<ApiMessageAndVersion> records = new ArrayList<>();
         for (Object t : typeEnum.getEnumConstants()) {
             ApiMessage proto = (ApiMessage) typeEnum.getMethod("newMetadataRecord").invoke(t);
             short id = proto.apiKey();
-            List<Object> records = new ArrayList<>();
             for (short v = proto.lowestSupportedVersion(); v <= proto.highestSupportedVersion(); v++) {
                 ApiMessage message = (ApiMessage) filled(proto.getClass(), 1000 * id + 100 * v, v);
-                ApiMessageAndVersion record = new ApiMessageAndVersion(message, v);
-                ObjectSerializationCache cache = new ObjectSerializationCache();
-                ByteBuffer buffer = ByteBuffer.allocate(serde.recordSize(record, cache));
-                serde.write(record, cache, new ByteBufferAccessor(buffer));
-                records.add(log.record(null, buffer.array()));
+                records.add(new ApiMessageAndVersion(message, v));
             }
-            log.batch(records);
         }
-        return log.bytes();
+        return records;
     }
 
     // ---------------------------------------------------------------- __remote_log_metadata
