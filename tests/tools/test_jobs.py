@@ -166,7 +166,8 @@ def test_a_killed_export_worker_leaves_no_temporary_file(tmp_path: Path, monkeyp
     from kafkalog.tools import jobs
 
     def dying(fn, items, n, *, names, preload=()):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202 - ordered_map's stand-in
-        p, out, _opts = items[1]
+        run, out, _opts = items[1]
+        p = run[0]
         d = Path(out) / f"topic={p.topic}" / f"partition={p.partition}"
         d.mkdir(parents=True)
         (d / ".part-00000.parquet.4242.tmp").write_bytes(b"PAR1 half")
@@ -185,3 +186,13 @@ def test_jobs_must_be_a_positive_number(argv: list[str], tmp_path: Path, capsys:
         with pytest.raises(SystemExit) as e:
             main([*command, *argv])
         assert e.value.code == 2
+
+
+def test_runs_keep_the_order_and_cut_by_weight() -> None:
+    from kafkalog.tools.jobs import RUNS_PER_JOB, runs
+
+    weights = [1] * 100 + [10_000] + [1] * 50
+    got = runs(list(range(len(weights))), weights, 2)
+    assert [i for run in got for i in run] == list(range(len(weights)))  # every item once, in order
+    assert [100] in got  # the heavy one alone
+    assert len(got) <= 2 * RUNS_PER_JOB + 2 and max(len(run) for run in got) <= 100

@@ -61,7 +61,8 @@ class _Progress:
         self.t0 = time.monotonic()
         self.last = 0.0
 
-    def add(self, rows: int, partition_done: bool = False) -> None:
+    def add(self, rows: int, partition_done: bool | int = False) -> None:
+        """``rows`` more written; ``partition_done``: a partition finished with them (a number: that many)."""
         self.rows += rows
         self.done += partition_done
         now = time.monotonic()
@@ -277,39 +278,42 @@ def _plan_bytes(p: PartitionPlan) -> int:
     return sum(((sl.segment.size or 0) if sl.end is None else sl.end) - sl.start for sl in p.slices)
 
 
-def _export_one(task: tuple[PartitionPlan, str, dict[str, Any]]) -> tuple[int, int, list[Exception]]:
-    """One partition exported in a worker process (``-j``): (files, rows, the corrupt batches
+def _export_run(task: tuple[list[PartitionPlan], str, dict[str, Any]]) -> tuple[int, int, list[Exception]]:
+    """A run of partitions exported in a worker process (``-j``): (files, rows, the corrupt batches
     ``--skip-corrupt`` read past, for the parent to report in partition order)."""
-    p, out, opts = task
+    plans, out, opts = task
     skipped: list[Exception] = []
     if opts.pop("collect", False):
         opts["on_corrupt"] = skipped.append
     quiet = _Progress(1)
     quiet.enabled = False
-    files, rows = export([p], out, progress=quiet, jobs=1, **opts)
+    files, rows = export(plans, out, progress=quiet, jobs=1, **opts)
     return files, rows, skipped
 
 
 def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: _Progress, opts: dict[str, Any]) -> tuple[int, int]:
-    """:func:`export` of each plan in a worker process, results taken in plan order (see
-    :func:`kafkalog.tools.jobs.ordered_map`): each worker writes and commits its partition's file
+    """:func:`export` of runs of plans in worker processes, results taken in plan order (see
+    :func:`kafkalog.tools.jobs.ordered_map`): each worker writes and commits its partitions' files
     as one process does, so the files are the same whatever the number of processes."""
-    from kafkalog.tools.jobs import WorkerDied, ordered_map
+    from kafkalog.tools.jobs import WorkerDied, ordered_map, runs, span
 
     report = opts["on_corrupt"]
     opts = {**opts, "on_corrupt": "fail", "collect": True} if callable(report) else opts
+    tasks = runs(plans, [_plan_bytes(p) for p in plans], jobs)
     files = rows = 0
     try:
-        for f, n, skipped in ordered_map(_export_one, [(p, out, dict(opts)) for p in plans], jobs,
-                                         names=lambda i: plans[i].files.display(), preload=["pyarrow", "kafkalog.tools.export"]):
+        for k, (f, n, skipped) in enumerate(ordered_map(
+                _export_run, [(run, out, dict(opts)) for run in tasks], jobs, preload=["pyarrow", "kafkalog.tools.export"],
+                names=lambda i: span([p.files.display() for p in tasks[i]]))):
             for e in skipped:
                 report(e)  # type: ignore[operator]
             files += f
             rows += n
-            progress.add(n, partition_done=True)
+            progress.add(n, partition_done=len(tasks[k]))
     except WorkerDied as e:
         for i, pid in e.running.items():  # what a killed worker was writing: hidden, but not to be left
-            unlink(_AtomicFile.temporary(_final(out, plans[i], opts["fmt"]), pid))
+            for p in tasks[i]:
+                unlink(_AtomicFile.temporary(_final(out, p, opts["fmt"]), pid))
         raise
     return files, rows
 

@@ -191,14 +191,13 @@ def summarize(partitions: list[PartitionFiles], jobs: int = 1) -> list[Partition
     """Each partition's inventory (:func:`kafkalog.log.plan.describe`), in order; with ``jobs`` above
     1 and at least :data:`MIN_PARALLEL_PARTITIONS` partitions, taken by that many worker processes,
     a run of partitions at a time (the same summaries)."""
-    from kafkalog.tools.jobs import crosses_processes, ordered_map
+    from kafkalog.tools.jobs import crosses_processes, ordered_map, runs, span
 
-    if jobs <= 1 or len(partitions) < MIN_PARALLEL_PARTITIONS or not crosses_processes(partitions[0]):
+    if jobs <= 1 or len(partitions) < max(2, MIN_PARALLEL_PARTITIONS) or not crosses_processes(partitions[0]):
         return _describe_all(partitions)
-    size = -(-len(partitions) // (4 * jobs))  # four runs per process: an uneven run does not leave the others idle
-    runs = [partitions[i:i + size] for i in range(0, len(partitions), size)]
-    return [s for run in ordered_map(_describe_all, runs, jobs, names=lambda i: f"{runs[i][0].display()} to {runs[i][-1].display()}", preload=["kafkalog.log.plan"])
-            for s in run]
+    tasks = runs(partitions, [1] * len(partitions), jobs)
+    return [s for run in ordered_map(_describe_all, tasks, jobs, names=lambda i: span([p.display() for p in tasks[i]]),
+                                     preload=["kafkalog.log.plan"]) for s in run]
 
 
 #: records sampled per topic by --formats (its first ones, from its first partition with data)

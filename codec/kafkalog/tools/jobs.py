@@ -20,7 +20,17 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["MIN_PARALLEL_BYTES", "WorkerDied", "add_jobs_option", "crosses_processes", "default_jobs", "ordered_map"]
+__all__ = [
+    "MIN_PARALLEL_BYTES",
+    "RUNS_PER_JOB",
+    "WorkerDied",
+    "add_jobs_option",
+    "crosses_processes",
+    "default_jobs",
+    "ordered_map",
+    "runs",
+    "span",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -73,6 +83,32 @@ def add_jobs_option(parser: argparse.ArgumentParser, unit: str, small: str = "un
             f"output is the same whatever N: the same files, lines and order. A run with {small} stays in one process"
         ),
     )
+
+
+#: Tasks per worker process a run is cut into: small enough that one slow task does not leave the
+#: other processes idle at the end, large enough that sending tasks costs little next to them.
+RUNS_PER_JOB = 16
+
+
+def runs(items: Sequence[T], weights: Sequence[int], jobs: int) -> list[list[T]]:
+    """``items`` cut, in order, into runs of about a ``RUNS_PER_JOB * jobs``-th of the total weight
+    each (an item heavier than that is a run of its own): the tasks of a run spread over ``jobs``
+    processes, so that thousands of small partitions cost a few dozen round trips, not thousands."""
+    target = max(1, sum(weights) // (RUNS_PER_JOB * jobs))
+    out: list[list[T]] = []
+    weight = 0
+    for item, w in zip(items, weights, strict=True):
+        if not out or weight >= target or (w >= target and weight > 0):
+            out.append([])
+            weight = 0
+        out[-1].append(item)
+        weight += w
+    return out
+
+
+def span(names: Sequence[str]) -> str:
+    """A run of tasks named in a line: its one item, or its first and last."""
+    return names[0] if len(names) == 1 else f"one of the {len(names)} from {names[0]} to {names[-1]}"
 
 
 def crosses_processes(sample: object) -> bool:

@@ -48,7 +48,7 @@ from kafkalog.format.records.v2 import (
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import ABORTED_TXN, CURRENT_VERSION
 from kafkalog.log.unified import parse_topic_partition, topic_name_problem
-from kafkalog.tools.jobs import MIN_PARALLEL_BYTES, ordered_map
+from kafkalog.tools.jobs import MIN_PARALLEL_BYTES, ordered_map, runs, span
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Finding", "VerifyReport", "verify"]
 
@@ -942,9 +942,11 @@ def verify(
     if total is not None:
         total(sum(1 for targets in groups.values() for t in targets if _checked(os.path.basename(t))))
     dirs = sorted(groups)
-    if jobs > 1 and len(dirs) > 1 and _target_bytes(groups) >= MIN_PARALLEL_BYTES:
-        tasks = [(d, groups[d], d in walked, max_message_bytes) for d in dirs]
-        for part, ticked in ordered_map(_verify_task, tasks, jobs, names=lambda i: dirs[i], preload=["kafkalog.tools.validate"]):
+    sizes = [_target_bytes(groups[d]) for d in dirs] if jobs > 1 and len(dirs) > 1 else None
+    if sizes is not None and sum(sizes) >= MIN_PARALLEL_BYTES:
+        tasks = runs([(d, groups[d], d in walked, max_message_bytes) for d in dirs], sizes, jobs)
+        for part, ticked in ordered_map(_verify_run, tasks, jobs, names=lambda i: span([t[0] for t in tasks[i]]),
+                                        preload=["kafkalog.tools.validate"]):
             for path in ticked if progress is not None else ():
                 progress(path)
             _merge(report, part)
@@ -956,23 +958,22 @@ def verify(
     return report
 
 
-def _target_bytes(groups: dict[str, set[str]]) -> int:
-    """The bytes of the files a run checks."""
+def _target_bytes(targets: set[str]) -> int:
+    """The bytes of the files a directory's check reads."""
     size = 0
-    for targets in groups.values():
-        for t in targets:
-            with contextlib.suppress(OSError):
-                size += os.path.getsize(t)
+    for t in targets:
+        with contextlib.suppress(OSError):
+            size += os.path.getsize(t)
     return size
 
 
-def _verify_task(task: tuple[str, set[str], bool, int]) -> tuple[VerifyReport, list[str]]:
-    """One directory verified in a worker process (``-j``): its report, and the files it ticked
-    (for the parent's progress line)."""
-    d, targets, walked, max_message_bytes = task
+def _verify_run(run: list[tuple[str, set[str], bool, int]]) -> tuple[VerifyReport, list[str]]:
+    """A run of directories verified in a worker process (``-j``): their report, and the files it
+    ticked (for the parent's progress line)."""
     report = VerifyReport()
     ticked: list[str] = []
-    _verify_dir(d, targets, walked, report, ticked.append, max_message_bytes)
+    for d, targets, walked, max_message_bytes in run:
+        _verify_dir(d, targets, walked, report, ticked.append, max_message_bytes)
     return report, ticked
 
 
