@@ -333,8 +333,9 @@ def export(
     ``jobs`` above 1 writes partitions in that many worker processes (when there are several and
     :data:`~kafkalog.tools.jobs.MIN_PARALLEL_BYTES` to read): the same files, byte for byte, and
     the same error for the first partition that fails; partitions after it may have been written
-    (each file whole). A partition is one task: its file is written by one process, since a Parquet
-    file's footer holds the absolute position of each of its row groups."""
+    (each file whole). A partition is never cut between processes: its file is written by one, since
+    a Parquet file's footer holds the absolute position of each of its row groups. A ``decoding``
+    or plan that cannot be pickled (a warning printed by a closure) keeps the run in this process."""
     from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
 
     progress = progress or _Progress(len(plans))
