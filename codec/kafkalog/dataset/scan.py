@@ -255,6 +255,7 @@ def scan(
     value_format: str | None = None,
     schemas: Registry | None = None,
     on_undecodable: str = "error",
+    workers: int = 1,
 ) -> pa.RecordBatchReader:
     """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
     Kafka consumers of each partition would receive them: partition by partition (sorted by topic
@@ -323,7 +324,16 @@ def scan(
     (:class:`kafkalog.dataset.registry.Registry`: schema files, a registry URL), by default from
     the ``_schemas`` topic under ``path``. A value that does not decode raises
     :class:`~kafkalog.errors.SchemaError` naming topic, partition, offset and schema id, unless
-    ``on_undecodable`` is ``null`` or ``skip`` (a logged warning, and a null or no row)."""
+    ``on_undecodable`` is ``null`` or ``skip`` (a logged warning, and a null or no row).
+
+    ``workers``: threads that read the next partitions ahead while the current one is consumed
+    (each up to :data:`READ_AHEAD` batches ahead, so memory stays bounded). The result is the same,
+    batch for batch, whatever the number (``Table.equals`` holds), and an error is raised where
+    one thread would raise it. Threads, not processes: the compiled kernels frame, check and walk
+    batches without the GIL (``nogil`` in ``kafkalog/fast/_columnar.pyx``) and pyarrow builds
+    arrays without it, and the batches need no copying between processes; the plain-Python path
+    (``KAFKALOG_NO_EXTENSIONS=1``) gains little. The default is 1 (see ``bench/export.py --scan-workers``
+    for the figures): on the readers' hot path the GIL is held for most of a batch's work."""
     want_topics = _as_set(topics, str)
     want_parts = _as_set(partitions, int)
     paths = [] if path is None else [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
@@ -353,7 +363,7 @@ def scan(
         decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning)  # type: ignore[arg-type]
     return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                       read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
-                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding)
+                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers)
 
 
 def topic_records(paths: Sequence[str | os.PathLike[str]], topic: str) -> Iterator[tuple[bytes | None, bytes | None, int]] | None:
@@ -483,9 +493,11 @@ def scan_files(
     verify_crc: bool = True,
     on_corrupt: OnCorrupt = "fail",
     decoding: Decoding | None = None,
+    workers: int = 1,
 ) -> pa.RecordBatchReader:
     """:func:`scan` of partitions already found (:func:`kafkalog.log.replicas.discover`, or another source of segments);
-    ``decoding`` types the key and value columns (:class:`kafkalog.dataset.values.Decoding`)."""
+    ``decoding`` types the key and value columns (:class:`kafkalog.dataset.values.Decoding`); ``workers``
+    threads read partitions ahead (see :func:`scan`)."""
     import pyarrow as pa
 
     schema = schema_of(columns)
@@ -495,15 +507,90 @@ def scan_files(
         typed = decoding.schema(schema, [p.topic for p in plans])
         cols = decoding.columns(schema.names)
 
-        def typed_batches() -> Iterator[pa.RecordBatch]:
-            with read_ahead(plans) as ahead:
-                for p in plans:
-                    yield from decoding.batches(read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows,
-                                                           verify_crc=verify_crc, on_corrupt=on_corrupt, ahead=ahead), p.topic, p.partition, typed)
+        def partition(p: PartitionPlan, ahead: ReadAhead) -> Iterator[pa.RecordBatch]:
+            return decoding.batches(read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows,
+                                               verify_crc=verify_crc, on_corrupt=on_corrupt, ahead=ahead), p.topic, p.partition, typed)
+    else:
+        typed = schema
 
-        return pa.RecordBatchReader.from_batches(typed, typed_batches())
-    return pa.RecordBatchReader.from_batches(schema, read_plans(plans, columns=schema.names, read_committed=read_committed,
-                                                               batch_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt))
+        def partition(p: PartitionPlan, ahead: ReadAhead) -> Iterator[pa.RecordBatch]:
+            return _read(p, schema.names, read_committed, batch_rows, verify_crc, on_corrupt, ahead)
+    return pa.RecordBatchReader.from_batches(typed, _partitions(plans, partition, workers))
+
+
+def _partitions(plans: list[PartitionPlan], partition: Callable[[PartitionPlan, ReadAhead], Iterator[pa.RecordBatch]],
+                workers: int) -> Iterator[pa.RecordBatch]:
+    """The batches of each plan in turn. Read by one thread, the plans share one fetch-ahead of object storage
+    (:func:`read_ahead`); read by ``workers`` threads at once, each partition has its own, since a fetch-ahead
+    gives its ranges in the order it was made with."""
+    if workers <= 1 or len(plans) <= 1:
+        with read_ahead(plans) as ahead:
+            for p in plans:
+                yield from partition(p, ahead)
+        return
+
+    def alone(p: PartitionPlan) -> Iterator[pa.RecordBatch]:
+        with read_ahead([p]) as ahead:
+            yield from partition(p, ahead)
+
+    yield from _read_ahead([functools.partial(alone, p) for p in plans], workers)
+
+
+#: Batches a read-ahead thread of :func:`scan` (``workers``) holds at most before the reader takes them.
+READ_AHEAD = 4
+
+
+def _read_ahead(sources: Sequence[Callable[[], Iterator[pa.RecordBatch]]], threads: int) -> Iterator[pa.RecordBatch]:
+    """The items of each source in turn, as one thread gives them, the next ``threads - 1`` sources
+    read ahead in threads of their own, each into a queue of :data:`READ_AHEAD` batches. A source's
+    error is raised when its turn comes, after every item before it. Closing the iterator stops the
+    threads (each at its next batch)."""
+    if threads <= 1 or len(sources) <= 1:
+        for source in sources:
+            yield from source()
+        return
+    import queue
+    import threading
+
+    stop = threading.Event()
+
+    def put(q: queue.Queue[tuple[str, object]], item: tuple[str, object]) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce(source: Callable[[], Iterator[pa.RecordBatch]], q: queue.Queue[tuple[str, object]]) -> None:
+        try:
+            for batch in source():
+                if not put(q, ("batch", batch)):
+                    return
+        except BaseException as e:  # noqa: BLE001 - raised again by the reader, in its thread, in its turn
+            put(q, ("error", e))
+            return
+        put(q, ("end", None))
+
+    queues: dict[int, queue.Queue[tuple[str, object]]] = {}
+    started = 0
+    try:
+        for i in range(len(sources)):
+            while started < len(sources) and started < i + threads:
+                queues[started] = q = queue.Queue(maxsize=READ_AHEAD)
+                threading.Thread(target=produce, args=(sources[started], q), name=f"kafkalog-scan-{started}", daemon=True).start()
+                started += 1
+            q = queues.pop(i)
+            while True:
+                kind, item = q.get()
+                if kind == "end":
+                    break
+                if kind == "error":
+                    raise item  # type: ignore[misc]
+                yield item  # type: ignore[misc]
+    finally:
+        stop.set()
 
 
 def read_records(plans: Iterable[PartitionPlan], *, read_committed: bool = False, verify_crc: bool = True,

@@ -34,6 +34,7 @@ from kafkalog.tools.command import (
     unlink,
 )
 from kafkalog.tools.formats import add_format_options, make_decoding, parse_formats
+from kafkalog.tools.jobs import add_jobs_option
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -60,7 +61,8 @@ class _Progress:
         self.t0 = time.monotonic()
         self.last = 0.0
 
-    def add(self, rows: int, partition_done: bool = False) -> None:
+    def add(self, rows: int, partition_done: bool | int = False) -> None:
+        """``rows`` more written; ``partition_done``: a partition finished with them (a number: that many)."""
         self.rows += rows
         self.done += partition_done
         now = time.monotonic()
@@ -92,9 +94,14 @@ class _AtomicFile:
 
     def __init__(self, final: str) -> None:
         self.final = final
-        directory, name = os.path.split(final)
-        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+        self.tmp = self.temporary(final, os.getpid())
         self.f: BinaryIO = open(self.tmp, "wb")  # noqa: SIM115 - closed in _commit or abort
+
+    @staticmethod
+    def temporary(final: str, pid: int) -> str:
+        """The name process ``pid`` writes ``final`` under until it is complete."""
+        directory, name = os.path.split(final)
+        return os.path.join(directory, f".{name}.{pid}.tmp")
 
     def abort(self) -> None:
         if not self.f.closed:
@@ -261,23 +268,88 @@ def _write_csv(f: BinaryIO, batches: Iterator[pa.RecordBatch], names: list[str],
     return n
 
 
+def _final(out: str, p: PartitionPlan, fmt: str) -> str:
+    """Where partition ``p``'s file goes."""
+    return os.path.join(out, f"topic={p.topic}", f"partition={p.partition}", "part-00000" + _SUFFIX[fmt])
+
+
+def _plan_bytes(p: PartitionPlan) -> int:
+    """The bytes of ``.log`` a plan reads."""
+    return sum(((sl.segment.size or 0) if sl.end is None else sl.end) - sl.start for sl in p.slices)
+
+
+def _export_run(task: tuple[list[PartitionPlan], str, dict[str, Any]]) -> tuple[int, int, list[Exception]]:
+    """A run of partitions exported in a worker process (``-j``): (files, rows, the corrupt batches
+    ``--skip-corrupt`` read past, for the parent to report in partition order)."""
+    plans, out, opts = task
+    skipped: list[Exception] = []
+    if opts.pop("collect", False):
+        opts["on_corrupt"] = skipped.append
+    quiet = _Progress(1)
+    quiet.enabled = False
+    files, rows = export(plans, out, progress=quiet, jobs=1, **opts)
+    return files, rows, skipped
+
+
+def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: _Progress, opts: dict[str, Any]) -> tuple[int, int]:
+    """:func:`export` of runs of plans in worker processes, results taken in plan order (see
+    :func:`kafkalog.tools.jobs.ordered_map`): each worker writes and commits its partitions' files
+    as one process does, so the files are the same whatever the number of processes."""
+    from kafkalog.tools.jobs import WorkerDied, ordered_map, runs, span
+
+    report = opts["on_corrupt"]
+    opts = {**opts, "on_corrupt": "fail", "collect": True} if callable(report) else opts
+    tasks = runs(plans, [_plan_bytes(p) for p in plans], jobs)
+    files = rows = 0
+    try:
+        for k, (f, n, skipped) in enumerate(ordered_map(
+                _export_run, [(run, out, dict(opts)) for run in tasks], jobs, preload=["pyarrow", "kafkalog.tools.export"],
+                names=lambda i: span([p.files.display() for p in tasks[i]]))):
+            for e in skipped:
+                report(e)  # type: ignore[operator]
+            files += f
+            rows += n
+            progress.add(n, partition_done=len(tasks[k]))
+    except WorkerDied as e:
+        for i, pid in e.running.items():  # what a killed worker was writing: hidden, but not to be left
+            for p in tasks[i]:
+                unlink(_AtomicFile.temporary(_final(out, p, opts["fmt"]), pid))
+        raise
+    return files, rows
+
+
 def export(
     plans: list[PartitionPlan], out: str, *, fmt: str = "parquet", columns: list[str] | None = None, read_committed: bool = False,
     compression: str = "snappy", binary: str = "base64", progress: _Progress | None = None, batch_rows: int | None = None,
-    verify_crc: bool = True, on_corrupt: OnCorrupt = "fail", decoding: Decoding | None = None,
+    verify_crc: bool = True, on_corrupt: OnCorrupt = "fail", decoding: Decoding | None = None, jobs: int = 1,
 ) -> tuple[int, int]:
     """Write each planned partition to ``out/topic=T/partition=P/part-00000.<fmt>`` (partitions with
     no row in range get no file); returns (files, rows). Batch CRCs are checked as
     :func:`kafkalog.scan` checks them: a corrupt batch raises :class:`~kafkalog.errors.CrcMismatchError`
     and the partition being written gets no file, unless ``on_corrupt`` reads past it. ``decoding``
     writes typed key and value columns (Parquet only: :class:`kafkalog.dataset.values.Decoding`),
-    each topic's files with its own types."""
+    each topic's files with its own types.
+
+    ``jobs`` above 1 writes partitions in that many worker processes (when there are several and
+    :data:`~kafkalog.tools.jobs.MIN_PARALLEL_BYTES` to read): the same files, byte for byte, and
+    the same error for the first partition that fails; partitions after it may have been written
+    (each file whole). A partition is never cut between processes: its file is written by one, since
+    a Parquet file's footer holds the absolute position of each of its row groups. A ``decoding``
+    or plan that cannot be pickled (a warning printed by a closure) keeps the run in this process."""
     from kafkalog.dataset.scan import BATCH_ROWS, read_ahead, read_plans, schema_of
+
+    progress = progress or _Progress(len(plans))
+    if jobs > 1 and len(plans) > 1:
+        from kafkalog.tools.jobs import MIN_PARALLEL_BYTES, crosses_processes
+
+        if sum(map(_plan_bytes, plans)) >= MIN_PARALLEL_BYTES and crosses_processes((plans[0], decoding)):
+            return _export_parallel(plans, out, jobs, progress, {
+                "fmt": fmt, "columns": columns, "read_committed": read_committed, "compression": compression, "binary": binary,
+                "batch_rows": batch_rows, "verify_crc": verify_crc, "on_corrupt": on_corrupt, "decoding": decoding})
 
     cols = [c for c in (columns or FILE_COLUMNS) if c not in ("topic", "partition")]
     schema = schema_of(cols)
     encode = _binary_encoder(binary)
-    progress = progress or _Progress(len(plans))
     files = rows = 0
     made: set[str] = set()  # topic directories made (or found) so far
     committer = _Committer()
@@ -301,15 +373,15 @@ def export(
             if topic_dir not in made:
                 os.makedirs(topic_dir, exist_ok=True)
                 made.add(topic_dir)
-            directory = os.path.join(topic_dir, f"partition={p.partition}")
+            final = _final(out, p, fmt)
             with contextlib.suppress(FileExistsError):
-                os.mkdir(directory)
+                os.mkdir(os.path.dirname(final))
 
             def chained(first: pa.RecordBatch = first, rest: Iterator[pa.RecordBatch] = batches) -> Iterator[pa.RecordBatch]:
                 yield first
                 yield from rest
 
-            target = _AtomicFile(os.path.join(directory, "part-00000" + _SUFFIX[fmt]))
+            target = _AtomicFile(final)
             try:
                 if fmt == "parquet":
                     n = _write_parquet(target.f, chained(), schema, compression, progress)
@@ -375,7 +447,8 @@ def _command(args: argparse.Namespace) -> int:
     try:
         n_files, rows = export(plans, args.output, fmt=args.format, columns=columns, read_committed=committed, compression=args.compression,
                                binary=args.binary, progress=progress, batch_rows=args.batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt,
-                               decoding=make_decoding(args, formats, "export") if formats else None)
+                               decoding=make_decoding(args, formats, "export") if formats else None,
+                               jobs=args.jobs)
     except CrcMismatchError as e:
         progress.close()
         return corrupt_failure("export", e)  # the partition being written got no file; those written before are complete
@@ -421,4 +494,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_crc_options(e)
     add_format_options(e, serdes_flag=False)
     add_tiered_options(e)
+    add_jobs_option(e, "partitions")
     e.set_defaults(func=_command)

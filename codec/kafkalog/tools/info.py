@@ -16,12 +16,13 @@ from kafkalog.tools.command import (
     partition_filter,
     partitions_of,
 )
+from kafkalog.tools.jobs import add_jobs_option
 
 if TYPE_CHECKING:
     from kafkalog.log.plan import PartitionSummary
     from kafkalog.log.source import PartitionFiles
 
-__all__ = ["register", "summary_json", "topic_totals"]
+__all__ = ["MIN_PARALLEL_PARTITIONS", "register", "summarize", "summary_json", "topic_totals"]
 
 
 def _time(ms: int | None) -> str:
@@ -134,7 +135,6 @@ def _command(args: argparse.Namespace) -> int:
     import json
 
     from kafkalog.errors import LogNotFoundError
-    from kafkalog.log.plan import describe
 
     try:
         found = partitions_of(args)
@@ -147,7 +147,7 @@ def _command(args: argparse.Namespace) -> int:
         print(f"kafkalog info: no partition of {' '.join(args.paths + ([args.tiered] if args.tiered else []))} matches the -t/-p given",
               file=sys.stderr)
         return EXIT_IO
-    summaries = [describe(p) for p in partitions]
+    summaries = summarize(partitions, args.jobs)
     by_topic = topic_totals(summaries) if args.by == "topic" else None
     if args.json:
         formats = {r[0]: r for r in _formats(args, partitions)[1:]} if args.formats else {}
@@ -174,6 +174,30 @@ def _command(args: argparse.Namespace) -> int:
         tail += f"; {left_out} partitions of Kafka's internal topics not shown (--include-internal shows them)"
     print(f"{len(summaries)} partitions, {records} with data{tail}", file=sys.stderr)
     return EXIT_OK
+
+
+#: Partitions below which ``info`` stays in one process: taking one's inventory costs about a
+#: millisecond, starting worker processes a few hundred.
+MIN_PARALLEL_PARTITIONS = 1000
+
+
+def _describe_all(partitions: list[PartitionFiles]) -> list[PartitionSummary]:
+    from kafkalog.log.plan import describe
+
+    return [describe(p) for p in partitions]
+
+
+def summarize(partitions: list[PartitionFiles], jobs: int = 1) -> list[PartitionSummary]:
+    """Each partition's inventory (:func:`kafkalog.log.plan.describe`), in order; with ``jobs`` above
+    1 and at least :data:`MIN_PARALLEL_PARTITIONS` partitions, taken by that many worker processes,
+    a run of partitions at a time (the same summaries)."""
+    from kafkalog.tools.jobs import crosses_processes, ordered_map, runs, span
+
+    if jobs <= 1 or len(partitions) < max(2, MIN_PARALLEL_PARTITIONS) or not crosses_processes(partitions[0]):
+        return _describe_all(partitions)
+    tasks = runs(partitions, [1] * len(partitions), jobs)
+    return [s for run in ordered_map(_describe_all, tasks, jobs, names=lambda i: span([p.display() for p in tasks[i]]),
+                                     preload=["kafkalog.log.plan"]) for s in run]
 
 
 #: records sampled per topic by --formats (its first ones, from its first partition with data)
@@ -234,4 +258,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--schemas-topic", default="_schemas", metavar="TOPIC", help="the Schema Registry's topic (default: _schemas)")
     add_read_options(p, deleted=False)
     add_tiered_options(p, "as one log: its log start and end offsets across tiers, a hole between segments listed as data loss")
+    add_jobs_option(p, "partitions", small="fewer than 1000 partitions")
     p.set_defaults(func=_command)

@@ -15,6 +15,7 @@ from kafkalog.tools.command import (
     is_kafka_file,
     missing_or_empty,
 )
+from kafkalog.tools.jobs import add_jobs_option
 
 __all__ = ["register"]
 
@@ -46,7 +47,8 @@ def _command(args: argparse.Namespace) -> int:
     if (code := missing_or_empty("verify", local, is_kafka_file)) is not None:
         return code
     progress = Progress(sys.stderr, "verifying")
-    report = verify(local, progress=progress, total=progress.set_total, max_message_bytes=args.max_message_bytes)
+    report = verify(local, progress=progress, total=progress.set_total, max_message_bytes=args.max_message_bytes,
+                    jobs=args.jobs)
     for p in tiered:  # the objects of Aiven's tiered-storage plug-in (SPEC Appendix D)
         verify_tiered(p, keys, report, progress)
     report.sort()
@@ -93,4 +95,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     v.add_argument("--max-message-bytes", type=int, metavar="N", help=(
         "the topic's max.message.bytes (default Kafka's, 1048588): a trailing entry larger than this is corruption, "
         "not a torn tail"))
+    add_jobs_option(v, "directories")
     v.set_defaults(func=_command)
