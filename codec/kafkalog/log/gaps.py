@@ -302,7 +302,10 @@ def find_gaps(
 
     last_files = {x for x in by_base.get(last, set()) if f"{last:020d}.{x}" not in empty} if last is not None else set()
     indexes: dict[int, OffsetIndex] = {}
-    claims = _claims(access, tp, checkpoints, snapshots, last, last_files, indexes)
+    # the claims are weighed against a last segment without its .log, or against the last .log's
+    # end (``tail``); otherwise none is needed, and the last segment's indexes are not opened
+    weighed = last is None or tail or "log" not in by_base[last]
+    claims = _claims(access, tp, checkpoints, snapshots, last, last_files, indexes) if weighed else []
     gaps: list[Gap] = []
     for i, base in enumerate(bases):
         if "log" in by_base[base]:
