@@ -565,9 +565,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="a golden-real set dir, or <golden-real>/all for every set (default cp760-flink-on-prem)")
     ap.add_argument("--copies", type=int, default=16, help="copies of the real set (default 16)")
     ap.add_argument("--planning", default="", help="N[,N...]: time planning alone over N partition dirs (e.g. 10000,100000), then stop")
-    ap.add_argument("--planning-s3", type=int, default=0, help="with --planning: also over N partition dirs on moto's S3 (default none)")
+    ap.add_argument("--planning-s3", type=int, default=0, help="also (or only) time planning over N partition dirs on moto's S3 (default none)")
     args = ap.parse_args(argv)
-    if args.planning:
+    if args.planning or args.planning_s3:
         return 0 if planning_table(args) else 1
     tables = {t.strip() for t in args.tables.split(",") if t.strip()}
     if not tables <= {"synthetic", "real"}:
