@@ -326,6 +326,7 @@ def planning_table(args: argparse.Namespace) -> bool:
     finally:
         if server is not None:
             server.stop()
+            shutil.rmtree(server.log.parent, ignore_errors=True)
     return True
 
 
