@@ -32,6 +32,15 @@ partition (written once to Arrow IPC files and memory-mapped by the floor's ``re
 decoding). ``--master`` runs on another master (a standalone cluster: ``spark://host:port``);
 ``--cluster`` starts one for the run, as the tests do (a master and two 1-core workers from
 pyspark's own ``spark-class`` on 127.0.0.1, stopped at the end).
+
+``--planning 10000,100000`` measures planning alone, no Spark session: ``kafkalog.scan``'s (which
+lists, reads the checkpoints and checks each partition's files for lost offsets before it returns)
+and the Spark source's ``partitions()`` (what the driver runs before any task), each in a fresh
+process reporting wall time, CPU time and peak RSS, over that many partition dirs in one log dir
+(hard links to a copy of the smallest non-internal partition of the real set, each its own
+``t<k>-<p>`` topic-partition, 100 partitions a topic, with the three offset checkpoints naming
+them all); ``--planning-s3 N`` also over the first N of them uploaded to moto's S3 on 127.0.0.1
+(``tests/s3_server.py``; an upload of 100,000 dirs, 600,000 objects, takes long there).
 """
 
 from __future__ import annotations
@@ -217,6 +226,128 @@ def floor_files(root: Path, log: Path, columns: list[str]) -> str:
             for b in batches:
                 w.write_batch(b)
     return str(out)
+
+
+#: hard links a file may have (ext4 allows 65,000): a fresh copy of the template after as many partition dirs
+LINKS_PER_TEMPLATE = 50_000
+
+
+def planning_dirs(root: Path, dirs: int, set_dir: Path) -> Path:
+    """A log dir of ``dirs`` partition dirs (see ``--planning``), made once under ``root`` and reused."""
+    from kafkalog.log.reads import is_internal_topic
+
+    out = root / f"planning-{dirs}" / "log"
+    marker = out.parent / "done.json"
+    if marker.exists() and json.loads(marker.read_text()).get("set") == str(set_dir):
+        return out
+    shutil.rmtree(out.parent, ignore_errors=True)
+    out.mkdir(parents=True)
+    log_dir = _log_dirs(set_dir)[0]
+    candidates = [(sum(f.stat().st_size for f in p.iterdir()), p) for p in log_dir.iterdir()
+                  if p.is_dir() and not is_internal_topic(p.name.rpartition("-")[0]) and any(f.stat().st_size for f in p.glob("*.log"))]
+    source = min(candidates)[1]
+    entries = []
+    template: list[Path] = []
+    for i in range(dirs):
+        if i % LINKS_PER_TEMPLATE == 0:
+            copy = out.parent / f"template-{i // LINKS_PER_TEMPLATE}"
+            shutil.copytree(source, copy)
+            template = sorted(copy.iterdir())
+        topic, p = f"t{i // 100:05d}", i % 100
+        d = out / f"{topic}-{p}"
+        d.mkdir()
+        for f in template:
+            os.link(f, d / f.name)
+        entries.append(f"{topic} {p} 0")
+        if i % 10_000 == 0:
+            print(f"\rplanning dirs: {i:,} / {dirs:,}", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    for name in ("log-start-offset-checkpoint", "recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        (out / name).write_text(f"0\n{len(entries)}\n" + "\n".join(entries) + "\n")
+    marker.write_text(json.dumps({"set": str(set_dir), "source": str(source)}))
+    return out
+
+
+def plan_once(which: str, path: str, options: dict[str, str]) -> dict[str, float]:
+    """One planning in this process (run in a fresh one: peak RSS is the process's): wall and CPU
+    seconds after the imports, peak RSS, and the partitions (scan) or input partitions (Spark) planned."""
+    import resource
+
+    import kafkalog
+    from kafkalog_spark.source import KafkaLogReader, source_schema
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    if which == "scan":
+        kafkalog.scan(path)  # plans every partition before it returns; nothing is read until the reader is consumed
+        planned = 0
+    else:
+        planned = len(KafkaLogReader({"path": path, **options}, source_schema()).partitions())
+    return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "planned": planned}
+
+
+def _plan_in_child(which: str, path: str, options: dict[str, str], env: dict[str, str]) -> dict[str, float]:
+    import subprocess
+
+    code = (f"import json, sys; sys.path.insert(0, {str(REPO / 'bench')!r}); import spark; "
+            f"print(json.dumps(spark.plan_once({which!r}, {path!r}, {options!r})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}, check=False)
+    if done.returncode:
+        raise RuntimeError(f"planning {which} of {path} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def planning_table(args: argparse.Namespace) -> bool:
+    """Planning time and peak RSS of scan and of the Spark source over many partition dirs, locally and on S3."""
+    sizes = [int(n) for n in args.planning.split(",") if n.strip()]
+    print(f"\nplanning only (no Spark session), each in a fresh process; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
+    print("| partition dirs | storage | planner | seconds | CPU seconds | peak RSS MB | planned |")
+    print("|---|---|---|---|---|---|---|")
+    runs: list[tuple[int, str, str, dict[str, str], dict[str, str]]] = []
+    for n in sizes:
+        runs.append((n, "local", str(planning_dirs(args.cache, n, args.real_set)), {}, {}))
+    server = None
+    if args.planning_s3:
+        sys.path.insert(0, str(REPO / "tests"))
+        import s3_server  # the tests' moto server on 127.0.0.1
+
+        n = args.planning_s3
+        log = planning_dirs(args.cache, n, args.real_set)
+        server = s3_server.start(Path(tempfile.mkdtemp(prefix="kafkalog-bench-s3-")) / "requests.jsonl")
+        _upload(server, log, f"planning-{n}")
+        options = {f"fs.{k}": v if isinstance(v, str) else json.dumps(v) for k, v in server.storage_options().items()}
+        runs.append((n, "s3 (moto, 127.0.0.1)", f"s3://bench/planning-{n}/log", options, server.env()))
+    try:
+        for n, where, path, options, env in runs:
+            for which in ("scan", "spark"):
+                r = _plan_in_child(which, path, options, env)
+                name = "kafkalog.scan" if which == "scan" else "Spark source partitions()"
+                planned = f"{r['planned']:,} input partitions" if which == "spark" else "every partition"
+                print(f"| {n:,} | {where} | {name} | {r['seconds']:.2f} | {r['cpu']:.2f} | {r['rss_mb']:.0f} | {planned} |", flush=True)
+    finally:
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server.log.parent, ignore_errors=True)
+    return True
+
+
+def _upload(server: object, log: Path, prefix: str) -> None:
+    """``log``'s files into bucket ``bench`` under ``prefix/log``, 16 puts at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import boto3
+
+    import s3_server
+
+    s3 = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=s3_server.ACCESS_KEY,  # type: ignore[attr-defined]
+                      aws_secret_access_key=s3_server.SECRET_KEY, region_name=s3_server.REGION)
+    s3.create_bucket(Bucket="bench")
+    files = list(s3_server.tree(log, f"{prefix}/log"))
+    with ThreadPoolExecutor(16) as pool:
+        for k, _ in enumerate(pool.map(lambda f: s3.put_object(Bucket="bench", Key=f[1], Body=f[0].read_bytes()), files)):
+            if k % 10_000 == 0:
+                print(f"\rupload: {k:,} / {len(files):,} objects", end="", file=sys.stderr)
+    print(file=sys.stderr)
 
 
 #: kafkalog's source -> the no-decoding source with the same columns
@@ -435,7 +566,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real-set", type=Path, default=GOLDEN_REAL / "cp760-flink-on-prem",
                     help="a golden-real set dir, or <golden-real>/all for every set (default cp760-flink-on-prem)")
     ap.add_argument("--copies", type=int, default=16, help="copies of the real set (default 16)")
+    ap.add_argument("--planning", default="", help="N[,N...]: time planning alone over N partition dirs (e.g. 10000,100000), then stop")
+    ap.add_argument("--planning-s3", type=int, default=0, help="also (or only) time planning over N partition dirs on moto's S3 (default none)")
     args = ap.parse_args(argv)
+    if args.planning or args.planning_s3:
+        return 0 if planning_table(args) else 1
     tables = {t.strip() for t in args.tables.split(",") if t.strip()}
     if not tables <= {"synthetic", "real"}:
         ap.error(f"unknown table in --tables {args.tables!r}")

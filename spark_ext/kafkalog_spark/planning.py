@@ -86,21 +86,29 @@ def split_bytes(total: int, files: int, max_bytes: int, open_cost: int, min_part
     return min(max_bytes, max(open_cost, per_core))
 
 
+def _read_order(sl: SegmentSlice) -> tuple[str, int, int, int]:
+    """Where a slice comes in a Kafka partition's offsets: topic, partition, first offset, then the
+    byte where it starts (the cuts of one segment share their offsets)."""
+    return sl.topic, sl.partition, sl.lo, sl.start
+
+
 def pack(slices: list[SegmentSlice], split: int, open_cost: int) -> list[SlicePack]:
     """Input partitions as Spark's ``FilePartition.getFilePartitions`` makes them: slices by size,
     largest first, added to the current partition while it stays within ``split`` bytes, each
-    slice counted with ``open_cost`` more."""
+    slice counted with ``open_cost`` more. Each input partition reads its slices in offset order
+    (:func:`_read_order`), so the rows of one Kafka partition that it holds come as a consumer
+    receives them."""
     out: list[SlicePack] = []
     current: list[SegmentSlice] = []
     size = 0
     for sl in sorted(slices, key=lambda s: -s.size):
         if current and size + sl.size > split:
-            out.append(SlicePack(tuple(current)))
+            out.append(SlicePack(tuple(sorted(current, key=_read_order))))
             current, size = [], 0
         current.append(sl)
         size += sl.size + open_cost
     if current:
-        out.append(SlicePack(tuple(current)))
+        out.append(SlicePack(tuple(sorted(current, key=_read_order))))
     return out
 
 
@@ -446,11 +454,18 @@ class PartitionLog:
                 if k + 1 < len(positions):
                     end_pos = positions[k + 1]
             stop = seg.size if end_pos is None else end_pos
-            chunk_start = start_pos
-            for pos in positions:
-                if pos - chunk_start >= max_bytes and pos < stop:
-                    cuts.append(pos)
+            # chunks of at most ``max_bytes``, cut at the last index entry that keeps them so (as
+            # Spark splits a file at ``maxSplitBytes``); only a gap between two entries wider than
+            # that is a chunk of its own, larger
+            chunk_start = prev = start_pos
+            for pos in [*(p for p in positions if start_pos < p < stop), stop]:
+                if pos - chunk_start > max_bytes and prev > chunk_start:
+                    cuts.append(prev)
+                    chunk_start = prev
+                if pos - chunk_start > max_bytes and pos < stop:
+                    cuts.append(pos)  # the gap from the previous entry alone is wider than ``max_bytes``
                     chunk_start = pos
+                prev = pos
         bounds = [start_pos, *cuts, end_pos]
         claim = self.claim if hi is None and p.hi is None and not p.closed else None  # the last segment, read to its end
         return [

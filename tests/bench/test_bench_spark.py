@@ -75,3 +75,26 @@ def test_cluster_and_master_are_exclusive(bench: ModuleType, tmp_path: Path, cap
         bench.main(["--cache", str(tmp_path), "--tables", "synthetic", "--cluster", "--master", "spark://127.0.0.1:1"])
     assert exc.value.code == 2
     assert "--master or --cluster" in capsys.readouterr().err
+
+
+def test_planning_table_plans_every_generated_partition_dir(bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--planning 300`` over hard-linked copies of the bundled cp760 set's smallest partition: a
+    row per planner, and what they plan is the copied partition's rows, 300 times, each copy read
+    whole by one Spark slice."""
+    import kafkalog
+    from helpers import GOLDEN
+    from kafkalog_spark.source import KafkaLogReader, source_schema
+
+    rc = bench.main(["--cache", str(tmp_path), "--planning", "300", "--real-set", str(GOLDEN / "real" / "cp760-flink-on-prem")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [r[:3] for r in rows[1:]] == [["300", "local", "kafkalog.scan"], ["300", "local", "Spark source partitions()"]]
+    log = tmp_path / "planning-300" / "log"
+    one = kafkalog.scan(tmp_path / "planning-300" / "template-0").read_all()
+    assert one.num_rows > 0
+    every = kafkalog.scan(log).read_all()
+    assert every.num_rows == 300 * one.num_rows
+    assert set(every.column("offset").to_pylist()) == set(one.column("offset").to_pylist())
+    slices = [s for p in KafkaLogReader({"path": str(log)}, source_schema()).partitions() for s in p.slices]
+    assert sorted(s.log for s in slices) == sorted(str(f) for f in log.glob("*/*.log")) and all(s.start == 0 and s.end is None for s in slices)

@@ -80,6 +80,43 @@ def test_large_segments_are_cut_and_every_row_read_once() -> None:
         assert all(a.end == b.start for a, b in zip(v, v[1:], strict=False))
 
 
+def test_packed_units_stay_within_the_split_and_read_every_offset_once_in_order() -> None:
+    """Input partitions packed by bytes from segment slices: each slice within the split size
+    unless no ``.index`` entry lies inside it (one gap between entries wider than the split), each
+    input partition within the split plus one slice, and every offset of Kafka's dump read once,
+    each partition's rows in offset order within an input partition."""
+    from helpers import kafka_rows, log_starts
+    from kafkalog.format.index import OffsetIndex
+    from kafkalog_spark.planning import SlicePack
+
+    split = 40_000
+    ds = KafkaLogDataSource({"path": str(REAL), "maxbytesperpartition": str(split), "opencostinbytes": "1000", "minpartitions": "1",
+                             "failondataloss": "false"})  # customers-0 lacks its .log
+    reader = ds.reader(ds.schema())
+    packs = reader.partitions()
+    assert all(isinstance(p, SlicePack) for p in packs)
+    cut = 0
+    for p in packs:
+        assert len(p.slices) == 1 or sum(s.size + 1000 for s in p.slices[:-1]) <= split
+        for s in p.slices:
+            if s.size > split:
+                index = OffsetIndex.read(data=Path(s.log[: -len(".log")] + ".index").read_bytes(), base_offset=0)
+                stop = s.end if s.end is not None else Path(s.log).stat().st_size
+                assert not any(s.start < pos < stop for pos in index.positions.tolist()), s
+            cut += s.start > 0
+    assert cut > 5 and len(packs) > 5  # a segment was cut, and slices packed into several input partitions
+    seen: list[tuple[str, int, int]] = []
+    for p in packs:
+        table = pa.Table.from_batches(list(reader.read(p)))
+        rows = list(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True))
+        for tp in {r[:2] for r in rows}:
+            offsets = [r[2] for r in rows if r[:2] == tp]
+            assert offsets == sorted(offsets), tp
+        seen.extend(rows)
+    expected = kafka_rows(read_jsonl(GOLDEN / "real" / "expected" / "cp760-flink-on-prem.jsonl.gz"), log_starts(REAL))
+    assert sorted(seen) == sorted(r[:3] for r in expected)
+
+
 def test_pack_is_next_fit_decreasing_with_an_open_cost() -> None:
     def sl(size: int) -> SegmentSlice:
         return SegmentSlice(None, "t", 0, f"{size}.log", 0, None, 0, None, (), size)  # type: ignore[arg-type]

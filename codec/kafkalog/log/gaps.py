@@ -307,7 +307,10 @@ def find_gaps(
 
     last_files = {x for x in by_base.get(last, set()) if f"{last:020d}.{x}" not in empty} if last is not None else set()
     indexes: dict[int, OffsetIndex] = {}
-    claims = _claims(access, tp, checkpoints, snapshots, last, last_files, indexes)
+    # the claims are weighed against a last segment without its .log, or against the last .log's
+    # end (``tail``); otherwise none is needed, and the last segment's indexes are not opened
+    weighed = last is None or tail or "log" not in by_base[last]
+    claims = _claims(access, tp, checkpoints, snapshots, last, last_files, indexes) if weighed else []
     gaps: list[Gap] = []
     for i, base in enumerate(bases):
         if "log" in by_base[base]:
@@ -332,7 +335,7 @@ def find_gaps(
     if last is None:
         gaps.append(Gap(shown, start, claim.end, f"the directory has no segment at all, and {claim.what}"))
         return gaps
-    log_end = _log_end(access, last, by_base[last], indexes.get(last))
+    log_end = _log_end(access, last, by_base[last], indexes.get(last), listed=f"{last:020d}.log" in names)
     lo = max(log_end, start)
     # a writer may have rolled and then cleaned the segment since the listing (only a segment that
     # is no longer the last is cleaned): its records past log_end were then compacted away, and the
@@ -395,14 +398,16 @@ def _claims(
     return claims
 
 
-def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None = None) -> int:
+def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None = None, *, listed: bool = False) -> int:
     """The offset after the last whole batch of segment ``base``'s ``.log`` (its base offset when it
     holds none). The walk starts at the last index entry that lies inside the file, and steps back
     an entry at a time when no whole batch follows it (a torn or zero-filled tail). ``idx``: the
-    segment's offset index when the caller read it already."""
+    segment's offset index when the caller read it already. ``listed``: the listing named the
+    ``.log`` itself (not only its ``.swap``), so it is opened without asking whether it is there
+    (a request apiece on object storage); renamed since, it is not found either way."""
     stem = f"{base:020d}"
     path = access.join(stem + ".log")
-    if "log" in files and not access.exists(path):
+    if "log" in files and not listed and not access.exists(path):
         path += ".swap"
     positions = [0]
     if idx is None and "index" in files:
