@@ -44,6 +44,10 @@ import os
 import random
 import re
 import shutil
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -93,6 +97,9 @@ class PartitionPlan:
     pool_seed: int
     #: records whose segments retention has deleted (the log start offset moves past them); 0: none
     retained_from: int = 0
+    value_size: int = VALUE_SIZE
+    #: records per batch; 0: as a producer's linger fills them (1 to 64)
+    batch_records: int = 0
 
     @property
     def name(self) -> str:
@@ -105,19 +112,28 @@ def _topic_id(rng: random.Random) -> str:
     return base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode()
 
 
-def plan(size_bytes: int, seed: int, *, partitions: int | None = None, segment_bytes: int | None = None) -> list[PartitionPlan]:
+def plan(
+    size_bytes: int,
+    seed: int,
+    *,
+    partitions: int | None = None,
+    segment_bytes: int | None = None,
+    zipf: float = ZIPF_EXPONENT,
+    value_size: int = VALUE_SIZE,
+    batch_records: int = 0,
+) -> list[PartitionPlan]:
     """The partitions of a backup of about ``size_bytes`` (before compression), deterministic in ``seed``.
 
     By default one partition per 50 MB (at least 24, at most 2,000), in topics of 4 to 32 partitions;
     the topics' codecs cycle through :data:`CODECS`; one topic is compacted and one transactional.
-    Sizes follow a Zipf law over all partitions (shuffled, so a topic holds large and small ones).
+    Sizes follow a Zipf law of exponent ``zipf`` over all partitions (shuffled, so a topic holds large and small ones).
     ``segment.bytes`` is a tenth of the mean partition's size (1 MB to 256 MB) unless given."""
     rng = random.Random(seed)
     n = partitions if partitions is not None else max(24, min(2000, size_bytes // (50 * 1000**2)))
-    weights = [1 / (k + 1) ** ZIPF_EXPONENT for k in range(n)]
+    weights = [1 / (k + 1) ** zipf for k in range(n)]
     rng.shuffle(weights)
     scale = size_bytes / sum(weights)  # bytes on disk per unit of weight
-    stored = {c: _stored_record_size(c, seed) for c in CODECS}
+    stored = {c: _stored_record_size(c, seed, value_size) for c in CODECS}
     seg = segment_bytes if segment_bytes is not None else max(1 << 20, min(256 << 20, size_bytes // n // 10))
     topics: list[tuple[str, str, str, int]] = []  # name, kind, codec, partitions
     left = n
@@ -136,7 +152,7 @@ def plan(size_bytes: int, seed: int, *, partitions: int | None = None, segment_b
         for p in range(k):
             records = max(1, round(weights[j] * scale / stored[codec]))
             retained = records // 3 if kind == "plain" and rng.random() < 0.1 else 0
-            out.append(PartitionPlan(name, p, kind, codec, records, seg, tid, rng.getrandbits(32), seed, retained))
+            out.append(PartitionPlan(name, p, kind, codec, records, seg, tid, rng.getrandbits(32), seed, retained, value_size, batch_records))
             j += 1
     return out
 
@@ -172,7 +188,7 @@ def _text_pool(seed: int, size: int = 1 << 19) -> bytes:
     return pool
 
 
-def _stored_record_size(codec: str, seed: int) -> float:
+def _stored_record_size(codec: str, seed: int, value_size: int = VALUE_SIZE) -> float:
     """The bytes a record takes on disk in a batch of 32 of ``codec`` (measured once: the codecs are deterministic),
     so that a partition of a compressing topic holds as many bytes as its share of the size says."""
     from kafkalog.format.compression import Codec
@@ -181,7 +197,7 @@ def _stored_record_size(codec: str, seed: int) -> float:
     pool = _text_pool(seed)
     b = RecordBatchBuilder(0, compression=Codec[codec.upper()])
     for i in range(32):
-        b.append(BASE_TIME_MS + i, b"k-%012d" % i, pool[i * 7919 : i * 7919 + VALUE_SIZE])
+        b.append(BASE_TIME_MS + i, b"k-%012d" % i, pool[i * 7919 : i * 7919 + value_size])
     return len(b.build()) / 32
 
 
@@ -214,7 +230,8 @@ def _write_partition(p: PartitionPlan, log_dir: str) -> dict[str, object]:
     keyspace = max(16, p.records // 8) if p.kind == "compact" else 1 << 30
     dirty_tail = p.records - p.records // 10 if p.kind == "compact" else p.records
     cleaned = False
-    limit = len(pool) - VALUE_SIZE
+    size = p.value_size
+    limit = len(pool) - size
     while written < p.records:
         if p.kind == "compact" and not cleaned and written >= dirty_tail:
             lg.roll()
@@ -222,7 +239,7 @@ def _write_partition(p: PartitionPlan, log_dir: str) -> dict[str, object]:
             cleaned = True
         if rng.random() < 0.002:  # a leader election now and then
             leader_epoch += 1
-        n = min(p.records - written, rng.choice((1, 4, 8, 16, 16, 32, 32, 64)))
+        n = min(p.records - written, p.batch_records or rng.choice((1, 4, 8, 16, 16, 32, 32, 64)))
         txn = p.kind == "txn"
         b = RecordBatchBuilder(
             0, compression=codec, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence, is_transactional=txn,
@@ -231,10 +248,10 @@ def _write_partition(p: PartitionPlan, log_dir: str) -> dict[str, object]:
             clock_now[0] += rng.randrange(1, 20)
             if p.kind == "compact":
                 key = b"user-%08d" % rng.randrange(keyspace)
-                value = None if rng.random() < 0.05 else pool[(o := rng.randrange(limit)) : o + VALUE_SIZE]
+                value = None if rng.random() < 0.05 else pool[(o := rng.randrange(limit)) : o + size]
             else:
                 key = b"k-%012d" % rng.getrandbits(40)
-                value = pool[(o := rng.randrange(limit)) : o + VALUE_SIZE]
+                value = pool[(o := rng.randrange(limit)) : o + size]
             headers = [("trace-id", b"%016x" % rng.getrandbits(64))] if rng.random() < 0.2 else ()
             b.append(clock_now[0], key, value, headers)
         lg.append(b.build(), leader_epoch=leader_epoch)
@@ -286,6 +303,56 @@ def _write_one(args: tuple[PartitionPlan, str]) -> dict[str, object]:
     return result
 
 
+def generate_tiny(path: str | os.PathLike[str], partitions: int, records: int = 3, seed: int = 0) -> Path:
+    """A log dir of one topic (``tiny``) with ``partitions`` partitions of ``records`` records each, returned.
+
+    The first partition is written with kafkalog's Log; the others are hard links to its files (a
+    partition's files do not name it; ``partition.metadata`` holds the topic id, the same for every
+    partition of a topic), so that 100,000 partitions take seconds and few inodes' worth of data.
+    Checkpoints list every partition, as a broker's do. Made again only when ``partitions`` or ``records`` changed."""
+    from kafkalog.format.checkpoints import write_offset_checkpoint
+
+    root = Path(path)
+    data = root / "data"
+    key = {"generator": GENERATOR_VERSION, "tiny": partitions, "records": records, "seed": seed}
+    manifest_path = root / "manifest.json"
+    if manifest_path.exists() and json.loads(manifest_path.read_text()).get("key") == key:
+        return data
+    shutil.rmtree(root, ignore_errors=True)
+    data.mkdir(parents=True)
+    rng = random.Random(seed)
+    first = PartitionPlan("tiny", 0, "plain", "none", records, 1 << 20, _topic_id(rng), seed, seed, batch_records=records)
+    r = _write_partition(first, str(data))
+    src = data / first.name
+    files = sorted(os.listdir(src))
+    for k in range(1, partitions):
+        d = data / f"tiny-{k}"
+        d.mkdir()
+        if k % 60_000 == 0:  # a file system's limit of links to one file (ext4: 65,000): link to a new copy from here on
+            for f in files:
+                shutil.copy2(src / f, d / f)
+            src = d
+            continue
+        for f in files:
+            os.link(src / f, d / f)
+    end = int(r["log_end_offset"])  # type: ignore[call-overload]
+    offsets = {("tiny", k): end for k in range(partitions)}
+    write_offset_checkpoint(data / "recovery-point-offset-checkpoint", offsets, sync=False)
+    write_offset_checkpoint(data / "replication-offset-checkpoint", offsets, sync=False)
+    write_offset_checkpoint(data / "log-start-offset-checkpoint", {}, sync=False)
+    _write_meta_properties(data, rng)
+    manifest_path.write_text(json.dumps({"key": key, "partitions": partitions, "offsets": end * partitions}))
+    return data
+
+
+def _write_meta_properties(data: Path, rng: random.Random) -> None:
+    """A KRaft broker's ``meta.properties`` (version 1), its cluster and directory ids from ``rng``."""
+    cluster = _topic_id(rng)
+    (data / "meta.properties").write_text(
+        f"#\n#Thu Jan 01 00:00:00 UTC 2026\ncluster.id={cluster}\ndirectory.id={_topic_id(rng)}\nnode.id=1\nversion=1\n"
+    )
+
+
 def _manifest_key(size_bytes: int, seed: int, plans: list[PartitionPlan]) -> dict[str, object]:
     digest = hashlib.sha256(json.dumps([asdict(p) for p in plans]).encode()).hexdigest()
     return {"generator": GENERATOR_VERSION, "size_bytes": size_bytes, "seed": seed, "plan": digest}
@@ -299,6 +366,8 @@ def generate(
     jobs: int | None = None,
     partitions: int | None = None,
     segment_bytes: int | None = None,
+    value_size: int = VALUE_SIZE,
+    batch_records: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, object]:
     """Write (or reuse) a backup of about ``size_bytes`` under ``path`` and return its manifest.
@@ -306,14 +375,15 @@ def generate(
     The log dir is ``<path>/data``; ``<path>/manifest.json`` says what it holds (partitions, rows,
     bytes, the plan's hash). A manifest of the same size, seed, plan and generator version means the
     data is there and is reused as it is. ``jobs`` worker processes (default: every CPU available)
-    write partitions; ``partitions`` and ``segment_bytes`` override the plan's (the memory tests use them);
+    write partitions; ``partitions``, ``segment_bytes``, ``value_size`` and ``batch_records`` override the
+    plan's (the memory cases use them);
     ``progress`` is called with each partition's name as it is finished."""
     from multiprocessing import get_context
 
     from kafkalog.format.checkpoints import write_offset_checkpoint
 
     root = Path(path)
-    plans = plan(size_bytes, seed, partitions=partitions, segment_bytes=segment_bytes)
+    plans = plan(size_bytes, seed, partitions=partitions, segment_bytes=segment_bytes, value_size=value_size, batch_records=batch_records)
     key = _manifest_key(size_bytes, seed, plans)
     manifest_path = root / "manifest.json"
     if manifest_path.exists():
@@ -346,11 +416,7 @@ def generate(
     # LogManager writes a log start offset only above the first segment's base (as checkpoint_log_dir does)
     write_offset_checkpoint(data / "log-start-offset-checkpoint", {t: int(r["log_start_offset"]) for t, r in zip(tp, results, strict=True) if r["log_start_offset"] > r["first_base"]})  # type: ignore[call-overload,operator]
     write_offset_checkpoint(data / "cleaner-offset-checkpoint", {t: int(r["cleaner_offset"]) for t, r in zip(tp, results, strict=True) if "cleaner_offset" in r})  # type: ignore[call-overload]
-    rng = random.Random(seed)
-    cluster = _topic_id(rng)
-    (data / "meta.properties").write_text(
-        f"#\n#Thu Jan 01 00:00:00 UTC 2026\ncluster.id={cluster}\ndirectory.id={_topic_id(rng)}\nnode.id=1\nversion=1\n"
-    )
+    _write_meta_properties(data, random.Random(seed))
     manifest = {
         "key": key,
         "partitions": len(results),
@@ -363,3 +429,261 @@ def generate(
     }
     manifest_path.write_text(json.dumps(manifest, indent=1))
     return manifest
+
+
+# -------------------------------------------------------------------------------------- the measures
+_SCAN = """
+import inspect, sys
+import kafkalog
+path, workers = sys.argv[1], int(sys.argv[2])
+kw = {}
+if workers:
+    kw = {"workers": workers} if "workers" in inspect.signature(kafkalog.scan).parameters else {"threads": workers}
+rows = 0
+for b in kafkalog.scan(path, **kw):
+    rows += b.num_rows
+print(rows)
+"""
+
+
+@dataclass
+class Run:
+    """One command's figures at one ``-j`` (None: the command has no such option)."""
+
+    command: str
+    jobs: int | None
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float  # the largest process of the tree (ru_maxrss)
+    tree_rss_mb: float  # the largest sum over the tree's processes, sampled every 0.1 s
+    rows: int
+    exit_code: int
+    same_as_j1: bool | None = None
+
+
+def _tree_rss_kb(pid: int) -> int:
+    """The summed VmRSS of ``pid`` and its descendants (read from /proc; 0 when they are gone)."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return total
+
+
+def measure(cmd: list[str], *, count_lines: bool = False) -> tuple[float, float, float, float, int, str, str]:
+    """Run ``cmd``; return wall s, CPU s (user + sys of it and its children), peak RSS MB of its largest
+    process, the peak summed RSS MB of its tree, the lines it printed (``count_lines``: read as they come,
+    else kept in a file), and the last 2,000 characters of its stdout and of its stderr (``exit N: ...`` on a failure)."""
+    import threading
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE if count_lines else out, stderr=err)
+        peak = [0]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.1):
+                peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        lines = 0
+        if count_lines:
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read(1 << 20):
+                lines += chunk.count(b"\n")
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        done.set()
+        sampler.join()
+        code = os.waitstatus_to_exitcode(status)
+        tails = []
+        for f in (out, err):
+            f.seek(max(0, f.seek(0, 2) - 2000))
+            tails.append(f.read().decode(errors="replace"))
+    if code:
+        tails[1] = f"exit {code}: {tails[1]}"
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, max(peak[0], ru.ru_maxrss) / 1024, lines, tails[0], tails[1]
+
+
+def _kafkalog(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kafkalog", *args]
+
+
+def supports_jobs(command: str) -> bool:
+    """Whether ``kafkalog <command>`` takes ``-j/--jobs`` (``scan``: ``workers=`` or ``threads=``), asked of the
+    kafkalog this bench runs, so that the bench works before and after the option exists."""
+    if command == "scan":
+        code = "import inspect, kafkalog; p = inspect.signature(kafkalog.scan).parameters; print('workers' in p or 'threads' in p)"
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "True"
+    if command == "cat":
+        return False
+    text = subprocess.run(_kafkalog(command, "--help"), capture_output=True, text=True).stdout
+    return "--jobs" in text
+
+
+def tree_hash(root: Path) -> dict[str, str]:
+    """Every file under ``root`` by its relative path, as a SHA-256."""
+    out = {}
+    for f in sorted(root.rglob("*")):
+        if f.is_file():
+            h = hashlib.sha256()
+            with open(f, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+            out[str(f.relative_to(root))] = h.hexdigest()
+    return out
+
+
+def run_commands(data: Path, work: Path, commands: list[str], jobs: list[int], largest: str, log: Callable[[str], None] = print) -> list[Run]:
+    """Each command over ``data`` at each of ``jobs`` (once when it takes no -j), in fresh processes."""
+    runs: list[Run] = []
+    rows = 0
+    hashes: dict[int, dict[str, str]] = {}
+    topic, _, part = largest.rpartition("-")
+    for command in commands:
+        j_values: list[int | None] = list(jobs) if supports_jobs(command) else [None]
+        for j in j_values:
+            jarg = [] if j is None else ["-j", str(j)]
+            count = False
+            out = work / f"export-j{j or 1}"
+            if command == "export":
+                shutil.rmtree(out, ignore_errors=True)
+                cmd = _kafkalog("export", "-o", str(out), *jarg, str(data))
+            elif command in ("verify", "info"):
+                cmd = _kafkalog(command, *jarg, str(data))
+            elif command == "scan":
+                cmd = [sys.executable, "-c", _SCAN, str(data), str(j or 0)]
+            elif command == "cat":
+                cmd, count = _kafkalog("cat", "-t", topic, "-p", part, str(data)), True
+            else:
+                raise ValueError(f"unknown command {command!r}")
+            log(f"  {command} {'' if j is None else f'-j {j}'} ...")
+            wall, cpu, rss, tree, lines, stdout, tail = measure(cmd, count_lines=count)
+            n = lines if count else rows
+            if command == "scan" and stdout.strip().isdigit():
+                n = int(stdout)
+                rows = rows or n
+            elif command == "export" and (m := re.search(r"exported ([\d,]+) rows", tail)):
+                n = int(m.group(1).replace(",", ""))
+                rows = rows or n
+            code = int(tail.split(":")[0].split()[1]) if tail.startswith("exit ") else 0
+            if code and command != "verify":
+                log(f"    {tail.strip()[-500:]}")
+            r = Run(command, j, wall, cpu, rss, tree, n, code)
+            if command == "export" and code == 0:
+                hashes[j or 1] = tree_hash(out)
+                if (j or 1) != 1 and 1 in hashes:
+                    r.same_as_j1 = hashes[j or 1] == hashes[1]
+                if (j or 1) != 1:
+                    shutil.rmtree(out, ignore_errors=True)
+            runs.append(r)
+    shutil.rmtree(work / "export-j1", ignore_errors=True)
+    for r in runs:  # verify and info read every row (info: every partition) but print none: their rate is over the scan's rows
+        if r.command in ("verify", "info"):
+            r.rows = rows
+    return runs
+
+
+def table(runs: list[Run]) -> str:
+    """The figures as a Markdown table, with each -j's speed-up over -j 1."""
+    base = {r.command: r.wall_s for r in runs if r.jobs in (None, 1)}
+    lines = [
+        "| command | -j | wall s | rows | rows/s | CPU s | peak RSS MB (largest process) | peak RSS MB (all processes) | speed-up vs -j 1 | output = -j 1 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        speed = "n/a" if r.jobs is None else f"{base[r.command] / r.wall_s:.2f}x" if r.command in base and r.wall_s else "?"
+        same = "" if r.same_as_j1 is None else "same" if r.same_as_j1 else "DIFFERENT"
+        rate = f"{r.rows / r.wall_s:,.0f}" if r.wall_s and r.rows else "-"
+        fail = "" if r.exit_code == 0 else f" (exit {r.exit_code})"
+        lines.append(
+            f"| {r.command}{fail} | {'n/a' if r.jobs is None else r.jobs} | {r.wall_s:.1f} | {r.rows:,} | {rate} | {r.cpu_s:.1f} "
+            f"| {r.peak_rss_mb:.0f} | {r.tree_rss_mb:.0f} | {speed} | {same} |"
+        )
+    return "\n".join(lines)
+
+
+def memory_sets(out: Path, seed: int, log: Callable[[str], None]) -> list[tuple[str, Path, str]]:
+    """The bounded-memory cases: a partition with one 1 GB segment (and one of 100 MB to compare), and
+    100,000 tiny partitions (and 1,000 to compare); each as (label, data dir, largest partition)."""
+    sets = []
+    for label, size in (("one 100 MB segment", 100 * 1000**2), ("one 1 GB segment", 1000**3)):
+        root = out / f"segment-{size_label(size)}-s{seed}"
+        log(f"{label}: {root}")
+        generate(root, size, seed, partitions=1, segment_bytes=min(size * 2, 2**31 - 1), value_size=4096, batch_records=64)
+        sets.append((label, root / "data", "events000-none-0"))
+    for n in (1000, 100_000):
+        log(f"{n:,} tiny partitions: {out / f'tiny-{n}'}")
+        sets.append((f"{n:,} tiny partitions", generate_tiny(out / f"tiny-{n}", n, seed=seed), "tiny-0"))
+    return sets
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=parse_size, default=parse_size("10GB"), help="the backup's size on disk (default 10GB; e.g. 200MB, 100GB)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where generated sets are kept (default {DEFAULT_OUT}, or $KAFKALOG_SCALE_DATA)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gen-jobs", type=int, help="worker processes that generate (default: every CPU available)")
+    ap.add_argument("--commands", default="export,verify,info,scan,cat", help="comma-separated (default: export,verify,info,scan,cat)")
+    ap.add_argument("--jobs", default="1,2,all", help="the -j values (default 1,2,all; all: the CPUs available)")
+    ap.add_argument("--memory", action="store_true", help="instead: peak RSS over one 1 GB segment and over 100,000 tiny partitions (and small sets to compare)")
+    ap.add_argument("--generate-only", action="store_true", help="write (or reuse) the set and stop")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
+    args = ap.parse_args(argv)
+    ncpu = len(os.sched_getaffinity(0))
+    jobs = sorted({ncpu if j == "all" else int(j) for j in args.jobs.split(",")})
+    commands = args.commands.split(",")
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    from kafkalog.tools.command import Progress
+
+    result: dict[str, object] = {"cpus": ncpu, "jobs": jobs}
+    if args.memory:
+        sets = memory_sets(args.out / "memory", args.seed, log)
+        if args.generate_only:
+            return 0
+        result["sets"] = []
+        for label, data, largest in sets:
+            log(label)
+            runs = run_commands(data, args.out / "memory" / "work", commands, jobs, largest, log)
+            result["sets"].append({"set": label, "runs": [asdict(r) for r in runs]})  # type: ignore[attr-defined]
+            if not args.json:
+                print(f"\n### {label}\n\n{table(runs)}")
+    else:
+        root = args.out / f"{size_label(args.size)}-s{args.seed}"
+        progress = Progress(sys.stderr, "generating")
+        progress.set_total(len(plan(args.size, args.seed)))
+        t0 = time.perf_counter()
+        manifest = generate(root, args.size, args.seed, jobs=args.gen_jobs, progress=progress)
+        progress.done()
+        log(f"{root}: {manifest['partitions']} partitions, {manifest['bytes']:,} bytes ({time.perf_counter() - t0:.0f} s)")
+        result["manifest"] = manifest
+        if args.generate_only:
+            return 0
+        runs = run_commands(root / "data", root / "work", commands, jobs, str(manifest["largest"]), log)
+        result["runs"] = [asdict(r) for r in runs]
+        if not args.json:
+            print(f"{manifest['bytes'] / 1e9:.2f} GB, {manifest['partitions']} partitions in {manifest['topics']} topics, "
+                  f"{manifest['segments']} segments, {ncpu} CPUs; cat reads {manifest['largest']}\n")
+            print(table(runs))
+    if args.json:
+        print(json.dumps(result, indent=1))
+    bad = [r for s in ([result.get("runs", [])] + [s["runs"] for s in result.get("sets", [])]) for r in s  # type: ignore[union-attr,operator]
+           if r["exit_code"] not in (0,) or r["same_as_j1"] is False]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
