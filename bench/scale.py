@@ -55,7 +55,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = Path(os.environ.get("KAFKALOG_SCALE_DATA", "/work/scale-data"))
 #: changes whenever the generator writes other bytes for the same size and seed (a manifest of another version is regenerated)
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 VALUE_SIZE = 1024
 #: the time of the first record (2026-01-01T00:00:00Z); records are 1 to 20 ms apart
 BASE_TIME_MS = 1_767_225_600_000
@@ -258,7 +258,7 @@ def _write_partition(p: PartitionPlan, log_dir: str) -> dict[str, object]:
         sequence = (sequence + n) & 0x7FFFFFFF
         written += n
         if txn and (rng.random() < 0.25 or written >= p.records):
-            kind = ControlType.ABORT if rng.random() < 0.1 else ControlType.COMMIT
+            kind = ControlType.ABORT if (aborted + committed) % 8 == 1 else ControlType.COMMIT  # one transaction in 8 aborts
             m = RecordBatchBuilder(0, producer_id=producer_id, producer_epoch=epoch, is_transactional=True, is_control=True)
             m.append_end_txn_marker(kind, 0, clock_now[0])
             lg.append(m.build(), leader_epoch=leader_epoch, origin=AppendOrigin.COORDINATOR)
