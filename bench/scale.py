@@ -598,16 +598,18 @@ def table(runs: list[Run]) -> str:
     """The figures as a Markdown table, with each -j's speed-up over -j 1."""
     base = {r.command: r.wall_s for r in runs if r.jobs in (None, 1)}
     lines = [
-        "| command | -j | wall s | rows | rows/s | CPU s | peak RSS MB (largest process) | peak RSS MB (all processes) | speed-up vs -j 1 | output = -j 1 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| command | -j | wall s | rows | rows/s | CPU s | rows per CPU s | peak RSS MB (largest process) | peak RSS MB (all processes) "
+        "| speed-up vs -j 1 | output = -j 1 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         speed = "n/a" if r.jobs is None else f"{base[r.command] / r.wall_s:.2f}x" if r.command in base and r.wall_s else "?"
         same = "" if r.same_as_j1 is None else "same" if r.same_as_j1 else "DIFFERENT"
         rate = f"{r.rows / r.wall_s:,.0f}" if r.wall_s and r.rows else "-"
+        per_cpu = f"{r.rows / r.cpu_s:,.0f}" if r.cpu_s and r.rows else "-"  # steadier than rows/s on a shared machine
         fail = "" if r.exit_code == 0 else f" (exit {r.exit_code})"
         lines.append(
-            f"| {r.command}{fail} | {'n/a' if r.jobs is None else r.jobs} | {r.wall_s:.1f} | {r.rows:,} | {rate} | {r.cpu_s:.1f} "
+            f"| {r.command}{fail} | {'n/a' if r.jobs is None else r.jobs} | {r.wall_s:.1f} | {r.rows:,} | {rate} | {r.cpu_s:.1f} | {per_cpu} "
             f"| {r.peak_rss_mb:.0f} | {r.tree_rss_mb:.0f} | {speed} | {same} |"
         )
     return "\n".join(lines)

@@ -78,7 +78,7 @@ def tiny(scale: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     return scale.generate_tiny(root / "few", 300), scale.generate_tiny(root / "many", 3000)
 
 
-@pytest.mark.parametrize("command", ["scan", "export", "verify", "info", "cat"])
+@pytest.mark.parametrize("command", ["scan", pytest.param("export", marks=pytest.mark.slow), "verify", "info", "cat"])  # export: 3,300 fsynced files
 def test_many_tiny_partitions(tiny: tuple[Path, Path], tmp_path: Path, command: str) -> None:
     few, many = (peak_rss_mb(*commands(d, tmp_path / f"out{k}", "tiny")[command]) for k, d in enumerate(tiny))
     per_kb = (many - few) * 1024 / 2700
