@@ -461,38 +461,52 @@ class Run:
     same_as_j1: bool | None = None
 
 
-def _tree_rss_kb(pid: int) -> int:
-    """The summed VmRSS of ``pid`` and its descendants (read from /proc; 0 when they are gone)."""
-    total = 0
+def _tree(pid: int) -> dict[int, tuple[int, float]]:
+    """``pid`` and its descendants (a forkserver's workers too: they are its children, not the command's),
+    each with its VmRSS (KB) and its CPU time so far (user + sys, s), read from /proc; those gone are left out."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
     todo = [pid]
     while todo:
         p = todo.pop()
         try:
             with open(f"/proc/{p}/status") as f:
-                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+                rss = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+            out[p] = (rss, (int(fields[11]) + int(fields[12])) / tick)  # utime, stime (stat fields 14 and 15)
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     todo.extend(int(c) for c in f.read().split())
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+        except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError, ValueError):
             continue
-    return total
+    return out
 
 
 def measure(cmd: list[str], *, count_lines: bool = False) -> tuple[float, float, float, float, int, str, str]:
-    """Run ``cmd``; return wall s, CPU s (user + sys of it and its children), peak RSS MB of its largest
+    """Run ``cmd``; return wall s, CPU s (user + sys of it and its descendants), peak RSS MB of its largest
     process, the peak summed RSS MB of its tree, the lines it printed (``count_lines``: read as they come,
-    else kept in a file), and the last 2,000 characters of its stdout and of its stderr (``exit N: ...`` on a failure)."""
+    else kept in a file), and the last 2,000 characters of its stdout and of its stderr (``exit N: ...`` on a failure).
+
+    ``wait4`` counts the command and the children it waited for; workers a forkserver started are not its
+    children, so the tree is also sampled every 0.1 s (RSS, and each process's last CPU time seen), and the
+    larger of the two is taken (a worker's last 0.1 s may be missed)."""
     import threading
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE if count_lines else out, stderr=err)
-        peak = [0]
+        peak = [0, 0]  # summed, largest (KB)
+        cpu: dict[int, float] = {}
         done = threading.Event()
 
         def sample() -> None:
             while not done.wait(0.1):
-                peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+                tree = _tree(proc.pid)
+                if tree:
+                    peak[0] = max(peak[0], sum(r for r, _ in tree.values()))
+                    peak[1] = max(peak[1], max(r for r, _ in tree.values()))
+                cpu.update((p, c) for p, (_, c) in tree.items())
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -512,7 +526,8 @@ def measure(cmd: list[str], *, count_lines: bool = False) -> tuple[float, float,
             tails.append(f.read().decode(errors="replace"))
     if code:
         tails[1] = f"exit {code}: {tails[1]}"
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, max(peak[0], ru.ru_maxrss) / 1024, lines, tails[0], tails[1]
+    largest = max(peak[1], ru.ru_maxrss)
+    return wall, max(ru.ru_utime + ru.ru_stime, sum(cpu.values())), largest / 1024, max(peak[0], largest) / 1024, lines, tails[0], tails[1]
 
 
 def _kafkalog(*args: str) -> list[str]:
