@@ -137,9 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     if "real" in sets:
         dirs["real"] = make_copies(args.cache / "real", args.set, args.copies)
     if "generated" in sets:
-        from spark import generate_log  # bench/spark.py's generated partition
+        import importlib.util
 
-        dirs["generated"] = generate_log(args.cache / "generated", args.gigabytes, args.segment_mb << 20)[0].parent
+        # bench/spark.py's generated partition, loaded by its path: "spark" may name another module (tests/spark)
+        spec = importlib.util.spec_from_file_location("kafkalog_bench_spark_for_s3", HERE / "spark.py")
+        spark_bench = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[spec.name] = spark_bench  # type: ignore[union-attr] - dataclasses look their module up
+        spec.loader.exec_module(spark_bench)  # type: ignore[union-attr]
+        dirs["generated"] = spark_bench.generate_log(args.cache / "generated", args.gigabytes, args.segment_mb << 20)[0].parent
     args.cache.mkdir(parents=True, exist_ok=True)
     (args.cache / "requests.jsonl").unlink(missing_ok=True)
     server = s3_server.start(args.cache / "requests.jsonl")
