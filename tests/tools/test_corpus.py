@@ -155,7 +155,7 @@ def test_our_dumper_passes_every_case() -> None:
 #: one case of each shape the README's command meets: a single-file case, a whole partition dir (indexes,
 #: snapshots, checkpoints), an internal topic, a real broker's dir, an encrypted tiered folder with its key,
 #: and bad files; every case passes with our dumper in test_our_dumper_passes_every_case
-README_CASES = ("kafka-records-v2-zstd", "kafka-logdir-transactional-0", "kafka-internal-sharegroupstate-0",
+README_CASES = ("kafka-records-v2-zstd", "kafka-logdir-compacted-0", "kafka-internal-sharegroupstate-0",
                 "real-cp760-schemas", "aiven-compression-encryption", "bad/crc-v2", "bad/index-position")
 
 
