@@ -9,6 +9,7 @@ create nothing locally.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -202,3 +203,33 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, sync: bool = True
     os.replace(tmp, target)
     if sync:
         fsync_dir(os.path.dirname(os.path.abspath(target)))
+
+
+class RemoteFile(io.RawIOBase):
+    """A read-only, seekable file on object storage, named ``name``: a subclass says how the bytes at
+    the position are had (``readinto``) and, when it learns the length only later, what it is (``_length``)."""
+
+    def __init__(self, name: str, size: int = 0) -> None:
+        super().__init__()
+        self.name = name
+        self._size = size
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def _length(self) -> int:
+        return self._size
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        base = 0 if whence == io.SEEK_SET else self._pos if whence == io.SEEK_CUR else self._length()
+        if base + pos < 0:
+            raise ValueError("negative seek position")
+        self._pos = base + pos
+        return self._pos

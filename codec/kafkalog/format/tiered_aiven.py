@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import json
 import os
 import re
@@ -42,7 +41,7 @@ from kafkalog.errors import (
     RemoteObjectMissingError,
     TruncatedObjectError,
 )
-from kafkalog.format.files import is_url, url_filesystem
+from kafkalog.format.files import RemoteFile, is_url, url_filesystem
 from kafkalog.format.index import OffsetIndex, TimeIndex
 
 __all__ = [
@@ -642,7 +641,7 @@ def _first_batch_at(f: SegmentFile, pos: int, offset: int) -> int:
     return pos
 
 
-class SegmentFile(io.RawIOBase):
+class SegmentFile(RemoteFile):
     """A remote segment's ``.log`` as a read-only seekable file of its original bytes.
 
     Reads fetch the chunks they touch (consecutive missing chunks in one ranged read); the last
@@ -651,27 +650,12 @@ class SegmentFile(io.RawIOBase):
     KEEP = 8
 
     def __init__(self, segment: RemoteSegment) -> None:
-        super().__init__()
+        super().__init__(segment.name("log"))
         self.segment = segment
-        self.name = segment.name("log")
-        self._pos = 0
         self._cache: dict[int, bytes] = {}
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
-        size = self.segment.size
-        self._pos = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: size}[whence] + pos
-        if self._pos < 0:
-            raise ValueError("negative seek position")
-        return self._pos
+    def _length(self) -> int:
+        return self.segment.size  # from the manifest, read when first needed
 
     def readinto(self, buf: Any) -> int:
         m = self.segment.manifest

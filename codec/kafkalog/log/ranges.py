@@ -28,7 +28,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO, TypeVar
 
-from kafkalog.log.source import RemoteFile, Storage, UrlStorage
+from kafkalog.format.files import RemoteFile
+from kafkalog.log.source import Storage, UrlStorage
 
 __all__ = ["BUDGET_BYTES", "MAX_REQUESTS", "PIECE_BYTES", "ReadAhead", "map_ahead"]
 

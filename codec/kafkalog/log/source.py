@@ -18,7 +18,6 @@ Reading never writes: files are opened read-only and nothing is created.
 from __future__ import annotations
 
 import glob
-import io
 import os
 import re
 import threading
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
 
 from kafkalog.errors import KafkaLogError, LogNotFoundError
-from kafkalog.format.files import is_url, url_filesystem
+from kafkalog.format.files import RemoteFile, is_url, url_filesystem
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
 from kafkalog.log.leftovers import as_loaded, renamed_name
 from kafkalog.log.reads import log_start_offset
@@ -39,7 +38,6 @@ __all__ = [
     "Entry",
     "LocalStorage",
     "PartitionFiles",
-    "RemoteFile",
     "SegmentFiles",
     "Storage",
     "UrlStorage",
@@ -258,30 +256,6 @@ class UrlStorage:
 
 #: Bytes of ``.log`` ends that planning read and a scan reads next, kept per storage at most.
 TAIL_BYTES = 64 << 20
-
-
-class RemoteFile(io.RawIOBase):
-    """A read-only, seekable file of ``size`` bytes on object storage, named ``name``; a subclass
-    says how the bytes at the position are had (``readinto``)."""
-
-    def __init__(self, name: str, size: int) -> None:
-        super().__init__()
-        self.name = name
-        self._size = size
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
-        self._pos = pos if whence == io.SEEK_SET else self._pos + pos if whence == io.SEEK_CUR else self._size + pos
-        return self._pos
 
 
 class _TailFile(RemoteFile):
