@@ -638,6 +638,8 @@ class Decoder:
         self._reader: Schema | None | bool = False  # the subject's latest schema, once looked up
         self._reader_avro: Any = False  # ... parsed, when it is Avro
         self._handlers: dict[int, Callable[[int, memoryview], Any]] = {}  # schema id -> its values' decoder
+        self._named: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id -> named types of its (writer, reader) schemas
+        self._columns: dict[pa.DataType, Any] = {}  # Arrow type -> its compiled decoding (kafkalog.fast.avro.AvroColumns)
 
     def _need_registry(self) -> Registry:
         if self.registry is None:
@@ -656,14 +658,39 @@ class Decoder:
             reg = self._need_registry()
             writer = reg.by_id(schema_id)
             reader = self.reader_schema()
-            parsed_w = _parse_avro(reg, writer, {}, set())
+            named_w: dict[str, Any] = {}
+            parsed_w = _parse_avro(reg, writer, named_w, set())
             parsed_r = None
+            named: dict[str, Any] = {}
             if reader is not None and reader.type == "AVRO" and reader.id != schema_id:
-                named: dict[str, Any] = {}
                 parsed_r = _parse_avro(reg, reader, named, set())
                 _convert_defaults(parsed_r, dict(named))
             got = self._avro[schema_id] = (parsed_w, parsed_r)
+            self._named[schema_id] = (named_w, named)
         return got
+
+    def decode_column(self, column: pa.Array, typ: pa.DataType) -> pa.Array | None:
+        """The typed column (:meth:`arrow_type` ``typ``) of a binary column of Avro values in the wire
+        format, decoded by the compiled kernel (:mod:`kafkalog.fast.avro`) into Arrow buffers; None
+        when the kernel is not there or not for these schemas or bytes: :meth:`decode_many` and
+        :meth:`to_arrow` then give the column (or the error), and are what it equals."""
+        from kafkalog.fast import avro
+
+        if not avro.AVAILABLE or self.format not in ("avro", "auto") or not self.typed or _unions(self._parsed_reader()):
+            return None
+        cols = self._columns.get(typ)
+        if cols is None:
+            cols = self._columns[typ] = avro.AvroColumns(typ)
+        for sid in avro.schema_ids(column):
+            if sid in cols.ops:
+                continue
+            try:
+                self._handler_of(sid)
+            except SchemaError:
+                return None  # the plain path raises it, located at its record
+            if sid not in self._avro or not cols.add(sid, *self._avro[sid], *self._named[sid]):
+                return None
+        return cols.decode(column)
 
     def decode(self, data: bytes | None) -> Any:
         """The value of ``data`` (None stays None); :class:`~kafkalog.errors.SchemaError` when it does not decode."""
@@ -979,9 +1006,14 @@ class Decoding:
             drop: set[int] = set()
             for role in roles:
                 d = decoders[role]
+                typ = schema.field(role).type
+                fast = d.decode_column(cols[role], typ)
+                if fast is not None:
+                    cols[role] = fast
+                    continue
                 values, bad = decode_all(d, cols[role].to_pylist(), topic=topic, partition=partition,
                                          offsets=lambda i, o=cols["offset"]: o[i].as_py(), on_undecodable=self.on_undecodable, warn=self.warn)
-                cols[role] = d.to_arrow(values, schema.field(role).type)
+                cols[role] = d.to_arrow(values, typ)
                 if self.on_undecodable == "skip":
                     drop.update(bad)
             out = pa.RecordBatch.from_arrays([cols[n] for n in schema.names], schema=schema)
