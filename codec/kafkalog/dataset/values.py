@@ -678,9 +678,15 @@ class Decoder:
 
         if not avro.AVAILABLE or self.format not in ("avro", "auto") or not self.typed or _unions(self._parsed_reader()):
             return None
-        cols = self._columns.get(typ)
+        cols = self._columns.get(typ, False)
+        if cols is False:
+            try:
+                cols = avro.AvroColumns(typ)
+            except avro.Unsupported:
+                cols = None
+            self._columns[typ] = cols
         if cols is None:
-            cols = self._columns[typ] = avro.AvroColumns(typ)
+            return None
         for sid in avro.schema_ids(column):
             if sid in cols.ops:
                 continue

@@ -107,6 +107,8 @@ class _Compiler:
         """(Avro type name, logical type) of a resolved, non-union schema."""
         if isinstance(s, str):
             return s, None
+        if isinstance(s, list):
+            raise Unsupported("a union in a union")
         t = s["type"]
         if isinstance(t, (dict, list)):
             raise Unsupported("a nested type object")
