@@ -36,7 +36,7 @@ _KNOWN = {
     "kafkaversion",
     "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "opencostinbytes", "minpartitions",
     "maxoffsetspertrigger", "privatekeys",
-    "keyformat", "valueformat", "schemastopic", "schemaregistry", "onundecodable",  # keys and values as data (kafkalog_spark.source)
+    "keyformat", "valueformat", "schemastopic", "schemaregistry", "onundecodable", "validate",  # keys and values as data (kafkalog_spark.source)
 }
 
 

@@ -45,7 +45,7 @@ from kafkalog.log.gaps import LogDirOffsets
 from kafkalog_spark.errors import SourceOptionError
 from kafkalog_spark.filters import RowFilter, push_filters
 from kafkalog_spark.layout import discover, filesystem_for
-from kafkalog_spark.options import SourceOptions, parse_options
+from kafkalog_spark.options import SourceOptions, _bool, parse_options
 from kafkalog_spark.planning import (
     PartitionLog,
     SegmentSlice,
@@ -115,13 +115,14 @@ def _formats(options: dict[str, str]) -> dict[str, str]:
     return {r: opts[f"{r}format"] for r in ("key", "value") if opts.get(f"{r}format", "bytes") != "bytes"}
 
 
-#: what :func:`_decoding` gives: the formats, the schema sources, onUndecodable
-DecodingOptions = tuple[dict[str, str], "Registry | None", str]
+#: what :func:`_decoding` gives: the formats, the schema sources, onUndecodable, validate
+DecodingOptions = tuple[dict[str, str], "Registry | None", str, bool]
 
 
 def _decoding(options: dict[str, str]) -> DecodingOptions:
     """The formats, the schema sources (the paths' _schemas topic or schemasTopic, and the URL
-    schemaRegistry), read on the driver, and onUndecodable (error or null: Spark's rows stay aligned)."""
+    schemaRegistry), read on the driver, onUndecodable (error or null: Spark's rows stay aligned) and
+    validate (JSON Schema values checked against their schema, as ``kafkalog cat --validate``)."""
     from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
     from kafkalog.dataset.values import FORMATS, WIRE_FORMATS
 
@@ -136,7 +137,7 @@ def _decoding(options: dict[str, str]) -> DecodingOptions:
     registry = None
     if WIRE_FORMATS.intersection(formats.values()):
         registry = Registry.open(_schemas_records(options, opts.get("schemastopic", SCHEMAS_TOPIC)), url=opts.get("schemaregistry") or None)
-    return formats, registry, on_undecodable
+    return formats, registry, on_undecodable, _bool(opts, "validate", False)
 
 
 def _schemas_records(options: dict[str, str], topic: str) -> list[tuple[bytes | None, bytes | None, int]]:
@@ -160,7 +161,7 @@ def decoded_types(options: dict[str, str], decoding: DecodingOptions | None = No
 
     from kafkalog.dataset.values import Decoding
 
-    formats, registry, _ = decoding if decoding is not None else _decoding(options)
+    formats, registry, _, _ = decoding if decoding is not None else _decoding(options)
     if not formats:
         return {}
     topics = parse_options(options).subscribe
@@ -266,8 +267,8 @@ class _Planner:
         self.min_partitions = o.min_partitions if o.min_partitions is not None else d.min_partitions
         self.keys = _keyring(o.private_keys)
         if not any(c in DECODED_COLUMNS for c in self.columns):
-            decoding = ({}, None, "error")
-        self.formats, self.registry, self.on_undecodable = decoding if decoding is not None else _decoding(options)
+            decoding = ({}, None, "error", False)
+        self.formats, self.registry, self.on_undecodable, self.validate = decoding if decoding is not None else _decoding(options)
 
     def plan(self, requests: list[tuple[PartitionLog, int, int | None, int | None]]) -> list[InputPartition]:
         """Input partitions for (log, start, end, lowest timestamp) requests: the split size from
@@ -368,7 +369,7 @@ def _read(partition: InputPartition, planner: _Planner) -> Iterator[pa.RecordBat
         return coalesce(b for sl in partition.slices for b in read_slice(sl, settings))
     from kafkalog.dataset.values import Decoding
 
-    decoding = Decoding(planner.formats, planner.registry, on_undecodable=planner.on_undecodable, warn=log.warning)
+    decoding = Decoding(planner.formats, planner.registry, on_undecodable=planner.on_undecodable, warn=log.warning, validate=planner.validate)
     return coalesce(b for sl in partition.slices for b in _with_decoded(read_slice(sl, settings), sl.topic, sl.partition, decoding, planner.columns))
 
 

@@ -247,3 +247,20 @@ def test_json_values_validated_against_their_schema(tmp_path: Path, capsys: pyte
     assert main(["cat", str(root), "-t", "ids", "-s", "value=json", "--validate", "--on-undecodable", "skip"]) == 0
     out = capsys.readouterr()
     assert [json.loads(line) for line in out.out.splitlines()] == values[:1] and "warning" in out.err
+
+
+def test_scan_validates_json_values_when_asked(tmp_path: Path) -> None:
+    """kafkalog.scan(validate=True) is --validate: a value valid JSON for its typed column but not by its
+    schema (a minimum) is undecodable, located at its record; without it the value reads as it is."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0}}}
+    values = [{"id": 1}, {"id": -1}]
+    assert [jsonschema.Draft7Validator(schema).is_valid(v) for v in values] == [True, False]
+    root = tmp_path / "data"
+    write_partition(root, "_schemas-0", [_schema_record("ids-value", 1, 1, schema, schemaType="JSON")])
+    write_partition(root, "ids-0", [(None, b"\0\0\0\0\x01" + json.dumps(v).encode()) for v in values])
+    assert kafkalog.scan(root, topics="ids", value_format="json", columns=["value"]).read_all().column(0).to_pylist() == values
+    with pytest.raises(UndecodableValueError, match=r"topic ids partition 0 offset 1 schema id 1: the JSON value is not valid by its schema at \$\.id"):
+        kafkalog.scan(root, topics="ids", value_format="json", validate=True).read_all()
+    t = kafkalog.scan(root, topics="ids", value_format="json", columns=["offset", "value"], validate=True, on_undecodable="null").read_all()
+    assert t.column("value").to_pylist() == [values[0], None]

@@ -137,3 +137,30 @@ def test_an_unknown_schema_id_and_an_unreachable_registry(spark, written, tmp_pa
     with pytest.raises(Exception, match=r"schema registry http://127\.0\.0\.1:9/? cannot be reached"):
         (spark.read.format("kafkalog").option("subscribe", "people").option("valueFormat", "avro")
          .option("schemaRegistry", "http://127.0.0.1:9").option("schemasTopic", "none").load(str(root)).collect())
+
+
+def test_validate_checks_json_values_in_the_workers(spark, tmp_path) -> None:  # noqa: ANN001
+    """Option validate=true is --validate: a JSON Schema value the jsonschema library finds invalid (below
+    its minimum) fails the query, or with onUndecodable=null is a null; without it the value reads."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from helpers import write_partition
+
+    schema = {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0}}}
+    values = [{"id": 1}, {"id": -1}]
+    assert [jsonschema.Draft7Validator(schema).is_valid(v) for v in values] == [True, False]
+    root = tmp_path / "data"
+    write_partition(root, "_schemas-0", [_schema("ids-value", 1, json.dumps(schema), "JSON")])
+    write_partition(root, "ids-0", [(None, b"\0\0\0\0\x01" + json.dumps(v).encode()) for v in values])
+
+    def read(**options: str) -> list:
+        reader = spark.read.format("kafkalog").option("subscribe", "ids").option("valueFormat", "json")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return [None if r.valueDecoded is None else r.valueDecoded.asDict() for r in reader.load(str(root)).orderBy("offset").collect()]
+
+    assert read() == values
+    with pytest.raises(Exception, match=r"topic ids partition 0 offset 1 schema id 1: the JSON value is not valid by its schema at \$\.id"):
+        read(validate="true")
+    assert read(validate="true", onUndecodable="null") == [values[0], None]
+    with pytest.raises(Exception, match="option validate must be true or false"):
+        read(validate="yes")

@@ -255,6 +255,7 @@ def scan(
     value_format: str | None = None,
     schemas: Registry | None = None,
     on_undecodable: str = "error",
+    validate: bool = False,
     workers: int = 1,
 ) -> pa.RecordBatchReader:
     """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
@@ -325,6 +326,8 @@ def scan(
     the ``_schemas`` topic under ``path``. A value that does not decode raises
     :class:`~kafkalog.errors.SchemaError` naming topic, partition, offset and schema id, unless
     ``on_undecodable`` is ``null`` or ``skip`` (a logged warning, and a null or no row).
+    ``validate=True`` also checks each JSON Schema value against its schema (the jsonschema library,
+    extra ``jsonschema``; the CLI's ``--validate``): an invalid one is undecodable as above.
 
     ``workers``: threads that read the next partitions ahead while the current one is consumed
     (each up to :data:`READ_AHEAD` batches ahead, so memory stays bounded). The result is the same,
@@ -360,7 +363,7 @@ def scan(
         formats = {r: f for r, f in (("key", key_format), ("value", value_format)) if f not in (None, "bytes")}
         if schemas is None and WIRE_FORMATS.intersection(formats.values()):
             schemas = Registry.open(topic_records(paths, SCHEMAS_TOPIC))
-        decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning)  # type: ignore[arg-type]
+        decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning, validate=validate)  # type: ignore[arg-type]
     return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                       read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
                       include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers)
