@@ -262,6 +262,43 @@ def test_bytes_fastavro_reads_though_the_kernel_refuses_them(avro_path: str) -> 
     assert got.equals(_fastavro_column(reg, wires, None, got.type))
 
 
+@pytest.mark.parametrize(("schema", "values"), [
+    ("string", ["", "grüß"]),
+    ("long", [0, -(2**63)]),
+    (["null", {"type": "record", "name": "R", "fields": [{"name": "a", "type": {"type": "array", "items": "int"}}]}], [None, {"a": [1, 2]}]),
+    ({"type": "map", "values": ["null", "double"]}, [{}, {"x": None, "y": 1.5}]),
+])
+def test_values_that_are_not_records(avro_path: str, schema: Any, values: list[Any]) -> None:
+    reg = _registry(("t-value", 1, 1, schema))
+    wires = [_wire(1, schema, v) for v in values] + [None]
+    got, compiled = _decode(reg, wires)
+    assert compiled == (avro_path == "compiled")
+    assert got.equals(_fastavro_column(reg, wires, None, got.type))
+
+
+def test_blocks_with_sizes_repeated_map_keys_and_a_sliced_column(avro_path: str) -> None:
+    """Arrays in blocks whose count is negative (then the block's size: Java's blocking encoder), a map
+    whose key comes twice (fastavro's dict keeps the last value, so the kernel refuses it), and a
+    column that is a slice of a larger one (an Arrow offset)."""
+    schema = {"type": "record", "name": "R", "fields": [{"name": "a", "type": {"type": "array", "items": "long"}},
+                                                        {"name": "m", "type": {"type": "map", "values": "int"}}]}
+    reg = _registry(("t-value", 1, 1, schema))
+    blocks = b"\x03\x04\x02\x04\x02\x06\x00" + b"\x00"  # a: a block of -2 items (size 4: no use), a block of 1; m: {}
+    wires = [b"\0\0\0\0\x01" + blocks, _wire(1, schema, {"a": [], "m": {"k": 1}})]
+    got, compiled = _decode(reg, wires)
+    assert compiled == (avro_path == "compiled") and got.to_pylist()[0] == {"a": [1, 2, 3], "m": []}
+    assert got.equals(_fastavro_column(reg, wires, None, got.type))
+    twice = b"\0\0\0\0\x01\x00\x04\x02k\x02\x02k\x04\x00"  # m: k=1, k=2
+    got, compiled = _decode(reg, [twice])
+    assert not compiled and got.to_pylist() == [{"a": [], "m": [("k", 2)]}]
+    column = pa.array([None, *wires, None], pa.binary()).slice(1, 2)
+    d = Decoder("avro", reg, subject="t-value", typed=True)
+    fast = d.decode_column(column, d.arrow_type())
+    assert (fast is not None) == (avro_path == "compiled")
+    if fast is not None:
+        assert fast.equals(_fastavro_column(reg, wires, None, fast.type))
+
+
 def test_edges_of_dates_timestamps_and_decimals(avro_path: str) -> None:
     """The last values Python's datetime holds decode; one past them is fastavro's error, not a value."""
     schema = {"type": "record", "name": "R", "fields": [
