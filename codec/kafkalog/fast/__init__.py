@@ -1,12 +1,13 @@
 """The fast path: columnar decoding of record batches, records made in C, the codecs' C
-decompressors, the JVM's lz4 and snappy compressors (``_compress``), Arrow output and the producer's
-partitioner hash.
+decompressors, the JVM's lz4 and snappy compressors (``_compress``), Arrow output, the producer's
+partitioner hash, and Avro values decoded straight into Arrow columns (``avro``).
 
 Its kernels are Cython extension modules (``fast/_*.pyx``) compiled when the package is installed;
 nothing is compiled at run time. Each has a pure-Python twin beside it, which gives the same
 results and the same errors: it is used where the extensions were not built (no compiler at
 install) or when ``KAFKALOG_NO_EXTENSIONS`` is set to a non-empty value (as aiokafka's
-``AIOKAFKA_NO_EXTENSIONS``). :data:`EXTENSIONS` says which path is in use.
+``AIOKAFKA_NO_EXTENSIONS``). :data:`EXTENSIONS` says which path is in use. The Avro kernel's plain
+path is fastavro's, in :mod:`kafkalog.dataset.values`, which the kernel hands a column back to.
 
 Importing this package is cheap: it imports nothing until asked (no numpy). Each piece has a plain
 path in :mod:`kafkalog.format` it is tested against; this layer imports only from there.
