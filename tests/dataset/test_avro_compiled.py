@@ -178,6 +178,24 @@ def test_drawn_schemas_decode_as_fastavro_reads_them(avro_path: str, data: st.Da
 
 
 # ----------------------------------------------------------------------------- schema resolution
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data(), kept=_SCHEMAS, gone=_SCHEMAS)
+def test_drawn_fields_skipped_and_added_as_fastavro_resolves_them(avro_path: str, data: st.DataObject, kept: tuple[Any, Any],
+                                                                   gone: tuple[Any, Any]) -> None:
+    """A writer field the reader lacks (of any drawn type: the kernel skips it as fastavro does) and a
+    reader field the writer lacks (its default)."""
+    counter = [0]
+    v, g = _named(kept[0], counter)["fields"][0], _named(gone[0], counter)["fields"][0]
+    writer = {"type": "record", "name": "Top", "fields": [{**g, "name": "gone"}, v]}
+    reader = {"type": "record", "name": "Top", "fields": [v, {"name": "added", "type": ["null", "long"], "default": None}]}
+    rows = data.draw(st.lists(st.tuples(kept[1], gone[1]).map(lambda t: {"v": t[0], "gone": t[1]}), max_size=5))
+    reg = _registry(("t-value", 1, 1, writer), ("t-value", 2, 2, reader))
+    wires = [_wire(1, writer, r) for r in rows]
+    got, compiled = _decode(reg, wires)
+    assert compiled == (avro_path == "compiled")
+    assert got.equals(_fastavro_column(reg, wires, reader, got.type))
+
+
 V1 = {"type": "record", "name": "E", "fields": [
     {"name": "n", "type": "int"}, {"name": "f", "type": "float"}, {"name": "l", "type": "long"}, {"name": "s", "type": "string"},
     {"name": "b", "type": "bytes"}, {"name": "gone", "type": {"type": "array", "items": ["null", "string"]}},
