@@ -357,3 +357,28 @@ def test_every_cp760_topic_decodes_as_fastavro_reads_it(avro_path: str, caplog: 
         assert (compiled is not None) == (avro_path == "compiled") and (compiled is None or compiled.equals(got))
     with caplog.at_level(logging.WARNING):
         assert not caplog.records
+
+
+_TEXT = st.one_of(st.binary(max_size=8), st.text(max_size=4).map(str.encode),
+                  st.lists(st.sampled_from([b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe0\x9f\xbf", b"\xf0\x8f\xbf\xbf",
+                                            b"\xef\xbf\xbf", b"\xf4\x8f\xbf\xbf", b"\xc2", b"a", b"\xe2\x82\xac"]), max_size=4).map(b"".join))
+
+
+@settings(max_examples=150, deadline=None)
+@given(raw=_TEXT)
+def test_the_kernel_takes_text_exactly_when_python_decodes_it(raw: bytes) -> None:
+    """Avro strings must be strict UTF-8 (fastavro decodes them with Python's codec): the kernel takes a
+    value exactly when Python decodes its text, and hands the others to fastavro, which raises."""
+    if not avro.AVAILABLE:
+        pytest.skip("the compiled core is disabled (KAFKALOG_NO_EXTENSIONS)")
+    reg = _registry(("t-value", 1, 1, "string"))
+    wire = b"\0\0\0\0\x01" + bytes([len(raw) * 2]) + raw  # zig-zag length (under 64)
+    d = Decoder("avro", reg, subject="t-value", typed=True)
+    try:
+        want = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        want = None
+    got = d.decode_column(pa.array([wire], pa.binary()), pa.string())
+    assert (got is None) == (want is None)
+    if got is not None:
+        assert got.to_pylist() == [want]
