@@ -3,14 +3,15 @@
 
 Rows, all measured in this run:
 
-1. **start-up**: wall time and peak RSS (the process's own, read at its exit) of fresh processes: ``python -c pass`` (the interpreter
+1. **start-up**: wall time, CPU time and peak RSS (the process's own, read at its exit) of fresh processes: ``python -c pass`` (the interpreter
    alone), ``import kafkalog``, ``import aiokafka.record.default_records`` (a peer's decoder), and
    the small commands: ``kafkalog --version``, ``--help``, ``dump`` and ``dump --json`` of a small
    segment (``golden/kafka/records/v2-none``), ``explain`` of it, ``info``, ``cat`` and ``verify`` of
-   ``golden/kafka/logdir/golden-0``. The children run this tree's ``codec`` with its bytecode cached
-   (compiled once into a scratch ``PYTHONPYCACHEPREFIX``, as an installed package has its ``.pyc``
-   files; ``PYTHONDONTWRITEBYTECODE`` without a ``__pycache__`` would time the compiler), so the
-   first of ``--repeat`` runs, listed apart, should match the others. ``--against DIR`` runs the
+   ``golden/kafka/logdir/golden-0``. The children run this tree's ``codec`` with bytecode cached, as
+   an installed package has its ``.pyc`` files (``PYTHONDONTWRITEBYTECODE`` without a ``__pycache__``
+   would time the compiler): an untimed run of each command first writes it to a scratch
+   ``PYTHONPYCACHEPREFIX`` (the trees stay untouched), so the first timed run, listed apart, should
+   match the others (kafkalog compiles or caches nothing at run time). ``--against DIR`` runs the
    same rows with another checkout's ``codec`` (e.g. the main branch), interleaved with this one's,
    and adds its columns and the ratio of the medians: the comparison to make on a loaded machine.
 2. **decode**: records/s of kafkalog's objects, columnar and columnar views paths against
@@ -95,12 +96,11 @@ def commands() -> list[tuple[str, list[str]]]:
 
 
 def child_env(tree: Path, pycache: str) -> dict[str, str]:
-    """The environment of a start-up child: ``tree``'s ``codec`` first on the path, its bytecode
-    cached under ``pycache`` (written there, not into the tree), compiled before the first run."""
+    """The environment of a start-up child: ``tree``'s ``codec`` first on the path, bytecode cached
+    under ``pycache`` (written there, not into the tree or the interpreter's own caches)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = os.pathsep.join([str(tree / "codec"), str(tree / "spark_ext")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
     env["PYTHONPYCACHEPREFIX"] = pycache
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "codec" / "kafkalog")], env=env, check=True, stdout=subprocess.DEVNULL)
     return env
 
 
@@ -131,6 +131,9 @@ def startup_rows(repeat: int, envs: list[dict[str, str]]) -> list[list[str]]:
     ``envs[0]`` (:func:`child_env`); with a second env (``--against``), that checkout's best and
     median too (its runs interleaved with the first's) and the ratio of the medians (first / second)."""
     cmds = commands()
+    for _label, argv in cmds:
+        for env in envs:
+            run_once(argv, env)  # untimed: writes the bytecode of everything the command imports to the cache
     runs: dict[tuple[int, str], list[tuple[float, int, int, float]]] = {(i, label): [] for i in range(len(envs)) for label, _ in cmds}
     for _ in range(repeat):
         for label, argv in cmds:
