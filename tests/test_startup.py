@@ -73,6 +73,69 @@ def test_small_dump_imports_only_what_it_uses(pure: bool) -> None:
     assert "kafkalog.tools.verify" not in run.stderr and "kafkalog.log.cleaner" not in run.stderr  # other commands' modules stay out
 
 
+def _loaded(*args: str, env: dict[str, str] | None = None) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """(every module in ``sys.modules`` after ``kafkalog ARGS`` in a fresh interpreter, the run).
+    Unlike ``-X importtime``, which leaves out what ``importlib.import_module`` loads, this names the
+    command modules the CLI loads too."""
+    code = ("import sys\nfrom kafkalog.tools.cli import main\ntry:\n    rc = main(sys.argv[1:])\nfinally:\n"
+            "    sys.stdout.flush()\n    sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\nsys.exit(rc)")
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
+    listed = [line for line in run.stderr.splitlines() if line.startswith("MODULES ")]
+    assert listed, run.stderr[-2000:]
+    return set(listed[-1].split()[1:]), run
+
+
+def _top(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+#: The CLI's own modules, which every command loads.
+_CLI = {"kafkalog.tools", "kafkalog.tools.cli", "kafkalog.tools.command"}
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c-extension", "pure-python"])
+def test_version_loads_no_command(pure: bool) -> None:
+    """``kafkalog --version`` prints the version before any command is looked at: no command's
+    module (``--help`` loads them all, to list them), nothing beyond ``import kafkalog`` and the CLI."""
+    modules, run = _loaded("--version", env=_env(pure))
+    assert run.returncode == 0 and run.stdout.startswith("kafkalog "), run
+    tools = {m for m in modules if m.startswith("kafkalog.tools")}
+    assert tools == _CLI, sorted(tools - _CLI)
+    assert not _top(modules) & set(HEAVY + CODECS), sorted(_top(modules) & set(HEAVY + CODECS))
+
+
+def test_help_loads_no_heavy_module() -> None:
+    """``kafkalog --help`` loads every command's module to list them, but none of the packages
+    those commands use when they run: numpy (the log layer's index checks, verify), construct
+    (explain's and the internal topics' schemas), pyarrow (export)."""
+    modules, run = _loaded("--help", env=_env(False))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert {"kafkalog.tools.explain", "kafkalog.tools.groups", "kafkalog.tools.compact", "kafkalog.tools.writer_cases"} <= modules
+    assert not _top(modules) & set(HEAVY + CODECS), sorted(_top(modules) & set(HEAVY + CODECS))
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c-extension", "pure-python"])
+def test_dump_of_one_log_loads_only_the_record_readers(pure: bool) -> None:
+    """``kafkalog dump`` (text and JSON) of one ``.log``: the readers of indexes, snapshots and
+    checkpoints and the log layer (the data-loss check of partition directories) stay out, as do
+    the other commands' modules."""
+    for args in (["dump", str(SMALL_LOG)], ["dump", "--json", str(SMALL_LOG)]):
+        modules, run = _loaded(*args, env=_env(pure))
+        assert run.returncode == 0 and run.stdout, run.stderr[-2000:]
+        extra = {m for m in modules if m.startswith(("kafkalog.log", "kafkalog.dataset", "kafkalog.internal"))}
+        extra |= modules & {f"kafkalog.format.{m}" for m in ("index", "checkpoints", "snapshot", "txnindex", "schemas")}
+        extra |= {m for m in modules if m.startswith("kafkalog.tools")} - _CLI - {"kafkalog.tools.dump", "kafkalog.tools.canonical"}
+        assert not extra, (args, sorted(extra))
+        assert not _top(modules) & set(HEAVY + CODECS), sorted(_top(modules) & set(HEAVY + CODECS))
+
+
+def test_explain_loads_construct_only() -> None:
+    """``kafkalog explain`` parses with construct's schemas, and needs neither numpy nor pyarrow."""
+    modules, run = _loaded("explain", str(SMALL_LOG), env=_env(False))
+    assert run.returncode == 0 and "record batch" in run.stdout, run.stderr[-2000:]
+    assert _top(modules) & set(HEAVY) == {"construct"}, sorted(_top(modules) & set(HEAVY))
+
+
 def test_the_cli_loads_every_command_for_help() -> None:
     """``--help`` (no command named) lists every command, so it loads them all."""
     run = subprocess.run([sys.executable, "-m", "kafkalog", "--help"], capture_output=True, text=True, check=False)

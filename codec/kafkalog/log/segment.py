@@ -26,8 +26,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-import numpy as np
-
 from kafkalog.errors import CorruptIndexError, CorruptRecordError, IndexOffsetOverflowError, ReadOnlyLogError
 from kafkalog.format.epoch import LeaderEpochCache
 from kafkalog.format.files import pwrite_all, segment_file_name
@@ -514,6 +512,8 @@ class Segment:
         """Raise :class:`~kafkalog.errors.CorruptIndexError` when the offset or time index fails Kafka's
         sanity checks, its entries do not increase, or an entry points past the ``.log`` (an index
         left untrimmed or stale by a crash): a read-only load then rebuilds both in memory."""
+        import numpy as np  # the indexes' arrays are numpy's: loaded with them, not by every command importing the log layer
+
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
         offsets, positions = self.offset_index.offsets_and_positions()

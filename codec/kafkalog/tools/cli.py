@@ -68,10 +68,28 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     args = sys.argv[1:] if argv is None else list(argv)
     named = next((a for a in args if not a.startswith("-")), None)
-    modules = [COMMANDS[named]] if named in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    if named in COMMANDS:
+        modules = [COMMANDS[named]]
+    elif _version_first(args):
+        modules = []  # argparse prints the version and exits before it looks at a command
+    else:
+        modules = list(dict.fromkeys(COMMANDS.values()))
     for name in modules:
         importlib.import_module(f"kafkalog.tools.{name}").register(sub)
     return p
+
+
+def _version_first(args: Sequence[str]) -> bool:
+    """Whether argparse meets ``--version`` (or an abbreviation of it) before a help flag and before
+    a command word: it then prints the version and exits, so no command's module need load."""
+    for a in args:
+        if a == "-h" or (len(a) > 2 and "--help".startswith(a)):
+            return False
+        if len(a) > 2 and "--version".startswith(a):
+            return True
+        if not a.startswith("-"):
+            return False
+    return False
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from kafkalog.errors import CrcMismatchError, DataLossError, KafkaLogError
-from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from kafkalog.format.files import (
     DUMPED_KINDS,
     FileKind,
@@ -30,14 +29,10 @@ from kafkalog.format.files import (
     segment_file_name,
     walk,
 )
-from kafkalog.format.index import OffsetIndex, TimeIndex, base_offset_of
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.record import LegacyRecord
 from kafkalog.format.records.stream import Batch, LogReader, crc_error
 from kafkalog.format.records.v2 import RecordBatch
-from kafkalog.format.snapshot import read_producer_snapshot
-from kafkalog.format.txnindex import read_txn_index
-from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error
 from kafkalog.tools.canonical import batch_json, dumps, log_lines, record_json
 from kafkalog.tools.command import (
     EXIT_BAD_DATA,
@@ -55,6 +50,10 @@ from kafkalog.tools.command import (
 
 if TYPE_CHECKING:
     from kafkalog.format.tiered_aiven import Keyring, RemoteSegment
+    from kafkalog.log.gaps import Gap
+
+# The readers of the other file kinds (indexes, snapshots, checkpoints) and the data-loss check of
+# directories are imported where a file or a directory needs them: a dump of one .log loads none.
 
 __all__ = ["DumpOptions", "DumpResult", "dump", "json_lines"]
 
@@ -144,6 +143,8 @@ class _Part:
 
 
 def _snapshot_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    from kafkalog.format.snapshot import read_producer_snapshot
+
     for e in read_producer_snapshot(path, data=None if src is None else src.data()):
         meta = []
         if e.last_offset >= 0:
@@ -173,18 +174,24 @@ def _snapshot_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[d
 
 
 def _index_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    from kafkalog.format.index import OffsetIndex
+
     idx = OffsetIndex.read(path) if src is None else OffsetIndex.read(path, data=src.data(), base_offset=src.base_offset)
     for i in range(len(idx)):
         yield {"file": rel, "type": "offsetIndexEntry", "i": i, "offset": int(idx.offsets[i]), "position": int(idx.positions[i])}
 
 
 def _time_index_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    from kafkalog.format.index import TimeIndex
+
     idx = TimeIndex.read(path) if src is None else TimeIndex.read(path, data=src.data(), base_offset=src.base_offset)
     for i in range(len(idx)):
         yield {"file": rel, "type": "timeIndexEntry", "i": i, "timestamp": int(idx.timestamps[i]), "offset": int(idx.offsets[i])}
 
 
 def _txn_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    from kafkalog.format.txnindex import read_txn_index
+
     for t in read_txn_index(path, data=None if src is None else src.data()):
         yield {
             "file": rel, "type": "abortedTxn", "version": t.version, "producerId": t.producer_id,
@@ -193,11 +200,15 @@ def _txn_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[s
 
 
 def _epoch_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    from kafkalog.format.checkpoints import read_leader_epoch_checkpoint
+
     for e in read_leader_epoch_checkpoint(path, data=None if src is None else src.data()):
         yield {"file": rel, "type": "leaderEpochEntry", "epoch": e.epoch, "startOffset": e.start_offset}
 
 
 def _pm_lines(path: str, rel: str, src: _Part | None = None) -> Iterator[dict[str, Any]]:
+    from kafkalog.format.checkpoints import read_partition_metadata
+
     pm = read_partition_metadata(path)
     yield {"file": rel, "type": "partitionMetadata", "version": pm.version, "topicId": pm.topic_id}
 
@@ -348,6 +359,11 @@ def _release_of(kafka_version: str | None) -> tuple[int, int]:
 
 
 def _text_other(path: str, kind: FileKind, out: TextIO, src: _Part | None = None, release: str | None = None) -> None:
+    from kafkalog.format.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
+    from kafkalog.format.index import OffsetIndex, TimeIndex
+    from kafkalog.format.snapshot import read_producer_snapshot
+    from kafkalog.format.txnindex import read_txn_index
+
     data = None if src is None else src.data()
     if kind is FileKind.INDEX:
         idx = OffsetIndex.read(path) if src is None else OffsetIndex.read(path, data=data, base_offset=src.base_offset)
@@ -508,6 +524,8 @@ def _open_listed(path: str) -> BinaryIO:
 
 def _next_base(walked: list[tuple[str, str, FileKind | None, int | None]], i: int) -> int | None:
     """The base offset of the first ``.log`` after ``walked[i]`` in the same directory (None: none)."""
+    from kafkalog.format.index import base_offset_of
+
     folder = posixpath.dirname(walked[i][1])
     if not _PLAIN_SEGMENT.fullmatch(posixpath.basename(walked[i][1])):
         return None  # a tiered-storage copy (<offset>-<id>.log): copies of one partition may overlap
@@ -557,6 +575,10 @@ def _data_loss(paths: list[str]) -> list[Gap]:
         for full, _rel in files:
             if kind_of(full) in _SEGMENT_KINDS:
                 dirs[posixpath.dirname(full) if is_url(full) else os.path.dirname(full)] = None
+    if not dirs:
+        return []  # files named one by one: no partition to check (nor its check to load)
+    from kafkalog.log.gaps import LogDirOffsets, find_gaps
+
     offsets: dict[str, LogDirOffsets] = {}
     gaps: list[Gap] = []
     for d in dirs:
@@ -684,6 +706,8 @@ def dump(
     result.gaps = _data_loss(paths)
     if result.gaps:
         if not opts.allow_gaps:
+            from kafkalog.log.gaps import gaps_error
+
             raise gaps_error(result.gaps)
         for g in result.gaps:
             err.write(f"warning: {g} (dumping the rest: --allow-gaps)\n")

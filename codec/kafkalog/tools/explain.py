@@ -9,18 +9,21 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-
-from construct import Array, Construct, Container, FocusedSeq, Renamed, Struct
+from typing import TYPE_CHECKING, Any
 
 from kafkalog.errors import KafkaLogError, OffsetOutOfRangeError
-from kafkalog.format import schemas as S
 from kafkalog.format.compression import Codec
 from kafkalog.format.files import FileKind, kind_of
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import HEADER_SIZE, RecordBatch
 from kafkalog.tools.command import EXIT_IO, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from construct import Construct, Container, Struct
+
+# construct and the schemas built with it are imported by the functions that parse: `kafkalog
+# --help`, which loads every command's module, does not load them.
 
 __all__ = ["Field", "annotate", "explain_file"]
 
@@ -37,10 +40,14 @@ class Field:
 
 
 def _context(stream: io.BytesIO) -> Container:
+    from construct import Container
+
     return Container(_params=Container(), _root=None, _parsing=True, _building=False, _sizing=False, _io=stream, _index=None)
 
 
 def _type_name(sc: Construct) -> str:
+    from construct import Renamed
+
     inner = sc.subcon if isinstance(sc, Renamed) else sc
     while type(inner).__name__ == "Rebuild":
         inner = inner.subcon
@@ -63,6 +70,8 @@ def _type_name(sc: Construct) -> str:
 
 def annotate(struct: Struct, data: bytes, start: int = 0, prefix: str = "") -> tuple[list[Field], int]:
     """Parse ``struct`` at ``data[start:]`` field by field; return the fields and the end position."""
+    from construct import Array, FocusedSeq, Renamed
+
     stream = io.BytesIO(data)
     stream.seek(start)
     ctx = _context(stream)
@@ -112,6 +121,8 @@ def _hex_lines(data: bytes, f: Field, base: int) -> Iterator[str]:
 
 def _explain_control(buf: bytes, f: Field, base: int) -> Iterator[str]:
     """A control record's key (version, type) and, for ABORT/COMMIT, its marker value."""
+    from kafkalog.format import schemas as S
+
     if f.path.endswith(".key") and f.end - f.start >= S.CONTROL_RECORD_KEY.sizeof():
         schema = S.CONTROL_RECORD_KEY
     elif f.path.endswith(".value") and f.end - f.start >= S.END_TXN_MARKER_VALUE.sizeof():
@@ -124,6 +135,8 @@ def _explain_control(buf: bytes, f: Field, base: int) -> Iterator[str]:
 
 
 def _explain_batch(batch: RecordBatch | LegacyBatch) -> Iterator[str]:
+    from kafkalog.format import schemas as S
+
     data = batch.data
     if isinstance(batch, RecordBatch):
         yield f"record batch (magic 2) at position {batch.position}, offsets {batch.base_offset}..{batch.last_offset}, {batch.compression.label}"
@@ -153,6 +166,8 @@ def _explain_batch(batch: RecordBatch | LegacyBatch) -> Iterator[str]:
 def explain_file(path: str, *, offset: int | None = None, limit: int = 1) -> Iterator[str]:
     """Annotated lines for ``limit`` batches of a ``.log`` (from the one holding ``offset``), or
     every entry of an index, time index, transaction index or producer snapshot."""
+    from kafkalog.format import schemas as S
+
     kind = kind_of(path)
     if kind is FileKind.LOG or kind is None and path.endswith(".log"):
         shown = 0

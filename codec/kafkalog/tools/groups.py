@@ -34,17 +34,22 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.files import FileKind, kind_of
 from kafkalog.format.records.control import ControlType, control_type_of
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.records.v2 import RecordBatch
-from kafkalog.internal import RELEASES, decode_log, parse_release
-from kafkalog.internal.releases import NEWEST, Release
-from kafkalog.log.source import partition_dirs
+from kafkalog.format.releases import RELEASES
 from kafkalog.tools.command import EXIT_BAD_DATA, EXIT_IO, EXIT_OK, is_kafka_file, kafka_version_arg, missing_or_empty
+
+if TYPE_CHECKING:
+    from kafkalog.internal.releases import Release
+
+# The internal topics' decoders (construct and Kafka's message schemas) and the log layer's discovery
+# are imported by the functions that read: `kafkalog --help`, which loads every command's module,
+# does not load them.
 
 __all__ = [
     "CommittedOffset",
@@ -262,6 +267,8 @@ class GroupsResult:
 
 # --------------------------------------------------------------------------- partition dirs
 def _partition_dirs(dirs: Iterable[str | os.PathLike[str]]) -> dict[tuple[str, int], list[str]]:
+    from kafkalog.log.source import partition_dirs
+
     found: dict[tuple[str, int], list[str]] = {}
     for d in dirs:
         d = os.fspath(d)
@@ -278,6 +285,7 @@ def _auto_release(parts: dict[tuple[str, int], list[str]]) -> str:
     """``--kafka-version auto`` for the groups' topics: the newest release any of their segments asks for."""
     from kafkalog.internal import decoder_for_topic
     from kafkalog.internal.detect import detect_release
+    from kafkalog.internal.releases import NEWEST
 
     found = []
     for (topic, _number), pdirs in parts.items():
@@ -367,6 +375,8 @@ class _Replay:
         return st
 
     def partition(self, number: int, segments: list[str]) -> None:
+        from kafkalog.internal import decode_log
+
         for seg in segments:
             try:
                 for item in decode_log(seg, decoder="offsets", release=self.release):
@@ -488,6 +498,8 @@ class _Replay:
         """Replay a ``__share_group_state`` partition as ShareCoordinatorShard does: a snapshot
         (type 0) replaces a partition's state, an update (type 1) moves its start offset and leader
         epoch when they are not -1 (the state epoch only comes with snapshots), a tombstone removes it."""
+        from kafkalog.internal import decode_log
+
         for seg in segments:
             try:
                 for item in decode_log(seg, decoder="share-group-state", release=self.release):
@@ -626,6 +638,8 @@ def read_groups(*dirs: str | os.PathLike[str], release: str | Release | None = N
     ``release`` (``"4.0"`` to ``"4.4"``, default the newest) writes them; ``"auto"``: the newest of the
     releases :func:`kafkalog.internal.detect.detect_release` finds for their segments, as the one
     coordinator that wrote them all must read every one of them."""
+    from kafkalog.internal import parse_release
+
     parts = _partition_dirs(dirs)
     if release == "auto":
         release = _auto_release(parts)
