@@ -29,6 +29,7 @@ __all__ = [
     "default_jobs",
     "ordered_map",
     "runs",
+    "share",
     "span",
 ]
 
@@ -90,11 +91,16 @@ def add_jobs_option(parser: argparse.ArgumentParser, unit: str, small: str = "un
 RUNS_PER_JOB = 16
 
 
-def runs(items: Sequence[T], weights: Sequence[int], jobs: int) -> list[list[T]]:
-    """``items`` cut, in order, into runs of about a ``RUNS_PER_JOB * jobs``-th of the total weight
-    each (an item heavier than that is a run of its own): the tasks of a run spread over ``jobs``
+def share(weights: Sequence[int], jobs: int) -> int:
+    """The weight of one task when ``weights`` are spread over ``jobs`` processes: a ``RUNS_PER_JOB * jobs``-th of the total."""
+    return max(1, sum(weights) // (RUNS_PER_JOB * jobs))
+
+
+def runs(items: Sequence[T], weights: Sequence[int], jobs: int, target: int | None = None) -> list[list[T]]:
+    """``items`` cut, in order, into runs of about ``target`` weight each (default: :func:`share`;
+    an item heavier than that is a run of its own): the tasks of a run spread over ``jobs``
     processes, so that thousands of small partitions cost a few dozen round trips, not thousands."""
-    target = max(1, sum(weights) // (RUNS_PER_JOB * jobs))
+    target = share(weights, jobs) if target is None else target
     out: list[list[T]] = []
     weight = 0
     for item, w in zip(items, weights, strict=True):
