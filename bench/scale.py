@@ -5,6 +5,8 @@
     .venv/bin/python bench/scale.py --size 100GB --out /big/disk     # the size issue 36 documents
     .venv/bin/python bench/scale.py --size 200MB                     # a quick run
     .venv/bin/python bench/scale.py --memory                         # bounded memory: one 1 GB segment, 100,000 tiny partitions
+    .venv/bin/python bench/scale.py --skewed --size 500MB --repeat 3 --commands export,verify --jobs 1,2
+                                                                     # one dominant partition: -j cuts it into ranges of segments
 
 **The backup** (:func:`generate`) is a broker's log dir as a broker leaves it after a clean shutdown:
 ``meta.properties`` (version 1, a KRaft broker), ``recovery-point-offset-checkpoint``,
@@ -61,6 +63,8 @@ VALUE_SIZE = 1024
 BASE_TIME_MS = 1_767_225_600_000
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 ZIPF_EXPONENT = 1.1
+#: ``--skewed``: segment.bytes of its one partition (a 10 GB partition has about 300 segments)
+SKEWED_SEGMENT_BYTES = 32 << 20
 _UNITS = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4, "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4}
 
 
@@ -654,6 +658,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commands", default="export,verify,info,scan,cat", help="comma-separated (default: export,verify,info,scan,cat)")
     ap.add_argument("--jobs", default="1,2,all", help="the -j values (default 1,2,all; all: the CPUs available)")
     ap.add_argument("--memory", action="store_true", help="instead: peak RSS over one 1 GB segment and over 100,000 tiny partitions (and small sets to compare)")
+    ap.add_argument("--skewed", action="store_true", help=(
+        "instead: one partition of --size, in segments of 32 MiB (<out>/segsplit-<size>-s<seed>): the backup one huge partition "
+        "dominates, which -j cuts into ranges of segments"))
+    ap.add_argument("--repeat", type=int, default=1, help="run the commands this many times, interleaved (-j 1, -j 2, ..., again): "
+                    "on a shared machine, compare ratios within one round")
     ap.add_argument("--generate-only", action="store_true", help="write (or reuse) the set and stop")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
     args = ap.parse_args(argv)
@@ -679,22 +688,24 @@ def main(argv: list[str] | None = None) -> int:
             if not args.json:
                 print(f"\n### {label}\n\n{table(runs)}")
     else:
-        root = args.out / f"{size_label(args.size)}-s{args.seed}"
+        skew = {"partitions": 1, "segment_bytes": SKEWED_SEGMENT_BYTES} if args.skewed else {}
+        root = args.out / f"{'segsplit-' if args.skewed else ''}{size_label(args.size)}-s{args.seed}"
         progress = Progress(sys.stderr, "generating")
-        progress.set_total(len(plan(args.size, args.seed)))
+        progress.set_total(len(plan(args.size, args.seed, **skew)))  # type: ignore[arg-type]
         t0 = time.perf_counter()
-        manifest = generate(root, args.size, args.seed, jobs=args.gen_jobs, progress=progress)
+        manifest = generate(root, args.size, args.seed, jobs=args.gen_jobs, progress=progress, **skew)  # type: ignore[arg-type]
         progress.done()
         log(f"{root}: {manifest['partitions']} partitions, {manifest['bytes']:,} bytes ({time.perf_counter() - t0:.0f} s)")
         result["manifest"] = manifest
         if args.generate_only:
             return 0
-        runs = run_commands(root / "data", root / "work", commands, jobs, str(manifest["largest"]), log)
-        result["runs"] = [asdict(r) for r in runs]
+        rounds = [run_commands(root / "data", root / "work", commands, jobs, str(manifest["largest"]), log) for _ in range(args.repeat)]
+        result["runs"] = [asdict(r) for runs in rounds for r in runs]
         if not args.json:
             print(f"{manifest['bytes'] / 1e9:.2f} GB, {manifest['partitions']} partitions in {manifest['topics']} topics, "
-                  f"{manifest['segments']} segments, {ncpu} CPUs; cat reads {manifest['largest']}\n")
-            print(table(runs))
+                  f"{manifest['segments']} segments, {ncpu} CPUs, load average {os.getloadavg()[0]:.1f}; cat reads {manifest['largest']}\n")
+            for k, runs in enumerate(rounds):
+                print(("" if k == 0 else "\n") + (f"round {k + 1} of {len(rounds)}\n\n" if len(rounds) > 1 else "") + table(runs))
     if args.json:
         print(json.dumps(result, indent=1))
     bad = [r for s in ([result.get("runs", [])] + [s["runs"] for s in result.get("sets", [])]) for r in s  # type: ignore[union-attr,operator]

@@ -345,3 +345,18 @@ def test_open_transactions_carried_across_ranges_are_the_ones_of_one_pass(
         got += [txns.resolve(v, state) for v in ended]
         txns.apply(state)
     assert got == expected and state == one
+
+
+def test_sigterm_while_workers_run_ends_the_run_as_an_exception_does() -> None:
+    """SIGTERM (a worker sends it to this process) raises SystemExit(143) in the waiting process, so
+    that its cleanup runs (temporary files, the forkserver's /tmp/pymp-* directory at exit); the
+    handler before the run is put back."""
+    import functools
+
+    from kafkalog.tools.jobs import ordered_map
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as e:
+        list(ordered_map(functools.partial(os.kill, os.getpid()), [signal.SIGTERM, 0], 2, names=lambda i: f"task-{i}"))
+    assert e.value.code == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -197,6 +197,7 @@ def ordered_map(
     pending: dict[int, Future[R]] = {}
     ahead = 2 * jobs  # tasks queued at most: a failure stops the run before many more start
     submitted = 0
+    terminate = _exit_on_sigterm()
     try:
         for i in range(len(items)):
             while submitted < len(items) and submitted < i + ahead:
@@ -215,3 +216,25 @@ def ordered_map(
         for f in pending.values():
             f.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
+        if terminate is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, terminate)
+
+
+def _exit_on_sigterm() -> Any:
+    """While workers run, SIGTERM (``kill``, ``timeout``) ends this process as an exception does
+    (``SystemExit``, status 143 as the signal gives): the run stops as on a failure, its temporary
+    files are removed, and the forkserver's socket directory (``/tmp/pymp-*``, removed at the
+    interpreter's exit) is not left behind. Returns the handler to put back (None: none changed,
+    outside the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, stop)
