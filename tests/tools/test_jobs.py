@@ -163,17 +163,19 @@ def test_a_killed_worker_stops_the_run_naming_its_task() -> None:
 
 def test_a_killed_export_worker_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """What a killed worker was writing (its hidden temporary file, named after its pid) is removed,
-    and the run exits 3 with one line naming the partition."""
+    """What a killed worker was writing (its hidden temporary file, named after its pid, or its part
+    of a large partition's file) is removed, and the run exits 3 with one line naming the partition."""
     from kafkalog.tools import jobs
 
     def dying(fn, items, n, *, names, preload=()):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202 - ordered_map's stand-in
-        run, out, _opts = items[1]
-        p = run[0]
-        d = Path(out) / f"topic={p.topic}" / f"partition={p.partition}"
-        d.mkdir(parents=True)
-        (d / ".part-00000.parquet.4242.tmp").write_bytes(b"PAR1 half")
-        raise jobs.WorkerDied(f"a worker process died while reading {names(1)}", {1: 4242})
+        assert {t[0] for t in items} == {"run", "part"}  # transactional-0, the largest, is cut into ranges of segments
+        for t in items:  # every task under way when the pool broke
+            p = t[1][0] if t[0] == "run" else t[1]
+            d = Path(t[-2]) / f"topic={p.topic}" / f"partition={p.partition}"
+            d.mkdir(parents=True, exist_ok=True)
+            name = ".part-00000.parquet.4242.tmp" if t[0] == "run" else f".part-00000.parquet.from-{t[2][0]}.tmp"
+            (d / name).write_bytes(b"PAR1 half")
+        raise jobs.WorkerDied(f"a worker process died while reading {names(1)}", dict.fromkeys(range(len(items)), 4242))
         yield  # a generator, as ordered_map
 
     monkeypatch.setattr(jobs, "ordered_map", dying)

@@ -660,5 +660,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_crc_options(e)
     add_format_options(e, serdes_flag=False)
     add_tiered_options(e)
-    add_jobs_option(e, "partitions")
+    add_jobs_option(e, "partitions (and a large partition's segments)")
     e.set_defaults(func=_command)
