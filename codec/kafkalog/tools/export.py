@@ -305,12 +305,10 @@ def _export_run(plans: list[PartitionPlan], out: str, opts: dict[str, Any]) -> t
 
 def _export_part(p: PartitionPlan, part: tuple[int, int], out: str, opts: dict[str, Any]) -> tuple[bool, int, list[Exception]]:
     """Segments ``part`` of a large partition read in a worker process (``-j``) into its share of
-    the partition's file (:func:`_part_file`): Parquet's as an Arrow IPC stream of the batches (the
-    parent writes them into the file's row groups, a Parquet file being written by one writer),
-    JSON lines and CSV as their lines (the parent joins them). Returns (whether there was a batch:
-    a part without one writes nothing), rows, and the corrupt batches read past."""
-    import pyarrow as pa
-
+    the partition's file (:func:`_part_file`): a Parquet file of its row groups (the parent joins
+    them into one file: :mod:`kafkalog.tools.parquet_join`), or the lines of a JSON lines or CSV
+    file (the parent concatenates them). Returns (whether there was a batch: a part without one
+    writes nothing), rows, and the corrupt batches read past."""
     from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
 
     skipped: list[Exception] = []
@@ -328,11 +326,7 @@ def _export_part(p: PartitionPlan, part: tuple[int, int], out: str, opts: dict[s
     try:
         with open(path, "wb") as f:
             if opts["fmt"] == "parquet":
-                n = 0
-                with pa.ipc.new_stream(f, schema) as w:
-                    for b in _chained(first, batches):
-                        w.write_batch(b)
-                        n += b.num_rows
+                n = _write_parquet(f, _chained(first, batches), schema, opts["compression"], quiet)
             elif opts["fmt"] == "jsonl":
                 n = _write_jsonl(f, _chained(first, batches), _binary_encoder(opts["binary"]), quiet)
             else:
@@ -360,7 +354,7 @@ def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: 
 
     A partition larger than a task's share (:func:`~kafkalog.tools.jobs.share`) and of several
     segments is cut into ranges of whole segments, each read by a worker into a part
-    (:func:`_export_part`); this process writes the partition's file from the parts, in order, as
+    (:func:`_export_part`); this process joins the parts into the partition's file, in order, as
     they come. A batch never holds records of two segments, so the file holds the batches, row
     groups and bytes of one process's. Not under read_committed (its filter carries state from one
     segment to the next) nor with typed columns."""
@@ -417,12 +411,7 @@ def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: 
                     if wrote:
                         yield _part_file(out, p, fmt, part), n
 
-            if fmt == "parquet":
-                n = _write_file(p, out, fmt, _part_batches(parts()), made, committer, progress,
-                                lambda f, b: _write_parquet(f, b, schema, opts["compression"], progress))
-            else:
-                n = _write_file(p, out, fmt, parts(), made, committer, progress,
-                                lambda f, b: _join_parts(f, b, schema.names, encode, progress, fmt))
+            n = _write_file(p, out, fmt, parts(), made, committer, progress, lambda f, b: _join_parts(f, b, schema.names, encode, progress, fmt))
             files += n is not None
             rows += n or 0
             k += len(mine)
@@ -441,33 +430,33 @@ def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: 
     return files, rows
 
 
-def _part_batches(parts: Iterator[tuple[str, int]]) -> Iterator[pa.RecordBatch]:
-    """The batches of the parts' Arrow IPC streams, in order; each part removed once read."""
-    import pyarrow as pa
-
-    for path, _rows in parts:
-        try:
-            with pa.memory_map(path) as source:
-                yield from pa.ipc.open_stream(source)
-        finally:
-            unlink(path)
-
-
 def _join_parts(f: BinaryIO, parts: Iterator[tuple[str, int]], names: list[str], encode: Any, progress: _Progress, fmt: str) -> int:
-    """A JSON lines or CSV file from its parts' lines (CSV: after the header), each part removed once copied."""
+    """A partition's file from its parts (:func:`_export_part`), in order, each removed once read:
+    Parquet's row groups joined under one footer, the lines of JSON lines and CSV (after the header) concatenated."""
     import shutil
 
+    from kafkalog.tools.parquet_join import join
+
     n = 0
+
+    def paths() -> Iterator[str]:
+        nonlocal n
+        for path, rows in parts:
+            try:
+                yield path
+            finally:
+                unlink(path)
+            n += rows
+            progress.add(rows)
+
+    if fmt == "parquet":
+        join(f, paths())
+        return n
     if fmt == "csv":
         _write_csv(f, iter(()), names, encode, progress)
-    for path, rows in parts:
-        try:
-            with open(path, "rb") as src:
-                shutil.copyfileobj(src, f, 1 << 20)
-        finally:
-            unlink(path)
-        n += rows
-        progress.add(rows)
+    for path in paths():
+        with open(path, "rb") as src:
+            shutil.copyfileobj(src, f, 1 << 20)
     return n
 
 
