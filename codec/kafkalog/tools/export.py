@@ -309,11 +309,11 @@ def _export_part(p: PartitionPlan, part: tuple[int, int], out: str, opts: dict[s
     them into one file: :mod:`kafkalog.tools.parquet_join`), or the lines of a JSON lines or CSV
     file (the parent concatenates them). Returns (whether there was a batch: a part without one
     writes nothing), rows, and the corrupt batches read past."""
-    from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
+    from kafkalog.dataset.scan import BATCH_ROWS, read_plans
 
     skipped: list[Exception] = []
     on_corrupt = skipped.append if opts.get("collect") else opts["on_corrupt"]
-    schema = schema_of([c for c in (opts["columns"] or FILE_COLUMNS) if c not in ("topic", "partition")])
+    schema = _file_schema(opts["columns"])
     batches = read_plans([p], columns=schema.names, batch_rows=opts["batch_rows"] or BATCH_ROWS, verify_crc=opts["verify_crc"],
                          on_corrupt=on_corrupt, part=part)
     first = next(batches, None)
