@@ -5,6 +5,8 @@
     .venv/bin/python bench/scale.py --size 100GB --out /big/disk     # the size issue 36 documents
     .venv/bin/python bench/scale.py --size 200MB                     # a quick run
     .venv/bin/python bench/scale.py --memory                         # bounded memory: one 1 GB segment, 100,000 tiny partitions
+    .venv/bin/python bench/scale.py --skewed --size 500MB --repeat 3 --commands export,verify --jobs 1,2
+                                                                     # one dominant partition: -j cuts it into ranges of segments
 
 **The backup** (:func:`generate`) is a broker's log dir as a broker leaves it after a clean shutdown:
 ``meta.properties`` (version 1, a KRaft broker), ``recovery-point-offset-checkpoint``,
@@ -61,6 +63,8 @@ VALUE_SIZE = 1024
 BASE_TIME_MS = 1_767_225_600_000
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 ZIPF_EXPONENT = 1.1
+#: ``--skewed``: segment.bytes of its one partition at most (a 10 GB partition has about 300 segments; a small one 8)
+SKEWED_SEGMENT_BYTES = 32 << 20
 _UNITS = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4, "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4}
 
 
@@ -459,6 +463,9 @@ class Run:
     rows: int
     exit_code: int
     same_as_j1: bool | None = None
+    #: the CPU time of its busiest process (the command, or one worker): on a machine shared with other
+    #: work, where wall times say little, the busiest process's CPU time is what bounds the wall time on an idle one
+    busiest_cpu_s: float | None = None
 
 
 def _tree(pid: int) -> dict[int, tuple[int, float]]:
@@ -483,10 +490,11 @@ def _tree(pid: int) -> dict[int, tuple[int, float]]:
     return out
 
 
-def measure(cmd: list[str], *, count_lines: bool = False) -> tuple[float, float, float, float, int, str, str]:
+def measure(cmd: list[str], *, count_lines: bool = False) -> tuple[float, float, float, float, int, str, str, float]:
     """Run ``cmd``; return wall s, CPU s (user + sys of it and its descendants), peak RSS MB of its largest
     process, the peak summed RSS MB of its tree, the lines it printed (``count_lines``: read as they come,
-    else kept in a file), and the last 2,000 characters of its stdout and of its stderr (``exit N: ...`` on a failure).
+    else kept in a file), the last 2,000 characters of its stdout and of its stderr (``exit N: ...`` on a failure),
+    and the CPU s of its busiest process (the command's own from ``wait4`` and the workers' as sampled).
 
     ``wait4`` counts the command and the children it waited for; workers a forkserver started are not its
     children, so the tree is also sampled every 0.1 s (RSS, and each process's last CPU time seen), and the
@@ -527,7 +535,10 @@ def measure(cmd: list[str], *, count_lines: bool = False) -> tuple[float, float,
     if code:
         tails[1] = f"exit {code}: {tails[1]}"
     largest = max(peak[1], ru.ru_maxrss)
-    return wall, max(ru.ru_utime + ru.ru_stime, sum(cpu.values())), largest / 1024, max(peak[0], largest) / 1024, lines, tails[0], tails[1]
+    own = ru.ru_utime + ru.ru_stime - sum(c for p, c in cpu.items() if p != proc.pid)  # wait4 counts the children it reaped too
+    busiest = max([cpu.get(proc.pid, 0.0), own, *(c for p, c in cpu.items() if p != proc.pid)])
+    return (wall, max(ru.ru_utime + ru.ru_stime, sum(cpu.values())), largest / 1024, max(peak[0], largest) / 1024, lines, tails[0], tails[1],
+            busiest)
 
 
 def _kafkalog(*args: str) -> list[str]:
@@ -583,7 +594,7 @@ def run_commands(data: Path, work: Path, commands: list[str], jobs: list[int], l
             else:
                 raise ValueError(f"unknown command {command!r}")
             log(f"  {command} {'' if j is None else f'-j {j}'} ...")
-            wall, cpu, rss, tree, lines, stdout, tail = measure(cmd, count_lines=count)
+            wall, cpu, rss, tree, lines, stdout, tail, busiest = measure(cmd, count_lines=count)
             n = lines if count else rows
             if command == "scan" and stdout.strip().isdigit():
                 n = int(stdout)
@@ -594,7 +605,7 @@ def run_commands(data: Path, work: Path, commands: list[str], jobs: list[int], l
             code = int(tail.split(":")[0].split()[1]) if tail.startswith("exit ") else 0
             if code and command != "verify":
                 log(f"    {tail.strip()[-500:]}")
-            r = Run(command, j, wall, cpu, rss, tree, n, code)
+            r = Run(command, j, wall, cpu, rss, tree, n, code, busiest_cpu_s=busiest)
             if command == "export" and code == 0:
                 hashes[j or 1] = tree_hash(out)
                 if (j or 1) != 1 and 1 in hashes:
@@ -612,10 +623,11 @@ def run_commands(data: Path, work: Path, commands: list[str], jobs: list[int], l
 def table(runs: list[Run]) -> str:
     """The figures as a Markdown table, with each -j's speed-up over -j 1."""
     base = {r.command: r.wall_s for r in runs if r.jobs in (None, 1)}
+    busiest = {r.command: r.busiest_cpu_s for r in runs if r.jobs in (None, 1)}
     lines = [
         "| command | -j | wall s | rows | rows/s | CPU s | rows per CPU s | peak RSS MB (largest process) | peak RSS MB (all processes) "
-        "| speed-up vs -j 1 | output = -j 1 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| speed-up vs -j 1 | CPU s of the busiest process (-j 1's over it) | output = -j 1 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         speed = "n/a" if r.jobs is None else f"{base[r.command] / r.wall_s:.2f}x" if r.command in base and r.wall_s else "?"
@@ -623,9 +635,11 @@ def table(runs: list[Run]) -> str:
         rate = f"{r.rows / r.wall_s:,.0f}" if r.wall_s and r.rows else "-"
         per_cpu = f"{r.rows / r.cpu_s:,.0f}" if r.cpu_s and r.rows else "-"  # steadier than rows/s on a shared machine
         fail = "" if r.exit_code == 0 else f" (exit {r.exit_code})"
+        b1 = busiest.get(r.command)
+        crit = "-" if not r.busiest_cpu_s else f"{r.busiest_cpu_s:.1f}" + (f" ({b1 / r.busiest_cpu_s:.2f}x)" if b1 and r.jobs else "")
         lines.append(
             f"| {r.command}{fail} | {'n/a' if r.jobs is None else r.jobs} | {r.wall_s:.1f} | {r.rows:,} | {rate} | {r.cpu_s:.1f} | {per_cpu} "
-            f"| {r.peak_rss_mb:.0f} | {r.tree_rss_mb:.0f} | {speed} | {same} |"
+            f"| {r.peak_rss_mb:.0f} | {r.tree_rss_mb:.0f} | {speed} | {crit} | {same} |"
         )
     return "\n".join(lines)
 
@@ -654,6 +668,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commands", default="export,verify,info,scan,cat", help="comma-separated (default: export,verify,info,scan,cat)")
     ap.add_argument("--jobs", default="1,2,all", help="the -j values (default 1,2,all; all: the CPUs available)")
     ap.add_argument("--memory", action="store_true", help="instead: peak RSS over one 1 GB segment and over 100,000 tiny partitions (and small sets to compare)")
+    ap.add_argument("--skewed", action="store_true", help=(
+        "instead: one partition of --size, in segments of 32 MiB at most (<out>/segsplit-<size>-s<seed>): the backup one huge partition "
+        "dominates, which -j cuts into ranges of segments"))
+    ap.add_argument("--repeat", type=int, default=1, help="run the commands this many times, interleaved (-j 1, -j 2, ..., again): "
+                    "on a shared machine, compare ratios within one round")
     ap.add_argument("--generate-only", action="store_true", help="write (or reuse) the set and stop")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
     args = ap.parse_args(argv)
@@ -679,22 +698,24 @@ def main(argv: list[str] | None = None) -> int:
             if not args.json:
                 print(f"\n### {label}\n\n{table(runs)}")
     else:
-        root = args.out / f"{size_label(args.size)}-s{args.seed}"
+        skew = {"partitions": 1, "segment_bytes": min(SKEWED_SEGMENT_BYTES, args.size // 8)} if args.skewed else {}
+        root = args.out / f"{'segsplit-' if args.skewed else ''}{size_label(args.size)}-s{args.seed}"
         progress = Progress(sys.stderr, "generating")
-        progress.set_total(len(plan(args.size, args.seed)))
+        progress.set_total(len(plan(args.size, args.seed, **skew)))  # type: ignore[arg-type]
         t0 = time.perf_counter()
-        manifest = generate(root, args.size, args.seed, jobs=args.gen_jobs, progress=progress)
+        manifest = generate(root, args.size, args.seed, jobs=args.gen_jobs, progress=progress, **skew)  # type: ignore[arg-type]
         progress.done()
         log(f"{root}: {manifest['partitions']} partitions, {manifest['bytes']:,} bytes ({time.perf_counter() - t0:.0f} s)")
         result["manifest"] = manifest
         if args.generate_only:
             return 0
-        runs = run_commands(root / "data", root / "work", commands, jobs, str(manifest["largest"]), log)
-        result["runs"] = [asdict(r) for r in runs]
+        rounds = [run_commands(root / "data", root / "work", commands, jobs, str(manifest["largest"]), log) for _ in range(args.repeat)]
+        result["runs"] = [asdict(r) for runs in rounds for r in runs]
         if not args.json:
             print(f"{manifest['bytes'] / 1e9:.2f} GB, {manifest['partitions']} partitions in {manifest['topics']} topics, "
-                  f"{manifest['segments']} segments, {ncpu} CPUs; cat reads {manifest['largest']}\n")
-            print(table(runs))
+                  f"{manifest['segments']} segments, {ncpu} CPUs, load average {os.getloadavg()[0]:.1f}; cat reads {manifest['largest']}\n")
+            for k, runs in enumerate(rounds):
+                print(("" if k == 0 else "\n") + (f"round {k + 1} of {len(rounds)}\n\n" if len(rounds) > 1 else "") + table(runs))
     if args.json:
         print(json.dumps(result, indent=1))
     bad = [r for s in ([result.get("runs", [])] + [s["runs"] for s in result.get("sets", [])]) for r in s  # type: ignore[union-attr,operator]

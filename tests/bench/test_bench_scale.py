@@ -60,3 +60,17 @@ def test_main_reports_every_command(bench: ModuleType, tmp_path: Path, capsys: p
         if r["command"] == "export":
             assert r["rows"] == rows
     assert not (tmp_path / "3MB-s0" / "work" / "export-j1").exists()  # outputs are removed after the hash check
+
+
+def test_skewed_set_is_one_partition_of_several_segments_measured_in_rounds(bench: ModuleType, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    rc = bench.main(["--skewed", "--size", "3MB", "--out", str(tmp_path), "--gen-jobs", "1", "--commands", "export,verify",
+                     "--jobs", "1,2", "--repeat", "2", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert result["manifest"]["partitions"] == 1 and result["manifest"]["segments"] >= 4
+    runs = result["runs"]
+    assert [(r["command"], r["jobs"]) for r in runs] == [("export", 1), ("export", 2), ("verify", 1), ("verify", 2)] * 2
+    for r in runs:
+        assert r["exit_code"] == 0 and r["busiest_cpu_s"] > 0 and r["busiest_cpu_s"] <= r["cpu_s"] + 0.05, r
+        assert r["same_as_j1"] is not False, r

@@ -15,6 +15,8 @@ import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers import GOLDEN, SHARED
 from kafkalog.tools.cli import main
@@ -161,17 +163,19 @@ def test_a_killed_worker_stops_the_run_naming_its_task() -> None:
 
 def test_a_killed_export_worker_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """What a killed worker was writing (its hidden temporary file, named after its pid) is removed,
-    and the run exits 3 with one line naming the partition."""
+    """What a killed worker was writing (its hidden temporary file, named after its pid, or its part
+    of a large partition's file) is removed, and the run exits 3 with one line naming the partition."""
     from kafkalog.tools import jobs
 
     def dying(fn, items, n, *, names, preload=()):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202 - ordered_map's stand-in
-        run, out, _opts = items[1]
-        p = run[0]
-        d = Path(out) / f"topic={p.topic}" / f"partition={p.partition}"
-        d.mkdir(parents=True)
-        (d / ".part-00000.parquet.4242.tmp").write_bytes(b"PAR1 half")
-        raise jobs.WorkerDied(f"a worker process died while reading {names(1)}", {1: 4242})
+        assert {t[0] for t in items} == {"run", "part"}  # transactional-0, the largest, is cut into ranges of segments
+        for t in items:  # every task under way when the pool broke
+            p = t[1][0] if t[0] == "run" else t[1]
+            d = Path(t[-2]) / f"topic={p.topic}" / f"partition={p.partition}"
+            d.mkdir(parents=True, exist_ok=True)
+            name = ".part-00000.parquet.4242.tmp" if t[0] == "run" else f".part-00000.parquet.from-{t[2][0]}.tmp"
+            (d / name).write_bytes(b"PAR1 half")
+        raise jobs.WorkerDied(f"a worker process died while reading {names(1)}", dict.fromkeys(range(len(items)), 4242))
         yield  # a generator, as ordered_map
 
     monkeypatch.setattr(jobs, "ordered_map", dying)
@@ -196,3 +200,165 @@ def test_runs_keep_the_order_and_cut_by_weight() -> None:
     assert [i for run in got for i in run] == list(range(len(weights)))  # every item once, in order
     assert [100] in got  # the heavy one alone
     assert len(got) <= 2 * RUNS_PER_JOB + 2 and max(len(run) for run in got) <= 100
+
+
+# ------------------------------------------------------------------ a large partition cut into ranges of segments
+TXN = LOGDIR / "transactional-0"  # Kafka's: 12 segments, transactions open across segment ends, aborted ones in .txnindex files
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch, module: object) -> list[list[str]]:
+    """The kinds of the tasks each run of ``module.ordered_map`` is given (the real one runs them)."""
+    from kafkalog.tools import jobs
+
+    seen: list[list[str]] = []
+    real = jobs.ordered_map
+
+    def recording(fn, items, n, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - ordered_map's stand-in
+        seen.append([t[0] for t in items])
+        return real(fn, items, n, **kw)
+
+    monkeypatch.setattr(module, "ordered_map", recording)
+    return seen
+
+
+def _logdir_copy(dest: Path, *partitions: str) -> Path:
+    """golden/kafka/logdir's own files (checkpoints) and the partitions named, copied under ``dest``."""
+    dest.mkdir(parents=True)
+    for f in LOGDIR.iterdir():
+        if f.is_file():
+            shutil.copyfile(f, dest / f.name)
+    for p in partitions:
+        shutil.copytree(LOGDIR / p, dest / p)
+    return dest
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+def test_a_partition_of_many_segments_is_read_by_several_workers_into_the_same_file(
+        fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """One partition of 12 segments: at -j 2 and 3 its segments are read by several workers (ranges
+    of segments), and the file is the one -j 1 writes, byte for byte (Parquet: the same row groups)."""
+    from kafkalog.tools import jobs
+
+    seen = _recording(monkeypatch, jobs)
+    for flags in ([], ["--isolation", "read_committed"]):  # read_committed: not cut (state flows across segments), the same file
+        seen.clear()
+        runs = {j: _run(capsys, "export", str(TXN), "-o", str(tmp_path / f"{len(flags)}j{j}"), "--format", fmt, *flags, "-j", str(j))
+                for j in (1, 2, 3)}
+        files = {j: _files(tmp_path / f"{len(flags)}j{j}") for j in runs}
+        assert runs[1][0] == 0 and list(files[1]) == [f"topic=transactional/partition=0/part-00000.{fmt}"]
+        assert runs[2] == runs[1] and runs[3] == runs[1]
+        assert files[2] == files[1] and files[3] == files[1]  # nothing else left: no part, no temporary file
+        assert [kinds.count("part") > 1 for kinds in seen] == [not flags, not flags], seen
+
+
+def _corrupt_middle_segment(tmp_path: Path) -> tuple[Path, Path, int, int]:
+    """A copy of transactional-0 whose 6th segment (of 12) has its first batch's last byte flipped
+    (a byte its CRC covers); the batch's position and base offset are Kafka's (its dump of the file)."""
+    import json
+
+    data = _logdir_copy(tmp_path / "data", "transactional-0")
+    log = data / "transactional-0" / "00000000000000000068.log"
+    with open(GOLDEN / "kafka" / "dump" / "logdir.jsonl") as f:
+        batch = next(o for o in map(json.loads, f) if o["file"] == "transactional-0/00000000000000000068.log" and o["type"] == "batch")
+    raw = bytearray(log.read_bytes())
+    raw[batch["position"] + batch["sizeInBytes"] - 1] ^= 0x01
+    log.write_bytes(bytes(raw))
+    return data, log, batch["position"], batch["baseOffset"]
+
+
+def test_a_corrupt_segment_inside_a_split_partition_names_it_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A corrupt batch in the 6th of 12 segments, read by a worker: every -j fails with the line -j 1
+    gives (file, position, offset), writes no file for the partition, and leaves no part or temporary
+    file (hidden or not); verify reports it the same at every -j."""
+    from kafkalog.tools import jobs
+
+    seen = _recording(monkeypatch, jobs)
+    data, log, position, offset = _corrupt_middle_segment(tmp_path)
+    where = f"{log}, position {position}, offset {offset}: record batch is corrupt"
+    for fmt in ("parquet", "csv"):
+        runs = {j: _run(capsys, "export", str(data), "-o", str(tmp_path / f"{fmt}{j}"), "--format", fmt, "-j", str(j)) for j in (1, 2, 3)}
+        for code, out, err in runs.values():
+            assert code == 1 and not out and len(err) == 1 and where in err[0], err
+        assert runs[2] == runs[1] == runs[3]
+        for j in (1, 2, 3):
+            assert not [p for p in (tmp_path / f"{fmt}{j}").rglob("*") if p.is_file()]
+    assert all(kinds.count("part") > 1 for kinds in seen) and len(seen) == 4
+    one = _run(capsys, "verify", str(data), "-j", "1")
+    assert one[0] == 1 and f"{log}:{position}: offset {offset}: error: " in one[1] and "[batch-crc]" in one[1]
+    for j in ("2", "3"):
+        assert _run(capsys, "verify", str(data), "-j", j) == one
+
+
+def test_verify_carries_open_transactions_from_one_range_of_segments_to_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Producer 5001's transaction begins at offset 31 (segment 16) and is aborted at 76 (segment 68),
+    as Kafka's .txnindex of segment 68 says. With that entry's first offset changed to 30, verify
+    reports the difference, which it can only see by carrying the open transaction across the
+    segments: at -j 2 and 3, checked by several workers, the findings are -j 1's."""
+    from kafkalog.tools import validate
+
+    seen = _recording(monkeypatch, validate)
+    data = _logdir_copy(tmp_path / "data", "transactional-0")
+    txnindex = data / "transactional-0" / "00000000000000000068.txnindex"
+    raw = bytearray(txnindex.read_bytes())
+    assert int.from_bytes(raw[2:10], "big") == 5001 and int.from_bytes(raw[10:18], "big") == 31  # version, producer id, first offset
+    raw[10:18] = (30).to_bytes(8, "big")
+    txnindex.write_bytes(bytes(raw))
+    for flags in ([], ["--json", "--notes"]):
+        one = _run(capsys, "verify", str(data), *flags, "-j", "1")
+        assert one[0] == 1 and "differs from the transaction's first offset 31" in one[1], one
+        for j in ("2", "3"):
+            assert _run(capsys, "verify", str(data), *flags, "-j", j) == one
+    assert all(kinds.count("segments") > 1 for kinds in seen) and len(seen) == 4, seen
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=40), st.lists(st.integers(0, 40), max_size=5),
+       st.dictionaries(st.integers(0, 3), st.integers(0, 9)))
+def test_open_transactions_carried_across_ranges_are_the_ones_of_one_pass(
+        events: list[tuple[int, bool]], cuts: list[int], before: dict[int, int]) -> None:
+    """Transactional data (setdefault) and markers (pop; get: the transaction a marker ends) of a
+    producer seen in one pass over a dict, and in ranges each seen without the ones before it and
+    resolved in order (_OpenTxns): the same transactions ended, and the same left open."""
+    from kafkalog.tools.validate import _OpenTxns
+
+    one = dict(before)
+    expected = []
+    for offset, (pid, marker) in enumerate(events):
+        if marker:
+            expected.append(one.get(pid))
+            one.pop(pid, None)
+        else:
+            one.setdefault(pid, offset)
+    state = dict(before)
+    got = []
+    bounds = sorted({0, len(events), *(c for c in cuts if c <= len(events))})
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        txns = _OpenTxns()
+        ended = []
+        for offset in range(lo, hi):
+            pid, marker = events[offset]
+            if marker:
+                ended.append(txns.get(pid))
+                txns.pop(pid, None)
+            else:
+                txns.setdefault(pid, offset)
+        got += [txns.resolve(v, state) for v in ended]
+        txns.apply(state)
+    assert got == expected and state == one
+
+
+def test_sigterm_while_workers_run_ends_the_run_as_an_exception_does() -> None:
+    """SIGTERM (a worker sends it to this process) raises SystemExit(143) in the waiting process, so
+    that its cleanup runs (temporary files, the forkserver's /tmp/pymp-* directory at exit); the
+    handler before the run is put back."""
+    import functools
+
+    from kafkalog.tools.jobs import ordered_map
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as e:
+        list(ordered_map(functools.partial(os.kill, os.getpid()), [signal.SIGTERM, 0], 2, names=lambda i: f"task-{i}"))
+    assert e.value.code == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) == before

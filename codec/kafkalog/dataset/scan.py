@@ -188,15 +188,17 @@ def _slice_end(sl: Slice) -> int:
     return sl.end if sl.end is not None else sl.segment.size
 
 
-def read_ahead(plans: Iterable[PartitionPlan]) -> ReadAhead:
+def read_ahead(plans: Iterable[PartitionPlan], part: tuple[int, int] | None = None) -> ReadAhead:
     """What ``plans`` read of object storage, fetched ahead of the reading (:class:`~kafkalog.log.ranges.ReadAhead`):
-    give it to :func:`read_plans` or :func:`read_records` that read these plans in this order, and close it."""
-    return ReadAhead((p.files.storage, sl.segment.log, sl.start, _slice_end(sl)) for p in plans for sl in p.slices)  # type: ignore[misc]
+    give it to :func:`read_plans` or :func:`read_records` that read these plans in this order (and ``part``), and close it."""
+    cut = slice(None) if part is None else slice(*part)
+    return ReadAhead((p.files.storage, sl.segment.log, sl.start, _slice_end(sl)) for p in plans for sl in p.slices[cut])  # type: ignore[misc]
 
 
-def _runs(p: PartitionPlan, ahead: ReadAhead) -> Iterator[tuple[int, int | None, Iterator[LogReader]]]:
+def _runs(p: PartitionPlan, ahead: ReadAhead, part: tuple[int, int] | None = None) -> Iterator[tuple[int, int | None, Iterator[LogReader]]]:
     """``p``'s slices as runs, each with the offsets it gives records from and up to (None: to the
-    plan's end) and its readers."""
+    plan's end) and its readers; ``part``: only slices ``[i, j)``, each run's offsets those of the
+    whole run (a share of the partition read as the whole read reads it)."""
     storage = p.files.storage
 
     def readers(slices: list[Slice]) -> Iterator[LogReader]:
@@ -208,22 +210,24 @@ def _runs(p: PartitionPlan, ahead: ReadAhead) -> Iterator[tuple[int, int | None,
 
     # a segment whose first offsets an earlier one gave (tiered storage's overlap, another copy of the
     # partition) starts a run read from its own first offset; one whose last offsets a later copy gives ends its run
-    runs: list[list[Slice]] = []
-    for sl in p.slices:
-        if not runs or sl.segment.first_offset is not None or runs[-1][-1].segment.until is not None:
+    runs: list[list[tuple[int, Slice]]] = []
+    for i, sl in enumerate(p.slices):
+        if not runs or sl.segment.first_offset is not None or runs[-1][-1][1].segment.until is not None:
             runs.append([])
-        runs[-1].append(sl)
+        runs[-1].append((i, sl))
+    lo, hi = (0, len(p.slices)) if part is None else part
     for run in runs:
-        until = run[-1].segment.until
+        until = run[-1][1].segment.until
         end = until if p.end is None else p.end if until is None else min(p.end, until)
-        yield max(p.start, run[0].segment.first), end, readers(run)
+        if mine := [sl for i, sl in run if lo <= i < hi]:
+            yield max(p.start, run[0][1].segment.first), end, readers(mine)
 
 
 def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int, verify_crc: bool,
-          on_corrupt: OnCorrupt, ahead: ReadAhead) -> Iterator[pa.RecordBatch]:
+          on_corrupt: OnCorrupt, ahead: ReadAhead, part: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
     from kafkalog.fast.arrow import read_partition
 
-    for start, end, readers in _runs(p, ahead):
+    for start, end, readers in _runs(p, ahead, part):
         for batch in read_partition(
             readers, topic=p.topic, partition=p.partition, start=start, end=end, aborted=p.aborted,
             last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
@@ -470,15 +474,22 @@ def plan_all(
 
 def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None = None, read_committed: bool = False,
                batch_rows: int = BATCH_ROWS, verify_crc: bool = True, on_corrupt: OnCorrupt = "fail",
-               ahead: ReadAhead | None = None) -> Iterator[pa.RecordBatch]:
+               ahead: ReadAhead | None = None, part: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
     """The Arrow batches of planned partitions, one partition after the other, each batch's CRC
     checked as :func:`scan` checks it. What they read of object storage is fetched ahead
-    (:func:`read_ahead`; ``ahead``: one made for a longer run of plans, read a part at a time)."""
+    (:func:`read_ahead`; ``ahead``: one made for a longer run of plans, read a part at a time).
+
+    ``part``: only slices ``[i, j)`` of each plan (segments, in offset order), giving the batches
+    the whole read gives for them (a batch never holds records of two segments): a share of one
+    large partition read by another process (``export -j``). Not under ``read_committed``, whose
+    filter carries the producers of aborted transactions from one segment to the next."""
+    if part is not None and read_committed:
+        raise ValueError("a part of a partition cannot be read read_committed: the aborted transactions open at its start are not known")
     cols = schema_of(columns).names
     plans = list(plans)
-    with read_ahead(plans) if ahead is None else contextlib.nullcontext(ahead) as fetched:
+    with read_ahead(plans, part) if ahead is None else contextlib.nullcontext(ahead) as fetched:
         for p in plans:
-            yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt, fetched)
+            yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt, fetched, part)
 
 
 def scan_files(

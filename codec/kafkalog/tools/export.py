@@ -15,7 +15,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kafkalog.tools.command import (
@@ -39,7 +39,7 @@ from kafkalog.tools.jobs import add_jobs_option
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from kafkalog.dataset.scan import PartitionPlan
+    from kafkalog.dataset.scan import PartitionPlan, Slice
     from kafkalog.dataset.values import Decoding
     from kafkalog.format.records.stream import OnCorrupt
 
@@ -247,7 +247,8 @@ def _write_jsonl(f: BinaryIO, batches: Iterator[pa.RecordBatch], encode: Any, pr
     return n
 
 
-def _write_csv(f: BinaryIO, batches: Iterator[pa.RecordBatch], names: list[str], encode: Any, progress: _Progress) -> int:
+def _write_csv(f: BinaryIO, batches: Iterator[pa.RecordBatch], names: list[str], encode: Any, progress: _Progress,
+               header: bool = True) -> int:
     import csv
     import io
     import json
@@ -255,7 +256,8 @@ def _write_csv(f: BinaryIO, batches: Iterator[pa.RecordBatch], names: list[str],
     n = 0
     text = io.TextIOWrapper(f, encoding="utf-8", newline="", write_through=True)
     w = csv.writer(text)
-    w.writerow(names)
+    if header:  # not in a part of a file (see _export_part): the file's first line, written once
+        w.writerow(names)
     for b in batches:
         for r in _rows(b, encode):
             if "headers" in r:
@@ -273,15 +275,25 @@ def _final(out: str, p: PartitionPlan, fmt: str) -> str:
     return os.path.join(out, f"topic={p.topic}", f"partition={p.partition}", "part-00000" + _SUFFIX[fmt])
 
 
+def _part_file(out: str, p: PartitionPlan, fmt: str, part: tuple[int, int]) -> str:
+    """Where the worker reading segments ``part`` of partition ``p`` writes its share of the file
+    (hidden, beside the file; named by its first segment, so that the parent removes what a failed run leaves)."""
+    directory, name = os.path.split(_final(out, p, fmt))
+    return os.path.join(directory, f".{name}.from-{part[0]}.tmp")
+
+
+def _slice_bytes(sl: Slice) -> int:
+    return ((sl.segment.size or 0) if sl.end is None else sl.end) - sl.start
+
+
 def _plan_bytes(p: PartitionPlan) -> int:
     """The bytes of ``.log`` a plan reads."""
-    return sum(((sl.segment.size or 0) if sl.end is None else sl.end) - sl.start for sl in p.slices)
+    return sum(map(_slice_bytes, p.slices))
 
 
-def _export_run(task: tuple[list[PartitionPlan], str, dict[str, Any]]) -> tuple[int, int, list[Exception]]:
+def _export_run(plans: list[PartitionPlan], out: str, opts: dict[str, Any]) -> tuple[int, int, list[Exception]]:
     """A run of partitions exported in a worker process (``-j``): (files, rows, the corrupt batches
     ``--skip-corrupt`` read past, for the parent to report in partition order)."""
-    plans, out, opts = task
     skipped: list[Exception] = []
     if opts.pop("collect", False):
         opts["on_corrupt"] = skipped.append
@@ -291,31 +303,195 @@ def _export_run(task: tuple[list[PartitionPlan], str, dict[str, Any]]) -> tuple[
     return files, rows, skipped
 
 
+def _export_part(p: PartitionPlan, part: tuple[int, int], out: str, opts: dict[str, Any]) -> tuple[bool, int, list[Exception]]:
+    """Segments ``part`` of a large partition read in a worker process (``-j``) into its share of
+    the partition's file (:func:`_part_file`): a Parquet file of its row groups (the parent joins
+    them into one file: :mod:`kafkalog.tools.parquet_join`), or the lines of a JSON lines or CSV
+    file (the parent concatenates them). Returns (whether there was a batch: a part without one
+    writes nothing), rows, and the corrupt batches read past."""
+    from kafkalog.dataset.scan import BATCH_ROWS, read_plans
+
+    skipped: list[Exception] = []
+    on_corrupt = skipped.append if opts.get("collect") else opts["on_corrupt"]
+    schema = _file_schema(opts["columns"])
+    batches = read_plans([p], columns=schema.names, batch_rows=opts["batch_rows"] or BATCH_ROWS, verify_crc=opts["verify_crc"],
+                         on_corrupt=on_corrupt, part=part)
+    first = next(batches, None)
+    if first is None:
+        return False, 0, skipped
+    quiet = _Progress(1)
+    quiet.enabled = False
+    path = _part_file(out, p, opts["fmt"], part)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        with open(path, "wb") as f:
+            if opts["fmt"] == "parquet":
+                n = _write_parquet(f, _chained(first, batches), schema, opts["compression"], quiet)
+            elif opts["fmt"] == "jsonl":
+                n = _write_jsonl(f, _chained(first, batches), _binary_encoder(opts["binary"]), quiet)
+            else:
+                n = _write_csv(f, _chained(first, batches), schema.names, _binary_encoder(opts["binary"]), quiet, header=False)
+    except BaseException:
+        unlink(path)
+        raise
+    return True, n, skipped
+
+
+def _export_task(task: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One task of :func:`_export_parallel` in a worker: ``("run", plans, out, opts)`` or ``("part", plan, (i, j), out, opts)``."""
+    return _export_run(*task[1:]) if task[0] == "run" else _export_part(*task[1:])
+
+
+def _chained(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest
+
+
 def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: _Progress, opts: dict[str, Any]) -> tuple[int, int]:
     """:func:`export` of runs of plans in worker processes, results taken in plan order (see
     :func:`kafkalog.tools.jobs.ordered_map`): each worker writes and commits its partitions' files
-    as one process does, so the files are the same whatever the number of processes."""
-    from kafkalog.tools.jobs import WorkerDied, ordered_map, runs, span
+    as one process does, so the files are the same whatever the number of processes.
+
+    A partition larger than a task's share (:func:`~kafkalog.tools.jobs.share`) and of several
+    segments is cut into ranges of whole segments, each read by a worker into a part
+    (:func:`_export_part`); this process joins the parts into the partition's file, in order, as
+    they come. A batch never holds records of two segments, so the file holds the batches, row
+    groups and bytes of one process's. Not under read_committed (its filter carries state from one
+    segment to the next) nor with typed columns."""
+    from kafkalog.tools.jobs import WorkerDied, ordered_map, runs, share, span
 
     report = opts["on_corrupt"]
     opts = {**opts, "on_corrupt": "fail", "collect": True} if callable(report) else opts
-    tasks = runs(plans, [_plan_bytes(p) for p in plans], jobs)
+    fmt = opts["fmt"]
+    weights = [_plan_bytes(p) for p in plans]
+    target = share(weights, jobs)
+    splits = not opts["read_committed"] and opts["decoding"] is None
+    tasks: list[tuple[Any, ...]] = []
+    for run in runs(plans, weights, jobs, target):
+        p = run[0]
+        if splits and len(run) == 1 and len(p.slices) > 1 and _plan_bytes(p) > target:
+            parts = runs(range(len(p.slices)), [_slice_bytes(sl) for sl in p.slices], jobs, target)
+            tasks += [("part", p, (r[0], r[-1] + 1), out, dict(opts)) for r in parts]
+        else:
+            tasks.append(("run", run, out, dict(opts)))
+
+    def name(i: int) -> str:
+        t = tasks[i]
+        if t[0] == "run":
+            return span([p.files.display() for p in t[1]])
+        return f"{t[1].files.display()} (segments {t[2][0] + 1} to {t[2][1]} of {len(t[1].slices)})"
+
+    results = ordered_map(_export_task, tasks, jobs, preload=["pyarrow", "kafkalog.tools.export"], names=name)
+    schema = _file_schema(opts["columns"])
+    encode = _binary_encoder(opts["binary"])
+    committer = _Committer()
     files = rows = 0
+    made: set[str] = set()
+    k = 0
     try:
-        for k, (f, n, skipped) in enumerate(ordered_map(
-                _export_run, [(run, out, dict(opts)) for run in tasks], jobs, preload=["pyarrow", "kafkalog.tools.export"],
-                names=lambda i: span([p.files.display() for p in tasks[i]]))):
-            for e in skipped:
-                report(e)  # type: ignore[operator]
-            files += f
-            rows += n
-            progress.add(n, partition_done=len(tasks[k]))
-    except WorkerDied as e:
-        for i, pid in e.running.items():  # what a killed worker was writing: hidden, but not to be left
-            for p in tasks[i]:
-                unlink(_AtomicFile.temporary(_final(out, p, opts["fmt"]), pid))
+        while k < len(tasks):
+            if tasks[k][0] == "run":
+                f, n, skipped = next(results)
+                for e in skipped:
+                    report(e)  # type: ignore[operator]
+                files += f
+                rows += n
+                progress.add(n, partition_done=len(tasks[k][1]))
+                k += 1
+                continue
+            p = tasks[k][1]
+            mine = [t[2] for t in tasks[k:] if t[0] == "part" and t[1] is p]
+
+            def parts(mine: list[tuple[int, int]] = mine, p: PartitionPlan = p) -> Iterator[tuple[str, int]]:
+                """Each part that holds a batch: its file and rows, taken in order (a failed part raises here)."""
+                for part in mine:
+                    wrote, n, skipped = next(results)
+                    for e in skipped:
+                        report(e)  # type: ignore[operator]
+                    if wrote:
+                        yield _part_file(out, p, fmt, part), n
+
+            n = _write_file(p, out, fmt, parts(), made, committer, progress, lambda f, b: _join_parts(f, b, schema.names, encode, progress, fmt))
+            files += n is not None
+            rows += n or 0
+            k += len(mine)
+    except BaseException as e:
+        results.close()  # the workers stop: those under way finish, the rest are not started
+        committer.close()
+        for i, t in enumerate(tasks):  # what they leave, hidden, is not to be left
+            if t[0] == "part":
+                unlink(_part_file(out, t[1], fmt, t[2]))
+            elif isinstance(e, WorkerDied) and i in e.running:
+                for p in t[1]:
+                    unlink(_AtomicFile.temporary(_final(out, p, fmt), e.running[i]))
         raise
+    if (error := committer.close()) is not None:
+        raise error
     return files, rows
+
+
+def _join_parts(f: BinaryIO, parts: Iterator[tuple[str, int]], names: list[str], encode: Any, progress: _Progress, fmt: str) -> int:
+    """A partition's file from its parts (:func:`_export_part`), in order, each removed once read:
+    Parquet's row groups joined under one footer, the lines of JSON lines and CSV (after the header) concatenated."""
+    import shutil
+
+    from kafkalog.tools.parquet_join import join
+
+    n = 0
+
+    def paths() -> Iterator[str]:
+        nonlocal n
+        for path, rows in parts:
+            try:
+                yield path
+            finally:
+                unlink(path)
+            n += rows
+            progress.add(rows)
+
+    if fmt == "parquet":
+        join(f, paths())
+        return n
+    if fmt == "csv":
+        _write_csv(f, iter(()), names, encode, progress)
+    for path in paths():
+        with open(path, "rb") as src:
+            shutil.copyfileobj(src, f, 1 << 20)
+    return n
+
+
+def _file_schema(columns: list[str] | None) -> pa.Schema:
+    """The schema of the files (topic and partition are in their path)."""
+    from kafkalog.dataset.scan import schema_of
+
+    return schema_of([c for c in (columns or FILE_COLUMNS) if c not in ("topic", "partition")])
+
+
+def _write_file(p: PartitionPlan, out: str, fmt: str, items: Iterator[Any], made: set[str], committer: _Committer,
+                progress: _Progress, write: Callable[[BinaryIO, Iterator[Any]], int]) -> int | None:
+    """Partition ``p``'s file written by ``write`` from ``items`` (its batches, or its parts) under
+    a temporary name and handed to ``committer``: its rows, or None when there is no item (no file).
+    ``made``: the topic directories made so far."""
+    first = next(items, None)
+    if first is None:
+        progress.add(0, partition_done=True)
+        return None
+    topic_dir = os.path.join(out, f"topic={p.topic}")
+    if topic_dir not in made:
+        os.makedirs(topic_dir, exist_ok=True)
+        made.add(topic_dir)
+    final = _final(out, p, fmt)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(os.path.dirname(final))
+    target = _AtomicFile(final)
+    try:
+        n = write(target.f, _chained(first, items))
+    except BaseException:
+        target.abort()
+        raise
+    committer.submit(target)
+    progress.add(0, partition_done=True)
+    return n
 
 
 def export(
@@ -333,13 +509,13 @@ def export(
     ``jobs`` above 1 writes partitions in that many worker processes (when there are several and
     :data:`~kafkalog.tools.jobs.MIN_PARALLEL_BYTES` to read): the same files, byte for byte, and
     the same error for the first partition that fails; partitions after it may have been written
-    (each file whole). A partition is never cut between processes: its file is written by one, since
-    a Parquet file's footer holds the absolute position of each of its row groups. A ``decoding``
-    or plan that cannot be pickled (a warning printed by a closure) keeps the run in this process."""
+    (each file whole). A large partition of several segments is read by several processes, a range
+    of segments each, and its file written here from their parts (see :func:`_export_parallel`). A
+    ``decoding`` or plan that cannot be pickled (a warning printed by a closure) keeps the run in this process."""
     from kafkalog.dataset.scan import BATCH_ROWS, read_ahead, read_plans, schema_of
 
     progress = progress or _Progress(len(plans))
-    if jobs > 1 and len(plans) > 1:
+    if jobs > 1 and plans and (len(plans) > 1 or len(plans[0].slices) > 1):
         from kafkalog.tools.jobs import MIN_PARALLEL_BYTES, crosses_processes
 
         if sum(map(_plan_bytes, plans)) >= MIN_PARALLEL_BYTES and crosses_processes((plans[0], decoding)):
@@ -347,8 +523,7 @@ def export(
                 "fmt": fmt, "columns": columns, "read_committed": read_committed, "compression": compression, "binary": binary,
                 "batch_rows": batch_rows, "verify_crc": verify_crc, "on_corrupt": on_corrupt, "decoding": decoding})
 
-    cols = [c for c in (columns or FILE_COLUMNS) if c not in ("topic", "partition")]
-    schema = schema_of(cols)
+    cols = _file_schema(columns).names
     encode = _binary_encoder(binary)
     files = rows = 0
     made: set[str] = set()  # topic directories made (or found) so far
@@ -356,8 +531,9 @@ def export(
     ahead = read_ahead(plans)  # object storage: the next partitions' bytes are fetched while one is written
     try:
         for p in plans:
+            schema = schema_of(cols)
             if decoding is not None:
-                schema = decoding.schema(schema_of(cols), [p.topic])
+                schema = decoding.schema(schema, [p.topic])
                 batches = decoding.batches(read_plans([p], columns=decoding.columns(cols), read_committed=read_committed,
                                                       batch_rows=batch_rows or BATCH_ROWS, verify_crc=verify_crc, on_corrupt=on_corrupt,
                                                       ahead=ahead),
@@ -365,37 +541,16 @@ def export(
             else:
                 batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS,
                                      verify_crc=verify_crc, on_corrupt=on_corrupt, ahead=ahead)
-            first = next(batches, None)
-            if first is None:
-                progress.add(0, partition_done=True)
-                continue
-            topic_dir = os.path.join(out, f"topic={p.topic}")
-            if topic_dir not in made:
-                os.makedirs(topic_dir, exist_ok=True)
-                made.add(topic_dir)
-            final = _final(out, p, fmt)
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(os.path.dirname(final))
-
-            def chained(first: pa.RecordBatch = first, rest: Iterator[pa.RecordBatch] = batches) -> Iterator[pa.RecordBatch]:
-                yield first
-                yield from rest
-
-            target = _AtomicFile(final)
-            try:
-                if fmt == "parquet":
-                    n = _write_parquet(target.f, chained(), schema, compression, progress)
-                elif fmt == "jsonl":
-                    n = _write_jsonl(target.f, chained(), encode, progress)
-                else:
-                    n = _write_csv(target.f, chained(), schema.names, encode, progress)
-            except BaseException:
-                target.abort()
-                raise
-            committer.submit(target)
-            files += 1
-            rows += n
-            progress.add(0, partition_done=True)
+            if fmt == "parquet":
+                n = _write_file(p, out, fmt, batches, made, committer, progress,
+                                lambda f, b, schema=schema: _write_parquet(f, b, schema, compression, progress))  # type: ignore[misc]
+            elif fmt == "jsonl":
+                n = _write_file(p, out, fmt, batches, made, committer, progress, lambda f, b: _write_jsonl(f, b, encode, progress))
+            else:
+                n = _write_file(p, out, fmt, batches, made, committer, progress,
+                                lambda f, b, names=schema.names: _write_csv(f, b, names, encode, progress))  # type: ignore[misc]
+            files += n is not None
+            rows += n or 0
     except BaseException:
         ahead.close()
         committer.close()  # no temporary file is left behind by a commit in flight
@@ -494,5 +649,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_crc_options(e)
     add_format_options(e, serdes_flag=False)
     add_tiered_options(e)
-    add_jobs_option(e, "partitions")
+    add_jobs_option(e, "partitions (and a large partition's segments)")
     e.set_defaults(func=_command)

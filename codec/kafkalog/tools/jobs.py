@@ -29,6 +29,7 @@ __all__ = [
     "default_jobs",
     "ordered_map",
     "runs",
+    "share",
     "span",
 ]
 
@@ -90,11 +91,16 @@ def add_jobs_option(parser: argparse.ArgumentParser, unit: str, small: str = "un
 RUNS_PER_JOB = 16
 
 
-def runs(items: Sequence[T], weights: Sequence[int], jobs: int) -> list[list[T]]:
-    """``items`` cut, in order, into runs of about a ``RUNS_PER_JOB * jobs``-th of the total weight
-    each (an item heavier than that is a run of its own): the tasks of a run spread over ``jobs``
+def share(weights: Sequence[int], jobs: int) -> int:
+    """The weight of one task when ``weights`` are spread over ``jobs`` processes: a ``RUNS_PER_JOB * jobs``-th of the total."""
+    return max(1, sum(weights) // (RUNS_PER_JOB * jobs))
+
+
+def runs(items: Sequence[T], weights: Sequence[int], jobs: int, target: int | None = None) -> list[list[T]]:
+    """``items`` cut, in order, into runs of about ``target`` weight each (default: :func:`share`;
+    an item heavier than that is a run of its own): the tasks of a run spread over ``jobs``
     processes, so that thousands of small partitions cost a few dozen round trips, not thousands."""
-    target = max(1, sum(weights) // (RUNS_PER_JOB * jobs))
+    target = share(weights, jobs) if target is None else target
     out: list[list[T]] = []
     weight = 0
     for item, w in zip(items, weights, strict=True):
@@ -191,6 +197,7 @@ def ordered_map(
     pending: dict[int, Future[R]] = {}
     ahead = 2 * jobs  # tasks queued at most: a failure stops the run before many more start
     submitted = 0
+    terminate = _exit_on_sigterm()
     try:
         for i in range(len(items)):
             while submitted < len(items) and submitted < i + ahead:
@@ -209,3 +216,25 @@ def ordered_map(
         for f in pending.values():
             f.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
+        if terminate is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, terminate)
+
+
+def _exit_on_sigterm() -> Any:
+    """While workers run, SIGTERM (``kill``, ``timeout``) ends this process as an exception does
+    (``SystemExit``, status 143 as the signal gives): the run stops as on a failure, its temporary
+    files are removed, and the forkserver's socket directory (``/tmp/pymp-*``, removed at the
+    interpreter's exit) is not left behind. Returns the handler to put back (None: none changed,
+    outside the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, stop)

@@ -48,7 +48,7 @@ from kafkalog.format.records.v2 import (
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import ABORTED_TXN, CURRENT_VERSION
 from kafkalog.log.unified import parse_topic_partition, topic_name_problem
-from kafkalog.tools.jobs import MIN_PARALLEL_BYTES, ordered_map, runs, span
+from kafkalog.tools.jobs import MIN_PARALLEL_BYTES, ordered_map, runs, share, span
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Finding", "VerifyReport", "verify"]
 
@@ -151,12 +151,61 @@ class VerifyReport:
 
 
 # ------------------------------------------------------------------------------------ segments
+@dataclass(frozen=True)
+class _Before:
+    """The first offset of producer ``producer_id``'s open transaction as the segments before a
+    range left it, or ``default`` when they left none: known once those are checked (see :class:`_OpenTxns`)."""
+
+    producer_id: int
+    default: int | None
+
+
+class _OpenTxns:
+    """The open transactions (producer id -> first offset) of a range of segments checked without
+    the segments before it (``verify -j``: a large directory's segments are checked by several
+    processes). Where the range's first event of a producer needs what came before (an ABORT
+    marker's transaction, a transaction continued), the value is a :class:`_Before`; the process
+    that checks the segments in order puts what came before in (:meth:`resolve`, :meth:`apply`).
+    Offers what :func:`_scan_buffer` uses of a dict."""
+
+    def __init__(self) -> None:
+        self.now: dict[int, int | _Before] = {}
+        self.touched: set[int] = set()  # producers the range decides for
+
+    def get(self, pid: int) -> int | _Before | None:
+        return self.now.get(pid) if pid in self.touched else _Before(pid, None)
+
+    def setdefault(self, pid: int, offset: int) -> None:
+        if pid not in self.touched:
+            self.touched.add(pid)
+            self.now[pid] = _Before(pid, offset)  # a transaction open before the range goes on
+        else:
+            self.now.setdefault(pid, offset)
+
+    def pop(self, pid: int, default: None = None) -> None:
+        self.touched.add(pid)
+        self.now.pop(pid, default)
+
+    @staticmethod
+    def resolve(value: int | _Before | None, before: dict[int, int]) -> int | None:
+        """``value`` given the open transactions ``before`` the range."""
+        return before.get(value.producer_id, value.default) if isinstance(value, _Before) else value
+
+    def apply(self, before: dict[int, int]) -> None:
+        """Turn the open transactions before the range into those after it."""
+        for pid in self.touched:
+            if pid in self.now:
+                before[pid] = self.resolve(self.now[pid], before)  # type: ignore[assignment]
+            else:
+                before.pop(pid, None)
+
+
 @dataclass
 class _Abort:
     producer_id: int
     offset: int
     position: int
-    first_offset: int | None  # first offset of the aborted transaction when seen in this run
+    first_offset: int | _Before | None  # first offset of the aborted transaction when seen in this run
 
 
 @dataclass
@@ -208,7 +257,7 @@ SCAN_CHUNK = 32 << 20
 
 
 def _scan_log(
-    path: str, sink: _Sink, open_txns: dict[int, int], *, closed: str | None, segment_base: int | None,
+    path: str, sink: _Sink, open_txns: dict[int, int] | _OpenTxns, *, closed: str | None, segment_base: int | None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> _Scan:
     """Check every batch of a ``.log`` (or KRaft snapshot) and collect what the index checks need.
@@ -271,7 +320,7 @@ def _check_boundary(scans: list[_Scan], piece: _Scan, origin: int, sink: _Sink, 
 
 
 def _scan_buffer(
-    path: str, mm: bytes, size: int, sink: _Sink, open_txns: dict[int, int], *, closed: str | None, segment_base: int | None,
+    path: str, mm: bytes, size: int, sink: _Sink, open_txns: dict[int, int] | _OpenTxns, *, closed: str | None, segment_base: int | None,
     first: bool = True, remaining: int | None = None, prev_last: int | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, origin: int = 0,
 ) -> _Scan:
@@ -745,12 +794,26 @@ def _is_text_state(name: str) -> bool:
     return name in ("leader-epoch-checkpoint", "partition.metadata", "meta.properties") or name in _OFFSET_CHECKPOINTS
 
 
+@dataclass
+class _Segments:
+    """A range of a directory's segments checked by a worker process (``verify -j``): the findings
+    of their logs, the files ticked, their scans, the index files read before them, and the open
+    transactions as the range leaves them."""
+
+    report: VerifyReport
+    ticked: list[str]
+    scans: dict[int, _Scan | None]
+    prefetched: dict[str, np.ndarray]
+    txns: _OpenTxns
+
+
 class _Dir:
-    """One directory: its segments (all of them, for context) and the files asked for."""
+    """One directory: its segments (all of them, for context) and the files asked for; ``scanned``:
+    its segments checked by worker processes, in order (then every ``.log`` of the directory)."""
 
     def __init__(
         self, directory: str, targets: set[str], report: VerifyReport, progress: Callable[[str], None] | None,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, scanned: list[_Segments] | None = None,
     ) -> None:
         self.dir = directory
         self.max_message_bytes = max_message_bytes
@@ -772,6 +835,7 @@ class _Dir:
         self.open_txns: dict[int, int] = {}
         #: index files read just before their segment's log (see _prefetch)
         self.prefetched: dict[str, np.ndarray] = {}
+        self.scanned = scanned or []
 
     def _closed(self, base: int) -> str | None:
         """Why segment ``base`` cannot end in a torn tail, or None when it may (the active segment)."""
@@ -816,16 +880,33 @@ class _Dir:
         for b in sorted(self.logs):
             if b > base:
                 break
-            if b in self.scans:
-                continue
-            path = self.logs[b]
-            sink = _Sink(self.report if path in self.targets else None)
-            if path in self.targets:
-                self._tick(path)
-            self._prefetch(b)
-            self.scans[b] = self._guard(path, lambda p=path, s=sink, bb=b: _scan_log(  # type: ignore[misc]
-                p, s, self.open_txns, closed=self._closed(bb), segment_base=bb, max_message_bytes=self.max_message_bytes))
+            if b not in self.scans:
+                self._scan_one(b, self.open_txns)
         return self.scans.get(base)
+
+    def _scan_one(self, b: int, open_txns: dict[int, int] | _OpenTxns) -> None:
+        """Scan segment ``b``'s log, its index files read first; findings only for a target."""
+        path = self.logs[b]
+        sink = _Sink(self.report if path in self.targets else None)
+        if path in self.targets:
+            self._tick(path)
+        self._prefetch(b)
+        self.scans[b] = self._guard(path, lambda: _scan_log(  # type: ignore[assignment]
+            path, sink, open_txns, closed=self._closed(b), segment_base=b, max_message_bytes=self.max_message_bytes))
+
+    def _take(self, ranges: list[_Segments]) -> None:
+        """What worker processes found in the directory's segments, taken in segment order as one
+        process checks them: each range's transactions continue those the ranges before it left open."""
+        for r in ranges:
+            for path in r.ticked if self.progress is not None else ():
+                self.progress(path)
+            _merge(self.report, r.report)
+            for scan in r.scans.values():
+                for a in scan.aborts if scan is not None else ():
+                    a.first_offset = r.txns.resolve(a.first_offset, self.open_txns)
+            r.txns.apply(self.open_txns)
+            self.scans.update(r.scans)
+            self.prefetched.update(r.prefetched)
 
     def _tick(self, path: str) -> None:
         self.report.files += 1
@@ -839,6 +920,7 @@ class _Dir:
         tp = parse_topic_partition(self.dir) if self.logs else None
         if tp is not None and (problem := topic_name_problem(tp[0])) is not None:
             self.report.add(WARNING, "topic-name", self.dir, None, None, problem)  # R-NAME-03
+        self._take(self.scanned)
         for base in sorted(self.logs):
             if self.logs[base] in self.targets:
                 self._scan(base)
@@ -920,10 +1002,12 @@ def verify(
     Kafka's default unless given) is corruption, not a torn tail. Findings come sorted by file and
     position.
 
-    ``jobs`` above 1 checks directories in that many worker processes (when there are several and
+    ``jobs`` above 1 checks directories in that many worker processes (when there are
     :data:`~kafkalog.tools.jobs.MIN_PARALLEL_BYTES` to read): the same report, the same findings in
-    the same order. A directory is one task, its segments checked in order by one process, since
-    transaction state flows from each segment to the next."""
+    the same order. A directory larger than a task's share (:func:`~kafkalog.tools.jobs.share`) and
+    of several segments has its logs checked by several processes, a range of segments each, and
+    the rest in this one, which carries the open transactions from each range to the next
+    (:class:`_OpenTxns`) and checks the indexes against the logs' scans."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     report = VerifyReport()
@@ -942,14 +1026,9 @@ def verify(
     if total is not None:
         total(sum(1 for targets in groups.values() for t in targets if _checked(os.path.basename(t))))
     dirs = sorted(groups)
-    sizes = [_target_bytes(groups[d]) for d in dirs] if jobs > 1 and len(dirs) > 1 else None
+    sizes = [_target_bytes(groups[d]) for d in dirs] if jobs > 1 and dirs else None
     if sizes is not None and sum(sizes) >= MIN_PARALLEL_BYTES:
-        tasks = runs([(d, groups[d], d in walked, max_message_bytes) for d in dirs], sizes, jobs)
-        for part, ticked in ordered_map(_verify_run, tasks, jobs, names=lambda i: span([t[0] for t in tasks[i]]),
-                                        preload=["kafkalog.tools.validate"]):
-            for path in ticked if progress is not None else ():
-                progress(path)
-            _merge(report, part)
+        _verify_parallel(dirs, sizes, groups, walked, report, progress, max_message_bytes, jobs)
     else:
         for d in dirs:
             _verify_dir(d, groups[d], d in walked, report, progress, max_message_bytes)
@@ -967,14 +1046,70 @@ def _target_bytes(targets: set[str]) -> int:
     return size
 
 
-def _verify_run(run: list[tuple[str, set[str], bool, int]]) -> tuple[VerifyReport, list[str]]:
-    """A run of directories verified in a worker process (``-j``): their report, and the files it
-    ticked (for the parent's progress line)."""
+def _verify_parallel(dirs: list[str], sizes: list[int], groups: dict[str, set[str]], walked: set[str], report: VerifyReport,
+                     progress: Callable[[str], None] | None, max_message_bytes: int, jobs: int) -> None:
+    """:func:`verify`'s directories checked by ``jobs`` worker processes, in runs of small ones and,
+    for a large one, ranges of its segments (see :func:`verify`); results taken in order."""
+    target = share(sizes, jobs)
+    tasks: list[tuple[Any, ...]] = []
+    first: dict[str, tuple[list[tuple[str, int, int, int]], VerifyReport, set[str]]] = {}
+    for run in runs(dirs, sizes, jobs, target):
+        d = run[0]
+        logs = _segment_sizes(d) if len(run) == 1 and d in walked and _target_bytes(groups[d]) > target else []
+        if len(logs) > 1:
+            first[d] = _first_look(d, True)  # what the indexes and checkpoints claim, read before the workers read the logs
+            for bases in runs(list(logs), list(logs.values()), jobs, target):
+                tasks.append(("segments", d, groups[d], bases, max_message_bytes))
+        else:
+            tasks.append(("dirs", [(x, groups[x], x in walked, max_message_bytes) for x in run]))
+
+    def name(i: int) -> str:
+        t = tasks[i]
+        return span([x[0] for x in t[1]]) if t[0] == "dirs" else f"{t[1]} (segments {t[3][0]} to {t[3][-1]})"
+
+    results = ordered_map(_verify_task, tasks, jobs, names=name, preload=["kafkalog.tools.validate"])
+    k = 0
+    while k < len(tasks):
+        t = tasks[k]
+        if t[0] == "dirs":
+            part, ticked = next(results)
+            for path in ticked if progress is not None else ():
+                progress(path)
+            _merge(report, part)
+            k += 1
+            continue
+        d = t[1]
+        n = sum(1 for u in tasks[k:] if u[0] == "segments" and u[1] == d)
+        _verify_dir(d, groups[d], True, report, progress, max_message_bytes, first=first[d], scanned=[next(results) for _ in range(n)])
+        k += n
+
+
+def _segment_sizes(d: str) -> dict[int, int]:
+    """The directory's ``.log`` files: base offset -> size, in offset order."""
+    out = {}
+    for name, _inode, size, _mtime in _listing(d):
+        if kind_of(name) is FileKind.LOG:
+            out[base_offset_of(name)] = size
+    return dict(sorted(out.items()))
+
+
+def _verify_task(task: tuple[Any, ...]) -> tuple[VerifyReport, list[str]] | _Segments:
+    """One task of :func:`_verify_parallel` in a worker process: ``("dirs", [(dir, targets, walked,
+    max_message_bytes), ...])``, their report and the files ticked (for the parent's progress
+    line); or ``("segments", dir, targets, bases, max_message_bytes)``, what :class:`_Segments` holds."""
     report = VerifyReport()
     ticked: list[str] = []
-    for d, targets, walked, max_message_bytes in run:
-        _verify_dir(d, targets, walked, report, ticked.append, max_message_bytes)
-    return report, ticked
+    if task[0] == "dirs":
+        for d, targets, walked, max_message_bytes in task[1]:
+            _verify_dir(d, targets, walked, report, ticked.append, max_message_bytes)
+        return report, ticked
+    _, d, targets, bases, max_message_bytes = task
+    one = _Dir(d, targets, report, ticked.append, max_message_bytes)
+    txns = _OpenTxns()
+    for b in bases:
+        if b in one.logs:  # else renamed away since it was listed: the directory is found changed and checked again
+            one._scan_one(b, txns)
+    return _Segments(report, ticked, one.scans, one.prefetched, txns)
 
 
 def _merge(report: VerifyReport, part: VerifyReport) -> None:
@@ -1066,19 +1201,30 @@ def _leftovers(d: str, report: VerifyReport) -> set[str]:
     return {os.path.join(d, a.name) for a in plan.actions if a.action == DELETE} if plan is not None else set()
 
 
+def _first_look(d: str, walked: bool) -> tuple[list[tuple[str, int, int, int]], VerifyReport, set[str]]:
+    """What a directory's check reads before its segments: its listing (to see whether it changes),
+    and for a directory named (``walked``) its data loss and leftovers, in a report, with the paths
+    the broker's load deletes."""
+    before = _listing(d)
+    part = VerifyReport()
+    gone: set[str] = set()
+    if walked:  # before the segments: what the indexes claim is read before the logs (R-LIVE-02)
+        _data_loss(d, part)
+        gone = _leftovers(d, part)
+    return before, part, gone
+
+
 def _verify_dir(
     d: str, targets: set[str], walked: bool, report: VerifyReport, progress: Callable[[str], None] | None, max_message_bytes: int,
+    first: tuple[list[tuple[str, int, int, int]], VerifyReport, set[str]] | None = None, scanned: list[_Segments] | None = None,
 ) -> None:
     """Verify one directory; if a writer changed its files meanwhile (append, roll, retention,
-    cleaner swap) and there were errors, verify it again, so that findings describe one state of it."""
+    cleaner swap) and there were errors, verify it again, so that findings describe one state of it.
+    ``first``: its :func:`_first_look`, and ``scanned`` its segments, taken by worker processes
+    (``verify -j``; a second look is taken here)."""
     for attempt in range(CHANGED_DIR_ATTEMPTS):
-        before = _listing(d)
-        part = VerifyReport()
-        gone: set[str] = set()
-        if walked:  # before the segments: what the indexes claim is read before the logs (R-LIVE-02)
-            _data_loss(d, part)
-            gone = _leftovers(d, part)
-        _Dir(d, targets, part, progress, max_message_bytes).run()
+        before, part, gone = first if first is not None and attempt == 0 else _first_look(d, walked)
+        _Dir(d, targets, part, progress, max_message_bytes, scanned if attempt == 0 else None).run()
         # an index whose .log an interrupted swap renamed away is noted as the load deletes it
         part.findings = [f for f in part.findings if not (f.code == "log-missing" and f.file in gone)]
         if part.ok or _listing(d) == before or attempt == CHANGED_DIR_ATTEMPTS - 1:

@@ -95,5 +95,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     v.add_argument("--max-message-bytes", type=int, metavar="N", help=(
         "the topic's max.message.bytes (default Kafka's, 1048588): a trailing entry larger than this is corruption, "
         "not a torn tail"))
-    add_jobs_option(v, "directories")
+    add_jobs_option(v, "directories (and a large directory's segments)")
     v.set_defaults(func=_command)
