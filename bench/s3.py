@@ -1,4 +1,5 @@
-"""``kafkalog.scan`` over ``s3://`` against the same read from local disk, in one run.
+"""``kafkalog.scan`` over ``s3://`` against the same read from local disk, and against what the S3
+server gives a client that only fetches, in one run.
 
     .venv/bin/python bench/s3.py [--data real,generated] [--set DIR] [--copies 16] [--gigabytes 1]
                                  [--segment-mb 64] [--cache DIR] [--repeat 3]
@@ -10,20 +11,28 @@ Two data sets (``--data``, both by default), each made once under ``--cache`` (d
 topics renamed, in one data dir; ``generated`` is bench/spark.py's partition of 100-byte random
 values in 1,000-record batches, ``--gigabytes`` of it (default 1) in segments of ``--segment-mb``
 (default 64). An S3 server (moto's, as the tests run it: ``tests/s3_server.py``, a process of its
-own on 127.0.0.1 that logs every request) is started and each data dir uploaded to it. Then each
-round scans the local dir and the ``s3://`` prefix with ``kafkalog.scan`` (every column, CRCs
-checked, batches consumed and dropped), in turn, after a warm-up round of each, with a fresh S3
-client each time (no listing cached from an earlier round). Printed for each: rows, the best wall
-time, MB/s of ``.log``, rows/s, and the CPU time of this process and of the server; for S3 also
-the requests of the best round by kind (listings, HEADs, GETs of objects), the ``.log`` bytes
-fetched against those needed (the byte ranges of the ``.log`` files the plans read) and every
-GET's bytes, and the ratio of S3's rows/s to the local read's (the target is 0.5 or more). Both
-reads must give the same rows (per topic-partition count and offset sum), or the run fails.
+own on 127.0.0.1, werkzeug's threaded server, that logs every request) is started and each data dir
+uploaded to it. Each round then reads, in turn (the order alternating), after a warm-up round:
 
-The server and this process share the machine's cores, and moto is Python: its work per request
-(and, for a ranged GET, a copy of the whole object: moto reads an object whole and slices it)
-shows in the S3 figures. Many small partitions cost a request each whatever the client does; large
-segments show what the read-ahead does. Run it on an idle machine.
+- ``local``: ``kafkalog.scan`` of the local dir (every column, CRCs checked, batches consumed and dropped);
+- ``s3``: the same of the ``s3://`` prefix;
+- ``fetch``: the server's ceiling for this client: every ``.log`` byte the scan reads, fetched
+  through the scan's read-ahead (:class:`kafkalog.log.ranges.ReadAhead`) and dropped, nothing decoded;
+- ``s3fs``: every ``.log`` object fetched whole with plain s3fs ``cat_file``, 4 at a time, dropped;
+
+each with a fresh S3 client (no listing cached from an earlier round). Printed for each: the best
+wall time, MB/s of ``.log``, rows/s, the CPU time of this process and of the server; for the
+scan's best round the requests by kind (listings, HEADs, GETs of objects), the ``.log`` bytes
+fetched against those needed (the byte ranges of the ``.log`` files the plans read) and every GET's
+bytes; and the ratios of the S3 scan's rows/s to the local read's (the target is 0.5 or more) and
+of its MB/s to ``fetch``'s. Both scans must give the same rows (per topic-partition count and
+offset sum), or the run fails.
+
+The server and this process share the machine's cores, and moto is Python: for each GET it reads
+the object whole from its store and slices the range out, so its CPU grows with the object's size
+times the requests for it (the read-ahead asks for a segment of up to 64 MiB in one request). With
+other work on the machine, wall times follow CPU times (compare the CPU columns); run it on an
+idle machine for wall times.
 """
 
 from __future__ import annotations
@@ -65,6 +74,39 @@ def needed(url: str) -> int:
     return sum((sl.end if sl.end is not None else sl.segment.size) - sl.start for p in plan_all(discover([url])) for sl in p.slices)
 
 
+def fetch_only(url: str) -> tuple[int, dict]:
+    """Every ``.log`` byte a scan of ``url`` reads, through the scan's read-ahead, dropped: the
+    scan's requests without its decoding."""
+    from kafkalog.dataset.scan import plan_all, read_ahead
+    from kafkalog.log.replicas import discover
+
+    plans = plan_all(discover([url]))
+    with read_ahead(plans) as ahead:
+        for p in plans:
+            for sl in p.slices:
+                end = sl.end if sl.end is not None else sl.segment.size
+                with ahead.open(p.files.storage, sl.segment.log, sl.start, end, sl.segment.size) as f:  # type: ignore[arg-type]
+                    f.seek(sl.start)
+                    left = end - sl.start
+                    while left > 0 and (got := len(f.read(min(left, 8 << 20)))):
+                        left -= got
+    return 0, {}
+
+
+def fetch_whole(url: str) -> tuple[int, dict]:
+    """Every ``.log`` object under ``url`` fetched whole with plain s3fs, 4 at a time, dropped."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    logs = [p for p in fs.find(url) if p.endswith(".log")]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in pool.map(lambda p: len(fs.cat_file(p)), logs):
+            pass
+    return 0, {}
+
+
 def cpu_of(pid: int) -> float:
     """CPU seconds (user and system) a process used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -94,24 +136,29 @@ def compare(server: object, name: str, data: Path, repeat: int) -> bool:
         if took < best.get(what, (1e9,))[0]:
             best[what] = (took, used, cpu_of(server.proc.pid) - server_cpu, server.requests()[before:])  # type: ignore[attr-defined]
 
+    reads: dict[str, Callable[[], tuple[int, dict]]] = {
+        "local": lambda: scan_all(data), "s3": lambda: scan_all(url), "fetch": lambda: fetch_only(url), "s3fs": lambda: fetch_whole(url)}
     for k in range(repeat + 1):
-        for what, src in (("local", data), ("s3", url)) if k % 2 == 0 else (("s3", url), ("local", data)):
-            timed(what, lambda src=src: scan_all(src))  # type: ignore[misc]
+        for what in list(reads) if k % 2 == 0 else list(reads)[::-1]:
+            timed(what, reads[what])
         if k == 0:
             best.clear()
     rows = result["local"][0]
     print(f"\n{name}: {rows:,} rows, {log_bytes / 1e6:.0f} MB of .log, best of {repeat} rounds")
     print(f"{'read':<6} {'best s':>8} {'MB/s':>8} {'rows/s':>12} {'CPU s':>8} {'server CPU s':>13}")
-    for what in ("local", "s3"):
+    for what in reads:
         took, used, server_used = best[what][:3]
-        print(f"{what:<6} {took:8.2f} {log_bytes / 1e6 / took:8.1f} {rows / took:12,.0f} {used:8.2f} {server_used if what == 's3' else 0:13.2f}")
+        rate = f"{rows / took:12,.0f}" if what in ("local", "s3") else f"{'-':>12}"
+        print(f"{what:<6} {took:8.2f} {log_bytes / 1e6 / took:8.1f} {rate} {used:8.2f} {server_used if what != 'local' else 0:13.2f}")
     reqs = best["s3"][3]
     gets = [r for r in reqs if r["method"] == "GET" and r["path"].strip("/").count("/")]
     logs = sum(r["bytes"] for r in gets if r["path"].endswith(".log"))
     want = needed(url)
     print("s3 requests: " + ", ".join(f"{n} {k}" for k, n in kinds(reqs).items()))
     print(f"s3 .log bytes fetched {logs:,} / needed {want:,} = {logs / want:.3f}x; every GET {sum(r['bytes'] for r in gets):,} bytes")
-    print(f"s3/local rows/s: {best['local'][0] / best['s3'][0]:.2f}x (target 0.5x or more)")
+    print(f"s3/local rows/s: {best['local'][0] / best['s3'][0]:.2f}x (target 0.5x or more); s3 scan/fetch only: "
+          f"{best['fetch'][0] / best['s3'][0]:.2f}x; CPU s per GB of .log: local {best['local'][1] / log_bytes * 1e9:.2f}, "
+          f"s3 {best['s3'][1] / log_bytes * 1e9:.2f} (+ server {best['s3'][2] / log_bytes * 1e9:.2f})")
     same = result["s3"] == result["local"]
     print(f"rows: {'same' if same else 'DIFFERENT'}")
     return same

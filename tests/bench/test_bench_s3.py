@@ -28,6 +28,7 @@ def test_one_copy_and_a_small_partition(bench: ModuleType, tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert rc == 0, out
     assert out.count("rows: same") == 2, out
-    assert "s3/local rows/s" in out and "1 list, 0 head" in out
+    assert "s3/local rows/s" in out and "1 list, 0 head" in out and "s3 scan/fetch only" in out
+    assert len([line for line in out.splitlines() if line.startswith(("fetch ", "s3fs "))]) == 4, out  # the server's ceiling, each set
     ratios = [float(m) for m in re.findall(r"fetched [\d,]+ / needed [\d,]+ = ([\d.]+)x", out)]
     assert len(ratios) == 2 and all(1.0 <= r <= 1.1 for r in ratios), out

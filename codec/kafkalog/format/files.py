@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = [
-    "FileKind", "atomic_write", "exists", "fsync_dir", "is_dir", "is_url", "kind_of", "open_read", "read_bytes",
+    "FileKind", "UrlFile", "atomic_write", "exists", "fsync_dir", "is_dir", "is_url", "kind_of", "open_read", "open_url", "read_bytes",
     "segment_file_name", "url_filesystem", "walk",
 ]
 
@@ -105,11 +105,19 @@ def _on_url(url: str, call: Callable[[], T]) -> T:
 
 
 def open_read(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open a local file or a URL for reading (a seekable binary file)."""
+    """Open a local file or a URL for reading (a seekable binary file; a URL's is a :class:`UrlFile`)."""
     if is_url(path):
-        fs, p = url_filesystem(path)  # type: ignore[arg-type]
-        return _on_url(path, lambda: fs.open(p, "rb"))  # type: ignore[arg-type]
+        fs, p = url_filesystem(os.fspath(path))
+        return open_url(fs, p)
     return open(path, "rb")  # noqa: SIM115 - the caller closes it
+
+
+def open_url(fs: AbstractFileSystem, path: str, size: int | None = None) -> UrlFile:
+    """``path`` on the fsspec filesystem ``fs`` as a :class:`UrlFile` (``size``: its size when a
+    listing gave it); a library's error is raised as an OSError naming the URL."""
+    url = fs.unstrip_protocol(path)
+    return UrlFile(url, lambda a, b: _on_url(url, lambda: fs.cat_file(path, start=a, end=b)),
+                   size if size else lambda: _on_url(url, lambda: fs.size(path)))
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -233,3 +241,66 @@ class RemoteFile(io.RawIOBase):
             raise ValueError("negative seek position")
         self._pos = base + pos
         return self._pos
+
+
+class UrlFile(RemoteFile):
+    """A file on object storage read with ranged requests, ``fetch(start, end)`` giving bytes ``[start,
+    end)``: every reader of ``s3://`` (``dump``, ``info``, ``cat``, ``scan``'s reads outside its
+    read-ahead, :mod:`kafkalog.log.ranges`) reads objects this way. A read fetches what it asks for
+    and, reading forward, a block beyond it that doubles with each further request (from
+    :data:`MIN_BLOCK` to :data:`MAX_BLOCK`): a reader of small pieces (batch headers, a dump's
+    batches) makes few requests, and fetches at most one block it does not read. ``size`` is the
+    object's length, or a call that asks for it (once, when needed): a listing that gave the size
+    saves a request. Nothing else is asked (no HEAD per open, no cache kept after close)."""
+
+    #: The first block fetched beyond a read, and the largest.
+    MIN_BLOCK = 64 << 10
+    MAX_BLOCK = 8 << 20
+
+    def __init__(self, name: str, fetch: Callable[[int, int], bytes], size: int | Callable[[], int]) -> None:
+        super().__init__(name, size if isinstance(size, int) else -1)
+        self._fetch = fetch
+        self._ask_size = None if isinstance(size, int) else size
+        self._buf = b""
+        self._buf_start = 0
+        self._block = self.MIN_BLOCK
+
+    def _length(self) -> int:
+        if self._size < 0:
+            self._size = int(self._ask_size())  # type: ignore[misc]
+        return self._size
+
+    def readinto(self, b: memoryview | bytearray) -> int:  # type: ignore[override]
+        view = memoryview(b).cast("B")
+        want = max(0, min(len(view), self._length() - self._pos))
+        done = 0
+        while done < want:  # all that is asked (a short read would look like the end of the file)
+            pos = self._pos + done
+            at = pos - self._buf_start
+            if not 0 <= at < len(self._buf):
+                forward = bool(self._buf) and pos >= self._buf_start + len(self._buf)
+                self._block = min(2 * self._block, self.MAX_BLOCK) if forward else self.MIN_BLOCK
+                data = self._fetch(pos, min(self._size, pos + want - done + self._block))
+                if not data:
+                    break
+                self._buf, self._buf_start, at = data, pos, 0
+            n = min(want - done, len(self._buf) - at)
+            view[done : done + n] = memoryview(self._buf)[at : at + n]
+            done += n
+        self._pos += done
+        return done
+
+    def readall(self) -> bytes:
+        """The rest of the file, in one request (what is held already is not fetched again)."""
+        pos, end = self._pos, self._length()
+        if pos >= end:
+            return b""
+        at = pos - self._buf_start
+        held = self._buf[at:] if 0 <= at < len(self._buf) else b""
+        rest = self._fetch(pos + len(held), end) if pos + len(held) < end else b""
+        self._pos = end
+        return held + rest
+
+    def close(self) -> None:
+        self._buf = b""
+        super().close()

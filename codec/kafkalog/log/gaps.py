@@ -31,13 +31,13 @@ import io
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 from kafkalog.errors import DataLossError, KafkaLogError, ReplicaDivergenceError
 from kafkalog.format.checkpoints import read_offset_checkpoint
-from kafkalog.format.files import is_url, url_filesystem
+from kafkalog.format.files import is_url, open_url, url_filesystem
 from kafkalog.format.index import OffsetIndex, TimeIndex
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.txnindex import read_txn_index
@@ -147,9 +147,11 @@ def raise_on_gaps(gaps: list[Gap]) -> None:
 class _Files:
     """Listing and reading of one directory, local or on an fsspec filesystem."""
 
-    def __init__(self, directory: str, fs: AbstractFileSystem | None, open_log: Callable[[str], BinaryIO] | None = None) -> None:
+    def __init__(self, directory: str, fs: AbstractFileSystem | None, open_log: Callable[[str], BinaryIO] | None = None,
+                 read_file: Callable[[str], bytes] | None = None) -> None:
         self.shown = directory
         self.open_log = open_log
+        self.read_file = read_file
         if fs is None and is_url(directory):
             fs, directory = url_filesystem(directory)
         self.fs = fs
@@ -183,6 +185,8 @@ class _Files:
         return any(b > base for b in segment_bases(self.names()))
 
     def read(self, path: str) -> bytes:
+        if self.read_file is not None:
+            return self.read_file(path)
         if self.fs is not None:
             return self.fs.cat_file(path)
         with open(path, "rb") as f:
@@ -192,7 +196,7 @@ class _Files:
         if self.open_log is not None:
             return self.open_log(path)
         if self.fs is not None:
-            return self.fs.open(path, "rb")
+            return open_url(self.fs, path)
         return open(path, "rb")  # noqa: SIM115 - the caller closes it
 
     def exists(self, path: str) -> bool:
@@ -213,19 +217,23 @@ class LogDirOffsets:
     log_end_at_shutdown: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, log_dir: str, fs: AbstractFileSystem | None = None) -> LogDirOffsets:
+    def read(cls, log_dir: str, fs: AbstractFileSystem | None = None, *, names: Collection[str] | None = None) -> LogDirOffsets:
         """The checkpoints of ``log_dir`` (a path, URL, or path on ``fs``); a file that is absent
-        or unreadable counts as empty (``kafkalog verify`` reports a damaged one)."""
+        or unreadable counts as empty (``kafkalog verify`` reports a damaged one). ``names``: the
+        file names of ``log_dir`` when a listing already gave them; a file not among them is not
+        asked for (on object storage each would be a request, a GET answered "no such key")."""
         files = _Files(log_dir, fs)
 
         def read(name: str) -> dict[tuple[str, int], int]:
+            if names is not None and name not in names:
+                return {}
             try:
                 return read_offset_checkpoint(data=files.read(files.join(name)))
             except (OSError, KafkaLogError):
                 return {}
 
         try:
-            clean = files.exists(files.join(CLEAN_SHUTDOWN))
+            clean = CLEAN_SHUTDOWN in names if names is not None else files.exists(files.join(CLEAN_SHUTDOWN))
         except OSError:
             clean = False
         return cls(read(LOG_START), read(RECOVERY_POINT) if clean else {})
@@ -251,6 +259,7 @@ def find_gaps(
     checkpoints: LogDirOffsets | None = None,
     tail: bool = True,
     open_log: Callable[[str], BinaryIO] | None = None,
+    read_file: Callable[[str], bytes] | None = None,
 ) -> list[Gap]:
     """The offset ranges of one partition directory that its files say existed but no ``.log``
     holds, in offset order (empty: nothing is missing).
@@ -260,9 +269,10 @@ def find_gaps(
     None they are read from the directory's parent (absent files: none). ``tail=False`` leaves out
     the tail of a last segment whose ``.log`` is there (no ``.log`` is opened): a reader that reads
     that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself. ``open_log``
-    opens the ``.log`` read for that (default: as any file of the directory)."""
+    opens the ``.log`` read for that, and ``read_file`` reads a whole file (an index, a snapshot)
+    (defaults: as any file of the directory)."""
     shown = os.fspath(directory)
-    access = _Files(shown, fs, open_log)
+    access = _Files(shown, fs, open_log, read_file)
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
     names = list(listed)
     # a file listed empty holds no entry to read (a live one may have grown since, but only with

@@ -173,7 +173,7 @@ def _last_index_position(pf: PartitionFiles, seg: SegmentFiles, problems: list[s
         idx = offset_index(pf, seg)
         if idx is None or not len(idx):
             return 0
-        with pf.storage.open(seg.log) as f:  # type: ignore[arg-type]
+        with pf.storage.open(seg.log, seg.size) as f:  # type: ignore[arg-type]
             for pos in reversed(idx.positions.tolist()):
                 f.seek(pos)
                 head = f.read(_PREFIX.size)
@@ -265,7 +265,7 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
     # the first batch
     first = logs[0]
     try:
-        with pf.storage.open(first.log) as f:  # type: ignore[arg-type]
+        with pf.storage.open(first.log, first.size) as f:  # type: ignore[arg-type]
             h = next(scan_headers(f, pf.display(first.log), 0, first.size), None)
         if h is not None:
             out.first_offset, out.first_timestamp = h.base_offset, (h.first_timestamp if h.first_timestamp >= 0 else None)
@@ -302,7 +302,7 @@ def describe(pf: PartitionFiles) -> PartitionSummary:
         start_pos = pos if j == i else 0
         next_offset = max(next_offset, s.base_offset)
         try:
-            with pf.storage.open(s.log) as f:  # type: ignore[arg-type]
+            with pf.storage.open(s.log, s.size) as f:  # type: ignore[arg-type]
                 size = f.seek(0, 2)
                 end = start_pos
                 for h in scan_headers(f, pf.display(s.log), start_pos, size):
@@ -374,7 +374,7 @@ def offset_for_timestamp(pf: PartitionFiles, timestamp: int) -> int | None:
             if n < len(logs) - 1 and int(tix.timestamps[-1]) < timestamp:
                 continue
             start = position_of(pf, seg, tix.lookup(timestamp)[1])
-        with pf.storage.open(seg.log) as f, LogReader(f, name=pf.display(seg.log), start=start, end=seg.size or None) as reader:  # type: ignore[arg-type]
+        with pf.storage.open(seg.log, seg.size) as f, LogReader(f, name=pf.display(seg.log), start=start, end=seg.size or None) as reader:  # type: ignore[arg-type]
             for batch in reader.batches():
                 if batch.max_timestamp < timestamp or (isinstance(batch, RecordBatch) and batch.is_control):
                     continue

@@ -9,14 +9,18 @@ partitions. What it holds is bounded: at most :data:`MAX_REQUESTS` pieces of at 
 :data:`PIECE_BYTES` each are fetched or waiting to be read at a time, and no more than
 :data:`BUDGET_BYTES` together. Pieces are large, because an object store's cost is per request (S3
 bills and throttles requests, and a server that reads a whole object for a ranged GET, as moto
-does, pays the object's size per request): a segment smaller than a piece is one request.
+does, pays the object's size per request): a segment up to a piece's size is one request. Over
+moto on loopback (``bench/s3.py``), a 1 GB scan of 64 MB segments cost the server 5.0 CPU seconds
+in 16 MB pieces, 3.0 in 32 MB ones and 1.4 in whole segments, and the client the same in each.
 
 Planning's reads (the indexes and log ends that :func:`kafkalog.dataset.scan.plan_all` reads of
 each partition) overlap the same way, several partitions at a time (:func:`map_ahead`).
 
 Only the ranges asked for are fetched, so the bytes fetched are the bytes needed, apart from the
-read-ahead of a read abandoned early. Files on other storages (a local disk) are opened as before.
-Each piece is one ranged GET (``cat_file``): no HEAD, no listing. Nothing is written.
+read-ahead of a read abandoned early. Files on other storages (a local disk) are opened as before,
+and a read outside the ranges given is the storage's own (on object storage a
+:class:`~kafkalog.format.files.UrlFile`, as every other reader reads objects). Each piece is one
+ranged GET (``cat_file``): no HEAD, no listing. Nothing is written.
 """
 
 from __future__ import annotations
@@ -39,10 +43,10 @@ _END = object()
 
 #: Requests in flight (or fetched and not yet read) at most.
 MAX_REQUESTS = 16
-#: The largest piece of a file fetched in one request.
-PIECE_BYTES = 32 << 20
-#: Bytes in flight or fetched and not yet read, at most (the read-ahead's memory).
-BUDGET_BYTES = 128 << 20
+#: The largest piece of a file fetched in one request (a segment of Kafka's default 1 GB is 16).
+PIECE_BYTES = 64 << 20
+#: Bytes in flight or fetched and not yet read, at most (the read-ahead's memory): three pieces.
+BUDGET_BYTES = 192 << 20
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -168,7 +172,7 @@ class ReadAhead:
         if isinstance(storage, UrlStorage):
             k = next((i for i, r in enumerate(todo) if r.storage is storage and r.path == path and r.start == start and r.end == end), None)
         if k is None:
-            return storage.open(path)
+            return storage.open(path, size)
         for _ in range(k):
             self._drop(todo.popleft())
         self._sending = max(0, self._sending - k)
@@ -232,7 +236,7 @@ class _RangeFile(RemoteFile):
             if self._piece_at(pos):
                 at = pos - self._buf_start
                 n = min(want - done, len(self._buf) - at)
-                view[done : done + n] = self._buf[at : at + n]
+                view[done : done + n] = memoryview(self._buf)[at : at + n]  # one copy: a slice of bytes would be a second
             else:  # not in what is read ahead (before the range, or read again): a request of its own
                 data = self._range.storage.read_range(self._range.path, pos, pos + want - done)
                 n = len(data)

@@ -104,7 +104,7 @@ def _read_copy(pf: PartitionFiles) -> _Copy:
             continue
         nxt = logs[n + 1].base_offset if n + 1 < len(logs) else None
         try:
-            with pf.storage.open(seg.log) as f:  # type: ignore[arg-type]
+            with pf.storage.open(seg.log, seg.size) as f:  # type: ignore[arg-type]
                 for h in scan_headers(f, pf.display(seg.log), 0, seg.size):
                     batches.append((h, seg))
                     end = max(end, h.last_offset + 1)
@@ -131,7 +131,7 @@ def _topic_id(pf: PartitionFiles) -> str | None:
 
 def _records(c: _Copy, h: BatchHeader, seg: SegmentFiles) -> dict[int, tuple]:
     """The records of one batch by offset: what two copies must agree on (timestamp, key, value, headers)."""
-    with c.files.storage.open(seg.log) as f, LogReader(f, name=c.files.display(seg.log), start=h.position,  # type: ignore[arg-type]
+    with c.files.storage.open(seg.log, seg.size) as f, LogReader(f, name=c.files.display(seg.log), start=h.position,  # type: ignore[arg-type]
                                                        end=h.position + h.size) as reader:
         return {r.offset: (r.timestamp, r.key, r.value, r.headers) for b in reader.batches() for r in b.records()}
 

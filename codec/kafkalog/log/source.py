@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
 
 from kafkalog.errors import KafkaLogError, LogNotFoundError
-from kafkalog.format.files import RemoteFile, is_url, url_filesystem
+from kafkalog.format.files import RemoteFile, UrlFile, is_url, url_filesystem
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
 from kafkalog.log.leftovers import as_loaded, renamed_name
 from kafkalog.log.reads import log_start_offset
@@ -80,8 +80,9 @@ class Storage(Protocol):
         """The files of a directory and of every directory under it (at any depth; not under a
         ``-delete``, ``-future`` or ``-stray`` one), keyed by directory."""
 
-    def open(self, path: str) -> BinaryIO:
-        """A seekable binary file opened for reading."""
+    def open(self, path: str, size: int | None = None) -> BinaryIO:
+        """A seekable binary file opened for reading; ``size``: its size when a listing gave it (on
+        object storage it then need not be asked for)."""
 
     def read(self, path: str) -> bytes:
         """A whole (small) file."""
@@ -128,7 +129,7 @@ class LocalStorage:
             todo.extend(e.path for e in entries if e.is_dir and not _SKIPPED_DIR.search(e.name))
         return out
 
-    def open(self, path: str) -> BinaryIO:
+    def open(self, path: str, size: int | None = None) -> BinaryIO:
         return _listed(path, lambda p: open(p, "rb"))
 
     def read(self, path: str) -> bytes:
@@ -159,6 +160,8 @@ class UrlStorage:
         self._found: dict[str, dict[str, dict]] = {}  # a recursive listing taken by isdir, until tree takes it
         self._tails: dict[str, tuple[int, bytes]] = {}  # what open_tail read of each file: its start and bytes
         self._tail_bytes = 0
+        self._kept: dict[str, bytes] = {}  # the last small files read, oldest first
+        self._kept_bytes = 0
         self._lock = threading.Lock()
 
     def _find(self, top: str) -> dict[str, dict]:
@@ -198,11 +201,31 @@ class UrlStorage:
             out.setdefault(d, []).append(Entry(name, int(info.get("size") or 0), False))
         return out
 
-    def open(self, path: str) -> BinaryIO:
-        return _listed(path, lambda p: self._call(p, lambda: self.fs.open(p, "rb")))  # type: ignore[return-value]
+    def open(self, path: str, size: int | None = None) -> BinaryIO:
+        """The file read with ranged requests (:class:`~kafkalog.format.files.UrlFile`, through
+        :meth:`read_range`: what planning read of a ``.log``'s end is not fetched again), sized by the
+        listing when ``size`` is given, else by asking once."""
+        def ask() -> int:
+            return int(_listed(path, lambda p: self._call(p, lambda: self.fs.size(p))))  # type: ignore[call-overload]
+
+        return UrlFile(self.display(path), lambda a, b: self.read_range(path, a, b), size if size else ask)
 
     def read(self, path: str) -> bytes:
-        return self._call(path, lambda: self.fs.cat_file(path))  # type: ignore[return-value]
+        """A whole (small) file. The last few read are kept (up to :data:`KEPT_BYTES`): the data-loss
+        check, ``info``'s inventory and a scan's plan each read a last segment's indexes, and on
+        object storage each read is a request."""
+        with self._lock:
+            data = self._kept.get(path)
+        if data is not None:
+            return data
+        data = self._call(path, lambda: self.fs.cat_file(path))  # type: ignore[assignment]
+        if len(data) <= KEPT_BYTES:  # type: ignore[arg-type]
+            with self._lock:
+                self._kept[path] = data  # type: ignore[assignment]
+                self._kept_bytes += len(data)  # type: ignore[arg-type]
+                while self._kept_bytes > KEPT_BYTES:
+                    self._kept_bytes -= len(self._kept.pop(next(iter(self._kept))))
+        return data  # type: ignore[return-value]
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of a file a listing named (one ranged request, no HEAD), as
@@ -256,6 +279,8 @@ class UrlStorage:
 
 #: Bytes of ``.log`` ends that planning read and a scan reads next, kept per storage at most.
 TAIL_BYTES = 64 << 20
+#: Bytes of whole small files (indexes, snapshots) kept per storage at most, the last read.
+KEPT_BYTES = 16 << 20
 
 
 class _TailFile(RemoteFile):
@@ -381,9 +406,12 @@ class PartitionFiles:
 
     def gaps(self) -> list[Gap]:
         """Offsets the partition's own files say existed but no ``.log`` holds (data loss: :func:`kafkalog.log.gaps.find_gaps`)."""
-        fs = self.storage.fs if isinstance(self.storage, UrlStorage) else None
-        opener = self.storage.open_tail if isinstance(self.storage, UrlStorage) else None
-        found = find_gaps(self.dir, fs=fs, files=dict(self.listing), checkpoints=self.log_dir, open_log=opener)
+        if isinstance(self.storage, UrlStorage):  # its reads: what is read twice is fetched once
+            remote = self.storage
+            found = find_gaps(self.dir, fs=remote.fs, files=dict(self.listing), checkpoints=self.log_dir, open_log=remote.open_tail,
+                              read_file=remote.read)
+        else:
+            found = find_gaps(self.dir, files=dict(self.listing), checkpoints=self.log_dir)
         shown = self.display()
         return [Gap(shown, g.start, g.end, g.evidence) for g in found] if shown != self.dir else found
 
@@ -393,7 +421,7 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
     groups: dict[int, dict[str, tuple[str, int]]] = {}
     snapshots = []
     partition_file = False
-    for name, e in as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path)):  # as the broker has them after loading
+    for name, e in as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path, e.size)):  # as the broker has them after loading
         m = _SEGMENT_FILE.match(name)
         if m is None:
             partition_file |= name in _PARTITION_FILES
@@ -422,10 +450,13 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
                           tuple((e.name, e.size) for e in files))
 
 
-def _log_dir(storage: Storage, directory: str) -> LogDirOffsets:
+def _log_dir(storage: Storage, directory: str, listed: list[Entry] | None) -> LogDirOffsets:
     """What a data dir's checkpoints say (nothing when they are absent or unreadable: a log then
-    starts at its first segment, as Kafka falls back)."""
-    return LogDirOffsets.read(directory, storage.fs if isinstance(storage, UrlStorage) else None)
+    starts at its first segment, as Kafka falls back). ``listed``: the data dir's files, when the
+    listing reached it; on object storage only the checkpoints among them are fetched."""
+    if not isinstance(storage, UrlStorage):
+        return LogDirOffsets.read(directory)
+    return LogDirOffsets.read(directory, storage.fs, names=None if listed is None else {e.name for e in listed})
 
 
 def _parent(storage: Storage, directory: str) -> str:
@@ -485,14 +516,16 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
         log_dirs: dict[str, LogDirOffsets] = {}
         for root in roots:
             top = root.rstrip("/") if isinstance(storage, UrlStorage) else root
-            for d, files in sorted(storage.tree(root).items()):
+            tree = storage.tree(root)
+            for d, files in sorted(tree.items()):
                 name = d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1]
                 is_root = d.rstrip("/") == top.rstrip("/")
                 if (not is_root and not _PARTITION_DIR.match(name)) or not any(_SEGMENT_FILE.match(e.name) or e.name in _PARTITION_FILES for e in files):
                     continue
                 parent = _parent(storage, d)
                 if parent not in log_dirs:
-                    log_dirs[parent] = _log_dir(storage, parent)
+                    listed = parent == top.rstrip("/") or parent.startswith(top.rstrip("/") + "/")  # the listing covered it
+                    log_dirs[parent] = _log_dir(storage, parent, tree.get(parent, []) if listed else None)
                 p = _partition(storage, d, files, log_dirs[parent])
                 if p is None:
                     continue

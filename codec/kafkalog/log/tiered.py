@@ -217,9 +217,9 @@ class TieredStorage(LocalStorage):
             parts[part] = name
         return parts
 
-    def open(self, path: str) -> BinaryIO:
+    def open(self, path: str, size: int | None = None) -> BinaryIO:
         seg = self._logs.get(path)
-        return seg.open_log() if seg is not None else super().open(path)  # type: ignore[return-value]
+        return seg.open_log() if seg is not None else super().open(path, size)  # type: ignore[return-value]
 
     def read(self, path: str) -> bytes:
         found = self._parts.get(path)
