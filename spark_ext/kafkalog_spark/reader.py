@@ -171,20 +171,30 @@ def _salvage(
     log.warning("kafkalog source: skipping the rest of %s from byte %s (ignoreCorruptFiles=true): %s", error.file or name, error.position, error.message)
 
 
-def coalesce(batches: Iterator[pa.RecordBatch], rows: int = MAX_ROWS) -> Iterator[pa.RecordBatch]:
-    """The rows of ``batches`` in batches of at least ``rows`` rows (the last one may hold fewer):
-    the small batches of small segments are joined, as Spark takes each Arrow batch from a Python
-    source at a cost of its own."""
+#: Bytes of Arrow data at which a batch is handed to Spark as it is, whatever its rows: joining
+#: large batches copies every byte once more for no saving (a chunk of 1 KB values holds ~8,000 rows).
+COALESCE_BYTES = 4 << 20
+
+
+def coalesce(batches: Iterator[pa.RecordBatch], rows: int = MAX_ROWS, nbytes: int = COALESCE_BYTES) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` in batches of at least ``rows`` rows or ``nbytes`` bytes (the last
+    one may hold fewer): the small batches of small segments are joined, as Spark takes each
+    Arrow batch from a Python source at a cost of its own."""
     pending: list[pa.RecordBatch] = []
-    held = 0
+    held = held_bytes = 0
     for b in batches:
-        if not pending and b.num_rows >= rows:
+        size = b.nbytes
+        if b.num_rows >= rows or size >= nbytes:  # large enough alone: not copied into a join
+            if pending:
+                yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+                pending, held, held_bytes = [], 0, 0
             yield b
             continue
         pending.append(b)
         held += b.num_rows
-        if held >= rows:
-            yield pa.concat_batches(pending)
-            pending, held = [], 0
+        held_bytes += size
+        if held >= rows or held_bytes >= nbytes:
+            yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+            pending, held, held_bytes = [], 0, 0
     if pending:
         yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
