@@ -51,7 +51,7 @@ class ReadSettings:
     keys: Keyring | None = field(default=None, repr=False)
     #: ``skipCorrupt``: read past a batch whose CRC does not match, with a warning, instead of failing
     skip_corrupt: bool = False
-    #: the Kafka release whose decoders fill ``decoded`` (None: the newest)
+    #: the Kafka release whose decoders fill ``decoded`` (None: the newest; ``auto``: each segment's, :func:`_release_of`)
     kafka_version: str | None = None
 
     @property
@@ -105,13 +105,16 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     rf = settings.row_filter
     count_only = not settings.schema.names
     bounds = {"lo": sl.lo, "hi": sl.hi, "offsets": rf.offset, "timestamps_ms": rf.timestamp_ms}
+    release = settings.kafka_version
+    if release is not None and "decoded" in settings.schema.names:
+        release = _release_of(release, f, name, sl.topic)
 
     def convert(pieces: list) -> pa.RecordBatch | None:
         if count_only:
             n = sum(count_rows(p, lambda i, p=p: p.batch(i, reader), **bounds, committed=committed) for p in pieces)  # type: ignore[arg-type]
             return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([]) if n else None
         return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed,
-                               kafka_version=settings.kafka_version)
+                               kafka_version=release)
 
     reached = sl.lo  # the offset after the last batch read
     with f, LogReader(f, name=name, start=sl.start, end=sl.end) as reader:
@@ -137,6 +140,20 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     if sl.claimed_end is not None and reached < sl.claimed_end:  # R-LOSS-03: the files say the log went further
         report_data_loss(f"offsets {reached} to {sl.claimed_end - 1} are in no .log: the last segment ends at offset {reached}, "
                          f"and {sl.claim}", name, settings.fail_on_data_loss)
+
+
+def _release_of(release: str, f: BinaryIO, name: str, topic: str) -> str | None:
+    """The release whose decoders fill ``decoded``: ``release``, or for ``auto`` the one the whole
+    segment's own records say wrote it (the rule of ``--kafka-version auto``,
+    :func:`kafkalog.internal.detect.detect_release`, which leaves ``f`` at its start); None (the
+    newest) for a topic without an internal decoder."""
+    from kafkalog.internal import decoder_for_topic
+    from kafkalog.internal.detect import AUTO, detect_release
+
+    if release != AUTO:
+        return release
+    decoder = decoder_for_topic(topic)
+    return None if decoder is None else detect_release(name, decoder, f).name
 
 
 def _last_offset(piece: ChunkColumns | ChunkBatches | BatchColumns) -> int:
