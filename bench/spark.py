@@ -1,7 +1,8 @@
 """Spark's ``kafkalog`` source against Spark's own Parquet reader on the same records, in one run.
 
     .venv/bin/python bench/spark.py [--gigabytes 2] [--cache DIR] [--repeat 2] [--tables synthetic,real]
-                                    [--real-set DIR|all] [--copies 16] [--master URL]
+                                    [--real-set DIR|all] [--copies 16] [--data DIR] [--no-parquet]
+                                    [--master URL | --cluster]
 
 A partition dir of at least ``--gigabytes`` of uncompressed v2 batches (1,000 records each,
 16-byte keys, 100-byte random values: the workload of ``../shared/notes/measurements.md``) is
@@ -32,6 +33,14 @@ partition (written once to Arrow IPC files and memory-mapped by the floor's ``re
 decoding). ``--master`` runs on another master (a standalone cluster: ``spark://host:port``);
 ``--cluster`` starts one for the run, as the tests do (a master and two 1-core workers from
 pyspark's own ``spark-class`` on 127.0.0.1, stopped at the end).
+
+``--data DIR`` runs the real table over a log dir as it is instead of copies (a ``bench/scale.py``
+set: ``--cluster --data /work/scale-data/10GB-s0/data``), its Parquet copies and floor files kept
+under ``--cache``; ``--no-parquet`` leaves Parquet out (the answers are then checked against the
+floor files' own count and value bytes). The real table also gives each source's CPU seconds
+(:func:`tree_cpu`: the driver's JVM and, with ``--cluster``, the cluster's JVMs and Python workers)
+and their ratio to the floor's: on a machine other jobs load, wall time grows with their load,
+CPU time much less.
 
 ``--planning 10000,100000`` measures planning alone, no Spark session: ``kafkalog.scan``'s (which
 lists, reads the checkpoints and checks each partition's files for lost offsets before it returns)
