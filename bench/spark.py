@@ -1,7 +1,8 @@
 """Spark's ``kafkalog`` source against Spark's own Parquet reader on the same records, in one run.
 
     .venv/bin/python bench/spark.py [--gigabytes 2] [--cache DIR] [--repeat 2] [--tables synthetic,real]
-                                    [--real-set DIR|all] [--copies 16] [--master URL]
+                                    [--real-set DIR|all] [--copies 16] [--data DIR] [--no-parquet]
+                                    [--master URL | --cluster]
 
 A partition dir of at least ``--gigabytes`` of uncompressed v2 batches (1,000 records each,
 16-byte keys, 100-byte random values: the workload of ``../shared/notes/measurements.md``) is
@@ -32,6 +33,14 @@ partition (written once to Arrow IPC files and memory-mapped by the floor's ``re
 decoding). ``--master`` runs on another master (a standalone cluster: ``spark://host:port``);
 ``--cluster`` starts one for the run, as the tests do (a master and two 1-core workers from
 pyspark's own ``spark-class`` on 127.0.0.1, stopped at the end).
+
+``--data DIR`` runs the real table over a log dir as it is instead of copies (a ``bench/scale.py``
+set: ``--cluster --data /work/scale-data/10GB-s0/data``), its Parquet copies and floor files kept
+under ``--cache``; ``--no-parquet`` leaves Parquet out (the answers are then checked against the
+floor files' own count and value bytes). The real table also gives each source's CPU seconds
+(:func:`tree_cpu`: the driver's JVM and, with ``--cluster``, the cluster's JVMs and Python workers)
+and their ratio to the floor's: on a machine other jobs load, wall time grows with their load,
+CPU time much less.
 
 ``--planning 10000,100000`` measures planning alone, no Spark session: ``kafkalog.scan``'s (which
 lists, reads the checkpoints and checks each partition's files for lost offsets before it returns)
@@ -173,25 +182,29 @@ def copy_real(root: Path, sets: list[Path], copies: int) -> tuple[Path, int]:
     return out, rows
 
 
-def real_parquet(root: Path, log: Path) -> Path:
-    """The default read's rows of ``log`` as Parquet, one snappy file per partition dir. Reused when present."""
-    import pyarrow as pa
+def real_parquet(work: Path, log: Path) -> Path:
+    """The default read's rows of ``log`` as Parquet in ``<work>/parquet``, one snappy file per
+    partition dir, written a batch at a time. Reused when present for the same ``log``."""
     import pyarrow.parquet as pq
 
     from kafkalog_spark.source import KafkaLogReader, source_schema
 
-    out = root / "real" / "parquet"
-    marker = root / "real" / "parquet-v2.done"
-    if marker.exists():
+    out = work / "parquet"
+    marker = work / "parquet-v2.done"
+    if marker.exists() and marker.read_text() == str(log):
         return out
     shutil.rmtree(out, ignore_errors=True)
-    out.mkdir()
+    out.mkdir(parents=True)
     for part in sorted(p for p in log.iterdir() if p.is_dir()):
         reader = KafkaLogReader({"path": str(part)}, source_schema())
-        batches = [b for p in reader.partitions() for b in reader.read(p)]
-        if batches:
-            pq.write_table(pa.Table.from_batches(batches), out / f"p-{part.name}.parquet", compression="snappy")  # "_topic" files Spark would skip as hidden
-    marker.write_text("done")
+        writer = None
+        for b in (b for p in reader.partitions() for b in reader.read(p)):
+            if writer is None:  # "p-": a "_topic" file Spark would skip as hidden
+                writer = pq.ParquetWriter(out / f"p-{part.name}.parquet", b.schema, compression="snappy")
+            writer.write_batch(b)
+        if writer is not None:
+            writer.close()
+    marker.write_text(str(log))
     return out
 
 
@@ -206,26 +219,32 @@ def spark_parquet(spark: SparkSession, log: Path, out: Path) -> Path:
     return out
 
 
-def floor_files(root: Path, log: Path, columns: list[str]) -> str:
+def floor_files(work: Path, log: Path, columns: list[str]) -> tuple[str, int]:
     """kafkalog's own Arrow batches of each input partition of ``log`` (read in this process),
-    one Arrow IPC file per partition, for the floor source to serve; returns their dir. Rewritten
-    on every run: the planning of the code under test decides the partitions."""
+    one Arrow IPC file per partition under ``<work>/floor-<columns>``, for the floor source to
+    serve; returns their dir and the rows they hold. Rewritten on every run: the planning of the
+    code under test decides the partitions."""
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
     from kafkalog_spark.source import KafkaLogReader, source_schema
 
-    out = root / "real" / ("floor-" + ("-".join(columns) or "none"))
+    out = work / ("floor-" + ("-".join(columns) or "none"))
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     schema = StructType([f for f in source_schema().fields if f.name in columns])
     reader = KafkaLogReader({"path": str(log)}, schema)
+    rows = 0
     for i, p in enumerate(reader.partitions()):
-        batches = list(reader.read(p))
-        with pa.OSFile(str(out / f"part-{i:05d}.arrow"), "wb") as f, pa.ipc.new_file(f, batches[0].schema if batches else pa.schema([])) as w:
-            for b in batches:
-                w.write_batch(b)
-    return str(out)
+        with pa.OSFile(str(out / f"part-{i:05d}.arrow"), "wb") as f:
+            writer = None
+            for b in reader.read(p):
+                if writer is None:
+                    writer = pa.ipc.new_file(f, b.schema)
+                writer.write_batch(b)
+                rows += b.num_rows
+            (writer or pa.ipc.new_file(f, pa.schema([]))).close()
+    return str(out), rows
 
 
 #: hard links a file may have (ext4 allows 65,000): a fresh copy of the template after as many partition dirs
@@ -445,32 +464,74 @@ def ipc_floor_source() -> type:
     return IpcFloorSource
 
 
-def best(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, tuple[float, object]]:
+def tree_cpu(pid: int | None = None) -> float:
+    """CPU seconds (user and system) used so far by the descendants of ``pid`` (default: this
+    process): the driver's JVM and, with ``--cluster``, the cluster's JVMs, their executors and
+    their Python workers. A descendant that exited counts in its parent's ``cutime + cstime``
+    once waited for (``/proc/PID/stat``); 0 where there is no /proc. Unlike wall time, this
+    does not grow with the load other jobs put on the machine."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent_of: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        parent_of[int(entry)] = int(fields[1])
+        used[int(entry)] = sum(int(x) for x in fields[11:15]) / tick  # utime, stime, cutime, cstime
+    root = os.getpid() if pid is None else pid
+
+    def below(p: int) -> bool:
+        while p > 1:
+            p = parent_of.get(p, 0)
+            if p == root:
+                return True
+        return False
+
+    return sum(cpu for p, cpu in used.items() if below(p))
+
+
+def best(fns: dict[str, Callable[[], object]], repeat: int, cpu: dict[str, float] | None = None) -> dict[str, tuple[float, object]]:
     """Per source: (best seconds of ``repeat`` runs, the last result). A warm-up round runs
     every source first, then the rounds take the sources in turn: run back to back, the first
     source measured met a JVM still compiling its own code (the same query was 20% slower in
-    the session's second round than in its fourth)."""
+    the session's second round than in its fourth). ``cpu`` gets each source's fewest CPU
+    seconds of a run (:func:`tree_cpu`)."""
     results = {name: (float("inf"), fn()) for name, fn in fns.items()}
     for _ in range(repeat):
         for name, fn in fns.items():
-            t = time.perf_counter()
+            c, t = tree_cpu(), time.perf_counter()
             result = fn()
             results[name] = (min(results[name][0], time.perf_counter() - t), result)
+            if cpu is not None:
+                cpu[name] = min(cpu.get(name, float("inf")), tree_cpu() - c)
     return results
 
 
-def print_rows(title: str, rows: int, cores: int, results: dict[str, tuple[float, object]], floor_of: dict[str, str]) -> bool:
-    """One Markdown table row per source; False when a source's answer differs from Parquet's."""
+def print_rows(title: str, rows: int, cores: int, results: dict[str, tuple[float, object]], floor_of: dict[str, str],
+               expected: object = None, cpu: dict[str, float] | None = None) -> bool:
+    """One Markdown table row per source (with ``cpu``, the CPU seconds of :func:`tree_cpu` and
+    their ratio to the floor's too); False when a source's answer differs from Parquet's (or,
+    without Parquet, from ``expected``)."""
     ok = True
-    expected = results["parquet"][1]
-    parquet_s = results["parquet"][0]
+    parquet = results.get("parquet")
+    if parquet is not None:
+        expected = parquet[1]
     for sname, (secs, value) in results.items():
         if value != expected:
-            print(f"MISMATCH: {sname} {title} = {value}, parquet = {expected}", file=sys.stderr)
+            print(f"MISMATCH: {sname} {title} = {value}, {'parquet' if parquet else 'expected'} = {expected}", file=sys.stderr)
             ok = False
         floor = floor_of.get(sname)
         vs_floor = f"{secs / results[floor][0]:.2f}" if floor else ""
-        print(f"| {title} | {sname} | {secs:.2f} | {rows / secs:,.0f} | {rows / secs / cores:,.0f} | {secs / parquet_s:.2f} | {vs_floor} |")
+        vs_parquet = f"{secs / parquet[0]:.2f}" if parquet else ""
+        cells = [title, sname, f"{secs:.2f}", f"{rows / secs:,.0f}", f"{rows / secs / cores:,.0f}", vs_parquet, vs_floor]
+        if cpu is not None:
+            cells += [f"{cpu[sname]:.1f}", f"{cpu[sname] / cpu[floor]:.2f}" if floor and cpu[floor] else ""]
+        print("| " + " | ".join(cells) + " |")
     return ok
 
 
@@ -481,40 +542,73 @@ DEFAULT_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", 
 NARROW_COLUMNS = ("value",)
 
 
+def data_work_dir(cache: Path, data: Path) -> Path:
+    """Where the Parquet copies and floor files of a ``--data`` dir go: ``<cache>/data-<name>-<hash of its path>``."""
+    import hashlib
+
+    resolved = data.resolve()
+    return cache / f"data-{resolved.parent.name}-{resolved.name}-{hashlib.sha1(str(resolved).encode()).hexdigest()[:8]}"
+
+
 def real_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> bool:
-    """The real-data table: ``select count(*), sum(length(value))`` over copies of golden-real sets."""
+    """The real-data table: ``select count(*), sum(length(value))`` over copies of golden-real sets,
+    or over the log dir ``--data`` as it is."""
     from pyspark.sql.types import StructType
 
     from kafkalog_spark.source import source_schema
 
-    if args.real_set.name == "all":
-        sets = [p for p in sorted(args.real_set.parent.iterdir()) if p.is_dir() and p.name not in ("expected", "expected-decoded")]
+    if args.data is not None:
+        log, work = args.data, data_work_dir(args.cache, args.data)
+        what = f"{log}"
     else:
-        sets = [args.real_set]
-    log, rows = copy_real(args.cache, sets, args.copies)
-    parquet = real_parquet(args.cache, log)
-    spark_written = spark_parquet(spark, log, args.cache / "real" / "parquet-spark")
-    files = sum(1 for f in log.glob("*/*.log") if f.stat().st_size)
-    floors = {cols: floor_files(args.cache, log, list(cols)) for cols in (DEFAULT_COLUMNS, NARROW_COLUMNS)}
+        if args.real_set.name == "all":
+            sets = [p for p in sorted(args.real_set.parent.iterdir()) if p.is_dir() and p.name not in ("expected", "expected-decoded")]
+        else:
+            sets = [args.real_set]
+        log, work = copy_real(args.cache, sets, args.copies)[0], args.cache / "real"
+        what = f"{args.copies} copies of {', '.join(s.name for s in sets)}"
+    files = [f for f in log.glob("*/*.log") if f.stat().st_size]
+    floors = {cols: floor_files(work, log, list(cols)) for cols in (DEFAULT_COLUMNS, NARROW_COLUMNS)}
+    rows = floors[DEFAULT_COLUMNS][1]
     narrow = StructType([f for f in source_schema().fields if f.name in NARROW_COLUMNS])
     floor, floor_narrow = "floor (the same Arrow batches, no decoding)", "floor, schema narrowed"
     sources: dict[str, Callable[[], DataFrame]] = {
         "kafkalog": lambda: spark.read.format("kafkalog").load(str(log)),
         "kafkalog, schema narrowed": lambda: spark.read.format("kafkalog").schema(narrow).load(str(log)),
-        floor: lambda: spark.read.format("kafkalog_floor_ipc").option("dir", floors[DEFAULT_COLUMNS]).load(),
-        floor_narrow: lambda: spark.read.format("kafkalog_floor_ipc").schema(narrow).option("dir", floors[NARROW_COLUMNS]).load(),
-        "parquet": lambda: spark.read.parquet(str(parquet)),
-        SPARK_PARQUET: lambda: spark.read.parquet(str(spark_written)),
+        floor: lambda: spark.read.format("kafkalog_floor_ipc").option("dir", floors[DEFAULT_COLUMNS][0]).load(),
+        floor_narrow: lambda: spark.read.format("kafkalog_floor_ipc").schema(narrow).option("dir", floors[NARROW_COLUMNS][0]).load(),
     }
-    names = ", ".join(s.name for s in sets)
-    print(f"\n{rows:,} rows (the default read) in {files} non-empty .log files: {args.copies} copies of {names}; "
-          f"{cores} cores ({spark.sparkContext.master}); best of {args.repeat} rounds after a warm-up round\n")
-    print("| query | source | seconds | rows/s | rows/s per core | time / Parquet's | time / floor's |")
-    print("|---|---|---|---|---|---|---|")
+    if args.parquet:
+        parquet = real_parquet(work, log)
+        spark_written = spark_parquet(spark, log, work / "parquet-spark")
+        sources["parquet"] = lambda: spark.read.parquet(str(parquet))
+        sources[SPARK_PARQUET] = lambda: spark.read.parquet(str(spark_written))
+    print(f"\n{rows:,} rows (the default read) in {len(files)} non-empty .log files ({sum(f.stat().st_size for f in files) / 1e9:.2f} GB): "
+          f"{what}; {cores} cores ({spark.sparkContext.master}); best of {args.repeat} rounds after a warm-up round; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
+    print("| query | source | seconds | rows/s | rows/s per core | time / Parquet's | time / floor's | CPU s | CPU / floor's |")
+    print("|---|---|---|---|---|---|---|---|---|")
     frames = {sname: make() for sname, make in sources.items()}
+    cpu: dict[str, float] = {}
     results = best({sname: (lambda df=df: tuple(df.selectExpr("count(*)", "sum(length(value))").first())) for sname, df in frames.items()},
-                   args.repeat)
-    return print_rows("count(*), sum(length(value))", rows, cores, results, {"kafkalog": floor, "kafkalog, schema narrowed": floor_narrow})
+                   args.repeat, cpu)
+    return print_rows("count(*), sum(length(value))", rows, cores, results, {"kafkalog": floor, "kafkalog, schema narrowed": floor_narrow},
+                      expected=(rows, floor_value_bytes(floors[NARROW_COLUMNS][0])), cpu=cpu)
+
+
+def floor_value_bytes(directory: str) -> int:
+    """``sum(length(value))`` over the floor files of ``directory``, computed here with pyarrow
+    (the answer every source must give when Parquet is not read)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for path in sorted(Path(directory).glob("*.arrow")):
+        f = pa.ipc.open_file(pa.memory_map(str(path)))
+        for i in range(f.num_record_batches):
+            values = f.get_batch(i).column("value")
+            total += pc.sum(pc.binary_length(values)).as_py() or 0
+    return total
 
 
 def synthetic_table(spark: SparkSession, args: argparse.Namespace, cores: int) -> bool:
@@ -562,19 +656,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", type=int, default=2, help="local[N] (default 2)")
     ap.add_argument("--master", help="a Spark master URL instead of local[N] (a standalone cluster: spark://host:port)")
     ap.add_argument("--cluster", action="store_true", help="start a standalone cluster on 127.0.0.1 (two 1-core workers) and run on it")
-    ap.add_argument("--tables", default="synthetic,real", help="which tables: synthetic, real or both (default)")
+    ap.add_argument("--tables", help="which tables: synthetic, real or both (default: both; real alone with --data)")
     ap.add_argument("--real-set", type=Path, default=GOLDEN_REAL / "cp760-flink-on-prem",
                     help="a golden-real set dir, or <golden-real>/all for every set (default cp760-flink-on-prem)")
     ap.add_argument("--copies", type=int, default=16, help="copies of the real set (default 16)")
+    ap.add_argument("--data", type=Path, help="a log dir to read as it is in the real table (a bench/scale.py set's data dir) instead of copies of --real-set")
+    ap.add_argument("--parquet", action=argparse.BooleanOptionalAction, default=True,
+                    help="also read the rows as Parquet (default); --no-parquet checks the answers against the floor files instead")
     ap.add_argument("--planning", default="", help="N[,N...]: time planning alone over N partition dirs (e.g. 10000,100000), then stop")
     ap.add_argument("--planning-s3", type=int, default=0, help="also (or only) time planning over N partition dirs on moto's S3 (default none)")
     args = ap.parse_args(argv)
     if args.planning or args.planning_s3:
         return 0 if planning_table(args) else 1
+    args.tables = args.tables or ("real" if args.data is not None else "synthetic,real")
     tables = {t.strip() for t in args.tables.split(",") if t.strip()}
     if not tables <= {"synthetic", "real"}:
         ap.error(f"unknown table in --tables {args.tables!r}")
-    if "real" in tables and not (args.real_set.is_dir() or args.real_set.parent.is_dir()):
+    if args.data is not None and not args.data.is_dir():
+        ap.error(f"--data {args.data} is not a directory")
+    if "real" in tables and args.data is None and not (args.real_set.is_dir() or args.real_set.parent.is_dir()):
         ap.error(f"{args.real_set} is absent (the real-data table reads ../shared/golden-real)")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     args.cache.mkdir(parents=True, exist_ok=True)

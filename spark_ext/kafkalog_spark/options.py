@@ -72,7 +72,7 @@ class SourceOptions:
     include_metadata: bool = False
     include_internal_topics: bool = False
     include_deleted: bool = False
-    #: ``kafkaVersion``: the Kafka release whose decoders fill ``decoded`` (None: the newest)
+    #: ``kafkaVersion``: the Kafka release whose decoders fill ``decoded`` (None: the newest; ``auto``: each segment's own)
     kafka_version: str | None = None
     fail_on_data_loss: bool = True
     ignore_corrupt_files: bool = False
@@ -194,11 +194,17 @@ def _paths(opts: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _kafka_version(opts: dict[str, str]) -> str | None:
-    """``kafkaVersion``: a Kafka release line from 4.0 to 4.4 (or one of its patch releases)."""
+    """``kafkaVersion``: a Kafka release line from 4.0 to 4.4 (or one of its patch releases), or
+    ``auto``: the release each segment's own records say wrote it, as ``--kafka-version auto``
+    (:func:`kafkalog.internal.detect.detect_release`, SPEC R-KVER-01)."""
     text = opts.get("kafkaversion")
     if text is None:
         return None
+    from kafkalog.internal.detect import AUTO
     from kafkalog.internal.releases import parse_release
+
+    if text.strip().lower() == AUTO:
+        return AUTO
 
     try:
         parse_release(text)

@@ -51,7 +51,7 @@ class ReadSettings:
     keys: Keyring | None = field(default=None, repr=False)
     #: ``skipCorrupt``: read past a batch whose CRC does not match, with a warning, instead of failing
     skip_corrupt: bool = False
-    #: the Kafka release whose decoders fill ``decoded`` (None: the newest)
+    #: the Kafka release whose decoders fill ``decoded`` (None: the newest; ``auto``: each segment's, :func:`_release_of`)
     kafka_version: str | None = None
 
     @property
@@ -105,13 +105,16 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     rf = settings.row_filter
     count_only = not settings.schema.names
     bounds = {"lo": sl.lo, "hi": sl.hi, "offsets": rf.offset, "timestamps_ms": rf.timestamp_ms}
+    release = settings.kafka_version
+    if release is not None and "decoded" in settings.schema.names:
+        release = _release_of(release, f, name, sl.topic)
 
     def convert(pieces: list) -> pa.RecordBatch | None:
         if count_only:
             n = sum(count_rows(p, lambda i, p=p: p.batch(i, reader), **bounds, committed=committed) for p in pieces)  # type: ignore[arg-type]
             return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([]) if n else None
         return pieces_to_arrow(pieces, schema=settings.schema, topic=sl.topic, partition=sl.partition, segment=name, **bounds, committed=committed,
-                               kafka_version=settings.kafka_version)
+                               kafka_version=release)
 
     reached = sl.lo  # the offset after the last batch read
     with f, LogReader(f, name=name, start=sl.start, end=sl.end) as reader:
@@ -137,6 +140,20 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     if sl.claimed_end is not None and reached < sl.claimed_end:  # R-LOSS-03: the files say the log went further
         report_data_loss(f"offsets {reached} to {sl.claimed_end - 1} are in no .log: the last segment ends at offset {reached}, "
                          f"and {sl.claim}", name, settings.fail_on_data_loss)
+
+
+def _release_of(release: str, f: BinaryIO, name: str, topic: str) -> str | None:
+    """The release whose decoders fill ``decoded``: ``release``, or for ``auto`` the one the whole
+    segment's own records say wrote it (the rule of ``--kafka-version auto``,
+    :func:`kafkalog.internal.detect.detect_release`, which leaves ``f`` at its start); None (the
+    newest) for a topic without an internal decoder."""
+    from kafkalog.internal import decoder_for_topic
+    from kafkalog.internal.detect import AUTO, detect_release
+
+    if release != AUTO:
+        return release
+    decoder = decoder_for_topic(topic)
+    return None if decoder is None else detect_release(name, decoder, f).name
 
 
 def _last_offset(piece: ChunkColumns | ChunkBatches | BatchColumns) -> int:
@@ -171,20 +188,30 @@ def _salvage(
     log.warning("kafkalog source: skipping the rest of %s from byte %s (ignoreCorruptFiles=true): %s", error.file or name, error.position, error.message)
 
 
-def coalesce(batches: Iterator[pa.RecordBatch], rows: int = MAX_ROWS) -> Iterator[pa.RecordBatch]:
-    """The rows of ``batches`` in batches of at least ``rows`` rows (the last one may hold fewer):
-    the small batches of small segments are joined, as Spark takes each Arrow batch from a Python
-    source at a cost of its own."""
+#: Bytes of Arrow data at which a batch is handed to Spark as it is, whatever its rows: joining
+#: large batches copies every byte once more for no saving (a chunk of 1 KB values holds ~8,000 rows).
+COALESCE_BYTES = 4 << 20
+
+
+def coalesce(batches: Iterator[pa.RecordBatch], rows: int = MAX_ROWS, nbytes: int = COALESCE_BYTES) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` in batches of at least ``rows`` rows or ``nbytes`` bytes (the last
+    one may hold fewer): the small batches of small segments are joined, as Spark takes each
+    Arrow batch from a Python source at a cost of its own."""
     pending: list[pa.RecordBatch] = []
-    held = 0
+    held = held_bytes = 0
     for b in batches:
-        if not pending and b.num_rows >= rows:
+        size = b.nbytes
+        if b.num_rows >= rows or size >= nbytes:  # large enough alone: not copied into a join
+            if pending:
+                yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+                pending, held, held_bytes = [], 0, 0
             yield b
             continue
         pending.append(b)
         held += b.num_rows
-        if held >= rows:
-            yield pa.concat_batches(pending)
-            pending, held = [], 0
+        held_bytes += size
+        if held >= rows or held_bytes >= nbytes:
+            yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+            pending, held, held_bytes = [], 0, 0
     if pending:
         yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)

@@ -170,6 +170,46 @@ def test_chunked_equals_per_batch(seed: int, max_rows: int, max_bytes: int, view
         assert all(b.num_rows <= max(max_rows, 100) for b in to_arrow(LogReader(data), max_rows=max_rows, max_bytes=max_bytes))
 
 
+def _transactions(codec: Codec) -> bytes:
+    """Transactions of ``codec`` batches of a producer, each closed by its (uncompressed) marker."""
+    from kafkalog.format.records.control import ControlType
+
+    out, offset = [], 0
+    for t in range(6):
+        for _ in range(3):
+            b = RecordBatchBuilder(offset, compression=codec, producer_id=9, producer_epoch=0, is_transactional=True)
+            for i in range(4):
+                b.append(1000 + offset + i, b"k%d" % (offset + i), b"v" * (offset + i))
+            out.append(b.build())
+            offset += 4
+        m = RecordBatchBuilder(offset, producer_id=9, producer_epoch=0, is_transactional=True, is_control=True)
+        m.append_end_txn_marker(ControlType.ABORT if t == 2 else ControlType.COMMIT, 0, 2000 + offset)
+        out.append(m.build())
+        offset += 1
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("impl", ["compiled", "plain"])
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.LZ4])
+def test_transaction_markers_stay_in_a_compressed_chunk(codec: Codec, impl: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transactional topic's uncompressed markers, one after every few compressed batches, do not
+    end the chunk (Python runs once a chunk): one chunk holds them all, and its rows, markers
+    included, are the per-batch path's."""
+    if impl == "compiled" and columnar.COMPILED is None:
+        pytest.skip("the compiled core is disabled (KAFKALOG_NO_EXTENSIONS)")
+    monkeypatch.setattr(columnar, "kernels", columnar.COMPILED if impl == "compiled" else columnar.PURE)
+    data = _transactions(codec)
+    with LogReader(data) as r:
+        chunks = list(columnar.iter_chunks(r))
+    assert [type(c).__name__ for c in chunks] == ["ChunkColumns"]
+    assert len(chunks[0].batches) == 24 and int(np.count_nonzero(chunks[0].batches.attributes & 0x20)) == 6  # control bit
+    with LogReader(data) as r:
+        want = _table(r.batches(), include_control=True).to_pylist()
+    with LogReader(data) as r:
+        assert _table(r, include_control=True).to_pylist() == want
+    assert len(want) == 6 * 13 and sum(len(row["key"]) == 4 for row in want) == 6  # the markers' keys: version and type
+
+
 def _long_keys_batch() -> bytes:
     """More key bytes than the chunk walk first makes room for (it grows the key array)."""
     b = RecordBatchBuilder(100_000, compression=Codec.LZ4)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import kafkalog_spark
 from helpers import GOLDEN
 from kafkalog.tools.groups import read_groups
@@ -83,3 +85,27 @@ def test_decoded_column_for_kafka_4_internal_topics(spark, tmp_path) -> None:  #
                 names = ["COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED"]
                 assert names[data["remoteLogSegmentState"]] == state
             assert f"eventTimestampMs={data['eventTimestampMs']}," in payload
+
+
+@pytest.mark.rule("R-KVER-01")
+def test_kafka_version_auto_reads_each_segment_as_the_release_that_wrote_it() -> None:
+    """``kafkaVersion=auto`` (as ``--kafka-version auto``): Kafka 4.0.2's internal topics decode as
+    Kafka 4.0 prints them, which differs from the newest release's text for some records; the
+    option takes ``auto`` in any case and still refuses a release it does not know."""
+    from kafkalog_spark.errors import SourceOptionError
+    from kafkalog_spark.options import parse_options
+
+    from ._support import read_in_process
+
+    def decoded(version: str | None) -> list[tuple]:
+        opts = {"path": str(GOLDEN / "kafka-4.0.2"), "subscribe": "__consumer_offsets,__transaction_state,__share_group_state",
+                "decodeInternalTopics": "true", **({"kafkaVersion": version} if version else {})}
+        table = read_in_process(opts)[0]
+        assert table is not None
+        return [(r["topic"], r["partition"], r["offset"], r["decoded"]) for r in table.to_pylist()]
+
+    auto, as_40, newest = decoded("auto"), decoded("4.0"), decoded(None)
+    assert auto == as_40 != newest and len(auto) == 50
+    assert parse_options({"path": "x", "kafkaversion": "AUTO"}).kafka_version == "auto"
+    with pytest.raises(SourceOptionError, match="kafkaVersion"):
+        parse_options({"path": "x", "kafkaversion": "automatic"})

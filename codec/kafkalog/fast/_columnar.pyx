@@ -66,6 +66,7 @@ cdef enum:
     MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0 (R-LOG-04)
     ATTR_COMPRESSION_MASK = 0x07
     ATTR_TIMESTAMP_TYPE = 0x08
+    ATTR_CONTROL = 0x20
 
 
 # ------------------------------------------------------------------------------ buffers
@@ -480,7 +481,8 @@ cdef inline int64_t _be64(const uint8_t* b, Py_ssize_t p) noexcept nogil:
 def _frame_chunk(buf, Py_ssize_t pos, Py_ssize_t end, bint compressed, Py_ssize_t max_bytes, Py_ssize_t max_rows, meta, bint verify_crc):
     """Frame the entries of ``buf[pos:end]`` as Kafka's FileLogInputStream does (R-LOG-03 to
     R-LOG-05, R-LOG-07), taking v2 batches that are all uncompressed (or all compressed, per
-    ``compressed``) into ``meta`` (their header fields, R-V2-01) until a budget is spent; with
+    ``compressed``, with the uncompressed control batches between them) into ``meta`` (their
+    header fields, R-V2-01) until a budget is spent; with
     ``verify_crc``, stop before a batch whose CRC-32C does not match (R-PRIM-07), as Kafka's consumer
     checks each batch before reading it. Returns (stop status, stop position, batches taken, records
     they declare); columnar's ``_frame_chunk``."""
@@ -516,7 +518,7 @@ def _frame_chunk(buf, Py_ssize_t pos, Py_ssize_t end, bint compressed, Py_ssize_
             if codec > 4 or count < 0 or (codec == 0 and count > size + 12 - HEADER_SIZE):
                 status = F_OTHER
                 break
-            if (codec != 0) != compressed:
+            if (codec != 0) != compressed and not (compressed and attrs & ATTR_CONTROL):
                 status = F_SWITCH
                 break
             if n > 0 and (n == cap or pos + 12 + size - first > max_bytes or rows + count > max_rows):

@@ -34,7 +34,13 @@ from kafkalog.format.compression import _KAFKA_LZ4_HEADER, Codec, decompress_int
 from kafkalog.format.primitives import crc32c
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.records.stream import Batch, LogReader, OnCorrupt, corrupt_handler, crc_error
-from kafkalog.format.records.v2 import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
+from kafkalog.format.records.v2 import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL,
+    ATTR_TIMESTAMP_TYPE,
+    HEADER_SIZE,
+    RecordBatch,
+)
 
 __all__ = ["CHUNK_BYTES", "PURE", "COMPILED", "Kernels", "BatchColumns", "ChunkBatches", "ChunkColumns", "decode_columns", "gather", "iter_chunks", "iter_columns", "kernels"]
 
@@ -570,7 +576,7 @@ _F_TAIL = 1  # the entry there runs past the input (a torn tail, or the end of a
 _F_SMALL = 2  # the entry there declares a size under the minimum entry overhead (corruption)
 _F_OTHER = 3  # the entry there needs the per-batch path (magic 0/1 or unknown, short header, bad count, unknown codec)
 _F_FULL = 4  # the chunk's byte, row or batch budget is spent
-_F_SWITCH = 5  # the entry there is compressed and the chunk's are not, or the other way round
+_F_SWITCH = 5  # the entry there is compressed and the chunk's are not, or the other way round (but for a control batch)
 _F_CRC = 6  # the batch there fails its CRC check
 
 #: Columns of the per-batch metadata :func:`_frame_chunk` fills: the batch header's fields.
@@ -601,7 +607,9 @@ def _frame_chunk(
 ) -> tuple[int, int, int, int]:
     """Frame the entries of ``buf[pos:end]`` as Kafka's FileLogInputStream does (R-LOG-03 to
     R-LOG-05, R-LOG-07), taking v2 batches that are all uncompressed (or all compressed, per
-    ``compressed``) into ``meta`` (their header fields, :data:`_M_POS` ...) until a budget is
+    ``compressed``, with the uncompressed control batches between them: a transaction marker
+    after every few compressed batches would otherwise end each chunk, and Python runs once a
+    chunk; the codec module copies their records) into ``meta`` (their header fields, :data:`_M_POS` ...) until a budget is
     spent; with ``verify_crc``, stop before a batch whose CRC-32C does not match (``_F_CRC``,
     R-PRIM-07), as Kafka's consumer checks each batch before reading it. Returns (stop status
     ``_F_*``, stop position, batches taken, records they declare)."""
@@ -623,7 +631,7 @@ def _frame_chunk(
         count = _be32(buf, pos + 57)
         if codec > 4 or count < 0 or (codec == 0 and count > size + 12 - HEADER_SIZE):
             return _F_OTHER, pos, n, rows
-        if (codec != 0) != compressed:
+        if (codec != 0) != compressed and not (compressed and attrs & ATTR_CONTROL):
             return _F_SWITCH, pos, n, rows
         if n > 0 and (n == meta.shape[0] or pos + 12 + size - first > max_bytes or rows + count > max_rows):
             return _F_FULL, pos, n, rows

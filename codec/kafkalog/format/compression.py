@@ -148,7 +148,8 @@ _XERIAL_HEAD = struct.unpack(">i", _XERIAL_MAGIC[:4])[0]  # the magic's first 4 
 _XERIAL_MAX_CHUNK = 512 * 1024 * 1024  # snappy-java's MAX_CHUNK_SIZE
 
 
-def _snappy_raw(block: bytes | memoryview, budget: int) -> bytes:
+def _snappy_raw_len(block: bytes | memoryview, budget: int) -> int:
+    """The size a raw snappy block declares, refused over ``budget``."""
     import cramjam
 
     try:
@@ -157,41 +158,77 @@ def _snappy_raw(block: bytes | memoryview, budget: int) -> bytes:
         raise DecompressionError(f"bad snappy block: {e}") from None
     if n > budget:
         raise DecompressionError(f"snappy payload decompresses to more than the {budget} bytes allowed")
+    return int(n)
+
+
+def _snappy_raw(block: bytes | memoryview, budget: int) -> bytes:
+    import cramjam
+
+    _snappy_raw_len(block, budget)
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
     except Exception as e:
         raise DecompressionError(f"bad snappy block: {e}") from None
 
 
-def _snappy_decompress(data: bytes, max_size: int) -> bytes:
-    """Read a payload as snappy-java 1.1.10.5's SnappyInputStream reads it (R-SNAPPY-03/04)."""
-    if len(data) < 16 or not data.startswith(_XERIAL_MAGIC):
-        return _snappy_raw(data, max_size)  # also the empty payload, which raw snappy refuses
+def _snappy_blocks(data: bytes | memoryview) -> Iterator[memoryview]:
+    """The raw snappy blocks of a payload, read as snappy-java 1.1.10.5's SnappyInputStream reads
+    it (R-SNAPPY-03/04): the payload itself when it has no stream header, else each chunk's; a bad
+    chunk length raises when reached, after the blocks before it."""
+    mv = memoryview(data)
+    if len(mv) < 16 or mv[:8] != _XERIAL_MAGIC:
+        yield mv  # also the empty payload, which raw snappy refuses
+        return
     # The first header's version fields are not checked (item 3).
     pos = 16
-    out: list[bytes] = []
-    total = 0
-    mv = memoryview(data)
-    while len(data) - pos >= 4:  # 1-3 bytes left at the end are ignored (item 4)
-        (n,) = struct.unpack_from(">i", data, pos)
+    while len(mv) - pos >= 4:  # 1-3 bytes left at the end are ignored (item 4)
+        (n,) = struct.unpack_from(">i", mv, pos)
         if n == _XERIAL_HEAD:  # a concatenated stream's header in place of a chunk length (item 5)
-            if len(data) - pos < 16:
+            if len(mv) - pos < 16:
                 raise DecompressionError(f"snappy stream header at payload byte {pos} is truncated")
-            if data[pos : pos + 8] != _XERIAL_MAGIC:
+            if mv[pos : pos + 8] != _XERIAL_MAGIC:
                 break  # not a header after all: the stream ends here
-            (version,) = struct.unpack_from(">i", data, pos + 8)
+            (version,) = struct.unpack_from(">i", mv, pos + 8)
             if version < 1:
                 raise DecompressionError(f"snappy stream header at payload byte {pos} has incompatible version {version}")
             pos += 16
             continue
         pos += 4
-        if n < 0 or n > _XERIAL_MAX_CHUNK or pos + n > len(data):
+        if n < 0 or n > _XERIAL_MAX_CHUNK or pos + n > len(mv):
             raise DecompressionError(f"snappy chunk of {n} bytes at payload byte {pos - 4} runs past the payload")
-        chunk = _snappy_raw(mv[pos : pos + n], max_size - total)
+        yield mv[pos : pos + n]
+        pos += n
+
+
+def _snappy_decompress(data: bytes, max_size: int) -> bytes:
+    """A snappy payload's bytes (:func:`_snappy_blocks`), at most ``max_size`` of them."""
+    out: list[bytes] = []
+    total = 0
+    for block in _snappy_blocks(data):
+        chunk = _snappy_raw(block, max_size - total)
         total += len(chunk)
         out.append(chunk)
-        pos += n
-    return b"".join(out)
+    return out[0] if len(out) == 1 else b"".join(out)
+
+
+def _snappy_decompress_into(data: memoryview, out: np.ndarray, at: int, max_size: int) -> tuple[np.ndarray, int]:
+    """:func:`_snappy_decompress` written straight into ``out`` from ``at`` (no copy of the
+    payload or of its blocks); the same errors (a block cramjam refuses is decompressed again
+    by :func:`_snappy_raw`, which raises it)."""
+    import cramjam
+
+    start = at
+    for block in _snappy_blocks(data):
+        n = _snappy_raw_len(block, max_size - (at - start))
+        if at + n > len(out):
+            out = _grown(out, at, at + n)
+        try:
+            got = cramjam.snappy.decompress_raw_into(block, out[at : at + n])
+        except Exception as e:  # cramjam's own error type
+            _snappy_raw(block, max_size - (at - start))  # raises the error decompress() gives
+            raise DecompressionError(f"bad snappy block: {e}") from None
+        at += int(got)
+    return out, at
 
 
 def _snappy_compress(data: bytes, level: int | None) -> bytes:
@@ -507,12 +544,14 @@ def decompress_into(
 ) -> tuple[np.ndarray, int]:
     """Decompress one batch payload into ``out`` (uint8) from byte ``at``, so that many batches
     share one buffer; ``out`` is replaced by a larger copy when it runs short. Returns (the buffer,
-    the end of what was written). lz4 and zstd write in place; the other codecs go through
+    the end of what was written). lz4, zstd and snappy write in place; gzip goes through
     :func:`decompress`."""
     if codec is Codec.LZ4:
         return _lz4_decompress_into(data, out, at, max_size, magic)
     if codec is Codec.ZSTD and magic >= 2:
         return _zstd_decompress_into(data, out, at, max_size)
+    if codec is Codec.SNAPPY:
+        return _snappy_decompress_into(data, out, at, max_size)
     import numpy as np
 
     raw = decompress(codec, bytes(data), magic=magic, max_size=max_size)
