@@ -34,8 +34,7 @@ def test_generated_log_and_parquet_hold_the_same_records(bench: ModuleType, tmp_
 
 
 def test_table_has_a_row_per_query_and_source(bench: ModuleType, spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
-    # --repeat 0: the warm-up round alone, which runs every query on every source and compares the answers
-    rc = bench.main(["--gigabytes", "0.0003", "--cache", str(tmp_path), "--repeat", "0", "--tables", "synthetic"])
+    rc = bench.main(["--gigabytes", "0.0003", "--cache", str(tmp_path), "--repeat", "1", "--tables", "synthetic"])
     out = capsys.readouterr().out
     assert rc == 0, out  # 1 when a source's answer differs from Parquet's
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| ") and "---" not in line]
@@ -58,7 +57,7 @@ def test_real_table_copies_a_set_and_agrees_with_parquet(bench: ModuleType, spar
 
     batches = dump_batches(read_jsonl(GOLDEN / "real" / "expected" / "cp760-flink-on-prem.jsonl.gz"))
     want = sum(len(b["records"]) for b in batches if not b.get("isControlBatch") and not b["file"].startswith("__"))
-    rc = bench.main(["--cache", str(tmp_path), "--repeat", "0", "--tables", "real", "--real-set", str(GOLDEN / "real" / "cp760-flink-on-prem"), "--copies", "2"])
+    rc = bench.main(["--cache", str(tmp_path), "--repeat", "1", "--tables", "real", "--real-set", str(GOLDEN / "real" / "cp760-flink-on-prem"), "--copies", "2"])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert f"{2 * want:,} rows (the default read)" in out
