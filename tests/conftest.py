@@ -4,6 +4,7 @@ Spark standalone cluster for the tests marked ``cluster``) and an S3 server."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib
 import os
 import sys
@@ -69,19 +70,44 @@ def kernels(request, monkeypatch):  # noqa: ANN001, ANN201 - fixture
     return impl
 
 
+#: Whether the run's selected tests include any on the standalone cluster (set after collection).
+CLUSTER_TESTS = pytest.StashKey[bool]()
+
+
 class SparkSessions:
     """The test process's one SparkContext, on ``local[2]`` or on the standalone cluster.
 
     A process may hold only one SparkContext, so switching mode stops the current session and
     starts the other (about a second: the driver JVM stays). The cluster (tests/spark_cluster.py)
-    starts on first use and stops with the test session; tests run on it last, so it switches once.
+    stops with the test session; tests run on it last, so it switches once. When the run has
+    cluster tests, the cluster's master and workers start in the background with the first
+    session, while the local tests run: its JVMs' start-up is then off the Spark tests' path (they
+    all run on one worker, the run's longest).
     """
 
-    def __init__(self, log_dir_factory) -> None:  # noqa: ANN001 - pytest's TempPathFactory
+    def __init__(self, log_dir_factory, cluster_wanted: bool = False) -> None:  # noqa: ANN001 - pytest's TempPathFactory
         self._log_dir_factory = log_dir_factory
+        self._cluster_wanted = cluster_wanted
+        self._starting: concurrent.futures.Future | None = None
         self.mode: str | None = None
         self.session = None
         self.cluster = None
+
+    def _start_cluster(self) -> None:
+        """Start the cluster in a thread of its own (at most once); :meth:`_cluster` waits for it."""
+        if self._starting is None:
+            log_dir = self._log_dir_factory.mktemp("spark-cluster")
+            pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-cluster")
+            self._starting = pool.submit(spark_cluster.start_cluster, log_dir)
+            pool.shutdown(wait=False)
+
+    def _cluster(self) -> spark_cluster.StandaloneCluster:
+        """The running cluster: started now, or the background start's (its error, when it failed)."""
+        if self.cluster is None:
+            self._start_cluster()
+            assert self._starting is not None
+            self.cluster = self._starting.result()
+        return self.cluster
 
     def get(self, mode: str) -> object:
         """The SparkSession for ``mode`` (``local`` or ``cluster``), with kafkalog's source registered."""
@@ -105,11 +131,11 @@ class SparkSessions:
         )
         if mode == "local":
             builder = builder.master("local[2]")
+            if self._cluster_wanted:
+                self._start_cluster()
         else:
-            if self.cluster is None:
-                self.cluster = spark_cluster.start_cluster(self._log_dir_factory.mktemp("spark-cluster"))
             builder = (
-                builder.master(self.cluster.url)
+                builder.master(self._cluster().url)
                 .config("spark.driver.host", "127.0.0.1")
                 .config("spark.driver.bindAddress", "127.0.0.1")
                 .config("spark.executor.cores", "1")
@@ -137,16 +163,18 @@ class SparkSessions:
             time.sleep(0.2)
 
     def close(self) -> None:
-        """Stop the session, then the cluster's JVMs."""
+        """Stop the session, then the cluster's JVMs (once a background start has ended)."""
         if self.session is not None:
             self.session.stop()
+        if self.cluster is None and self._starting is not None and self._starting.exception() is None:
+            self.cluster = self._starting.result()
         if self.cluster is not None:
             self.cluster.stop()
 
 
 @pytest.fixture(scope="session")
-def spark_sessions(tmp_path_factory) -> Iterator[SparkSessions]:  # noqa: ANN001 - fixture
-    sessions = SparkSessions(tmp_path_factory)
+def spark_sessions(request, tmp_path_factory) -> Iterator[SparkSessions]:  # noqa: ANN001 - fixture
+    sessions = SparkSessions(tmp_path_factory, cluster_wanted=request.config.stash.get(CLUSTER_TESTS, False))
     yield sessions
     sessions.close()
 
@@ -175,7 +203,11 @@ def pytest_itemcollected(item):  # noqa: ANN001, ANN201 - pytest hook
 def pytest_collection_modifyitems(config, items):  # noqa: ANN001, ANN201 - pytest hook
     """Tests on the standalone cluster run last (after pytest's own ordering), so the Spark
     session switches to the cluster once."""
-    items.sort(key=lambda item: getattr(item, "callspec", None) is not None and item.callspec.params.get("spark") == "cluster")
+    def on_cluster(item: pytest.Item) -> bool:
+        return getattr(item, "callspec", None) is not None and item.callspec.params.get("spark") == "cluster"
+
+    items.sort(key=on_cluster)
+    config.stash[CLUSTER_TESTS] = any(map(on_cluster, items))
 
 
 @pytest.fixture(scope="session")

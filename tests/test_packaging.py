@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import venv
 from pathlib import Path
 
@@ -52,16 +53,34 @@ def _venv(where: Path) -> Path:
     return where / ("Scripts" if os.name == "nt" else "bin") / "python"
 
 
+def _parallel_build_env(tmp: Path) -> dict[str, str]:
+    """:func:`_env_without_switch` with setuptools told to compile the extension modules in parallel,
+    one per core (``DIST_EXTRA_CONFIG``: a distutils config file setuptools reads after setup.cfg),
+    as ``pip install`` and ``python -m build`` pass it on to the build backend."""
+    cfg = tmp / "parallel-build.cfg"
+    cfg.write_text(f"[build_ext]\nparallel = {os.cpu_count() or 1}\n")
+    return dict(_env_without_switch(), DIST_EXTRA_CONFIG=str(cfg))
+
+
 @pytest.fixture(scope="module")
 def base_install(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
-    """``python -m build`` of this checkout (an sdist and a wheel), the wheel installed as ``pip
-    install kafkalog`` installs it, base dependencies only, into a fresh venv: the venv's python,
-    the dist folder, and an environment with nothing but the venv's bin on PATH (no Cython, no
-    compiler, no PYTHONPATH to this checkout)."""
+    """What ``python -m build`` of this checkout does (an sdist, then the wheel built from the
+    unpacked sdist in an isolated environment with pyproject.toml's build requirements), the wheel
+    installed as ``pip install kafkalog`` installs it, base dependencies only, into a fresh venv:
+    the venv's python, the dist folder, and an environment with nothing but the venv's bin on PATH
+    (no Cython, no compiler, no PYTHONPATH to this checkout). The sdist, which compiles nothing,
+    is made with this environment's setuptools and Cython (--no-isolation) rather than a second
+    isolated environment."""
     tmp = tmp_path_factory.mktemp("wheel")
-    env = _env_without_switch()
+    env = _parallel_build_env(tmp)
     dist = tmp / "dist"
-    subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], check=True, env=env, capture_output=True, text=True)
+    build = [sys.executable, "-m", "build", "--outdir", str(dist)]
+    subprocess.run([*build, "--sdist", "--no-isolation", str(REPO)], check=True, env=env, capture_output=True, text=True)
+    (sdist,) = dist.glob("*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tmp / "unpacked", filter="data")
+    (unpacked,) = (tmp / "unpacked").iterdir()
+    subprocess.run([*build, "--wheel", str(unpacked)], check=True, env=env, capture_output=True, text=True)
     wheels = list(dist.glob("*.whl"))
     assert len(wheels) == 1, sorted(p.name for p in dist.iterdir())
     python = _venv(tmp / "venv")
@@ -72,6 +91,7 @@ def base_install(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
 
 
 @pytest.mark.wheel
+@pytest.mark.xdist_group("base-install")  # one build per run: the tests using base_install share a worker
 def test_wheel_in_clean_venv(base_install: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
     """``python -m build`` makes an sdist and a platform wheel; the wheel installs into a fresh venv
     with no Cython and no compiler on PATH, loads its compiled modules (from the venv, not this
@@ -141,6 +161,7 @@ def test_every_subcommand_has_a_smoke_run() -> None:
 
 
 @pytest.mark.wheel
+@pytest.mark.xdist_group("base-install")
 @pytest.mark.parametrize("command", sorted(SMOKE))
 def test_subcommand_in_base_install(command: str, base_install: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
     """``kafkalog COMMAND ...`` in a venv with ``pip install kafkalog`` only: it succeeds, or, when

@@ -21,6 +21,8 @@ import pytest
 
 from helpers import GOLDEN, REPO, read_jsonl
 from kafkalog.tools.conformance import load_corpus, run_conformance
+from kafkalog.tools.harness import _fill as harness_fill
+from kafkalog.tools.harness import _run as harness_run
 
 CORPUS = GOLDEN / "corpus"
 PY = sys.executable
@@ -43,6 +45,18 @@ def _failing(impl: str | None, verify: str | None = None, patterns: tuple[str, .
     cases = [c for c in load_corpus(CORPUS) if not patterns or any(fnmatchcase(c.name, p) for p in patterns)]
     assert cases
     return {r.case: r.details for r in run_conformance(cases, impl, verify, jobs=JOBS) if r.failed}
+
+
+def _failing_in_process(impl: str | None, verify: str | None = None, patterns: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """:func:`_failing` for kafkalog's own commands and tests/wrong_dumper.py, run by
+    tests/conformance_in_process.py: ``kafkalog conformance --json`` in a process of its own (this
+    one's environment: KAFKALOG_NO_EXTENSIONS too), which runs those commands inside it, so that
+    the whole corpus costs one interpreter start-up rather than one per case and file."""
+    args = [*(("--impl", impl) if impl else ()), *(("--verify-impl", verify) if verify else ()), *(a for p in patterns for a in ("--case", p))]
+    p = subprocess.run([PY, str(REPO / "tests" / "conformance_in_process.py"), "--json", *args], capture_output=True, text=True, check=False, cwd=REPO)
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert p.returncode in (0, 1) and rows and p.returncode == any("fail" in (r["impl"], r["verify"]) for r in rows), p.stdout[-2000:] + p.stderr[-3000:]
+    return {r["case"]: r["details"] for r in rows if "fail" in (r["impl"], r["verify"])}
 
 
 # ------------------------------------------------------------------------------------- corpus
@@ -149,7 +163,7 @@ def test_lz4_linked_blocks_case() -> None:
 # ------------------------------------------------------------------------------------- runner
 @pytest.mark.rule("R-CONF-04", "R-JSON-06")
 def test_our_dumper_passes_every_case() -> None:
-    assert _failing(f"{DUMP} {{dir}}") == {}
+    assert _failing_in_process(f"{DUMP} {{dir}}") == {}
 
 
 #: one case of each shape the README's command meets: a single-file case, a whole partition dir (indexes,
@@ -228,14 +242,14 @@ def test_header_cases_are_those_with_headers_in_kafkas_dump() -> None:
 
 
 def test_wrong_dumper_dropping_headers_fails_exactly_the_header_cases() -> None:
-    failing = _failing(f"{WRONG} drop-headers {{dir}}")
+    failing = _failing_in_process(f"{WRONG} drop-headers {{dir}}")
     assert set(failing) == HEADER_CASES
     assert all("headers: got []" in d[0] for d in failing.values()), failing
 
 
 def test_wrong_dumper_other_bugs_fail_exactly_their_cases() -> None:
     """Magic 1 timestamp type swapped, bad CRCs accepted, exit 0 on unreadable input."""
-    failing = _failing(f"{WRONG} swap-ts-magic1,accept-bad-crc,exit-zero {{dir}}")
+    failing = _failing_in_process(f"{WRONG} swap-ts-magic1,accept-bad-crc,exit-zero {{dir}}")
     assert set(failing) == MAGIC1_CASES | CRC_CASES | REJECT_CASES
     for case, details in failing.items():
         if case in MAGIC1_CASES:
@@ -251,7 +265,7 @@ def test_wrong_dumper_other_bugs_fail_exactly_their_cases() -> None:
 def test_our_validator_reports_every_bad_case() -> None:
     """`kafkalog verify --json` exits 1 and reports each expected code and position; Kafka's partition
     dirs pass: with the compiled kernels and with the pure-Python ones."""
-    assert _failing(None, f"{PY} -m kafkalog verify --json {{dir}}", ("bad/*", "kafka-logdir-*", "kafka-internal-*", "real-*")) == {}
+    assert _failing_in_process(None, f"{PY} -m kafkalog verify --json {{dir}}", ("bad/*", "kafka-logdir-*", "kafka-internal-*", "real-*")) == {}
 
 
 def test_validator_that_reports_nothing_fails_the_error_cases() -> None:
@@ -296,6 +310,30 @@ def test_runner_timeout_and_missing_command() -> None:
     assert r.failed and "timed out after 0.5 s" in r.details[0]
     (r,) = run_conformance(cases, "/nonexistent/dumper {file}")
     assert r.failed and "cannot run /nonexistent/dumper" in r.details[0]
+
+
+@pytest.mark.parametrize(("case", "command"), [
+    ("bad/crc-v2", f"{PY} -m kafkalog verify --json {{dir}}"),  # exit 1 with JSON findings
+    ("kafka-logdir-transactional-0", f"{PY} -m kafkalog verify --json {{dir}}"),  # exit 0
+    ("kafka-logdir-compacted-0", f"{DUMP} {{dir}}"),
+    ("bad/truncated-batch", f"{DUMP} {{dir}}"),
+    ("bad/crc-v2", f"{WRONG} accept-bad-crc,exit-zero {{dir}}"),
+    ("kafka-records-v0-none", f"{PY} -m kafkalog dump --no-such-option {{dir}}"),  # usage error: exit 2
+])
+def test_in_process_runs_give_what_the_process_gives(case: str, command: str) -> None:
+    """tests/conformance_in_process.py, which the runner tests above use for kafkalog's own commands,
+    captures the exit code, stdout and stderr that the command gives as a process of its own."""
+    import shlex
+
+    import conformance_in_process
+
+    (c,) = [c for c in load_corpus(CORPUS) if c.name == case]
+    template, subst = c.argv(shlex.split(command)), {"file": str(c.path), "dir": str(c.path)}
+    assert conformance_in_process._entry([harness_fill(t, subst) for t in template]) is not None  # run in process, not started
+    inside = conformance_in_process.run(template, subst, 60)
+    process = harness_run(template, subst, 60)
+    assert (inside.code, inside.stdout, inside.stderr) == (process.code, process.stdout, process.stderr)
+    assert inside.stdout or inside.stderr
 
 
 # ---------------------------------------------------------------------------------------- CLI
