@@ -71,7 +71,7 @@ class FileSystemRef:
         return fsspec.filesystem(self.protocol, **dict(self.storage_options))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SegmentFiles:
     """One segment: its ``.log`` (path and size at discovery) and the index files found beside it."""
 
@@ -101,7 +101,7 @@ def _remote(fs: AbstractFileSystem, log_path: str, keys: Keyring | None) -> Remo
     return RemoteSegment(UrlStore(folder, fs), name[: -len(".log")], keys)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Replica:
     """One directory holding (a copy of) one topic-partition's log."""
 

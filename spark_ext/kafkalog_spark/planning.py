@@ -45,7 +45,7 @@ __all__ = ["PartitionLog", "Piece", "SegmentSlice", "SlicePack", "group_replicas
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SegmentSlice:
     """Batches of one ``.log`` starting at byte ``start``, offsets in ``[lo, hi)``.
 
@@ -112,7 +112,7 @@ def pack(slices: list[SegmentSlice], split: int, open_cost: int) -> list[SlicePa
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Piece:
     """A segment of the merged log and the offsets it answers for (``hi`` None: open-ended)."""
 
