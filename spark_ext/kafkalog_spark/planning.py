@@ -14,6 +14,7 @@ the wanted parallelism, large segments cut to it, small ones packed together.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import math
 import posixpath
@@ -475,6 +476,7 @@ class PartitionLog:
         ]
 
 
+@functools.lru_cache(maxsize=64)  # asked three times for each replica in turn
 def _parent(directory: str) -> str:
     """The log dir holding a partition dir (whose checkpoints name the partition)."""
     return posixpath.dirname(directory.rstrip("/"))
