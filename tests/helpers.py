@@ -183,3 +183,34 @@ def kafka_rows(expected: list[dict], starts: dict[tuple[str, int], int] | None =
             if o["offset"] >= (starts or {}).get(tp, 0) and (internal or tp[0] not in KAFKA_INTERNAL_TOPICS):
                 out[tp].append((*tp, o["offset"], hex_bytes(o["key"]), hex_bytes(o["value"]), o["timestamp"]))
     return [r for tp in sorted(out) for r in out[tp]]
+
+
+#: Kafka's golden-0 (``golden/kafka/logdir``): segments 0, 51, 102, 146, 190 and 234; its last batch,
+#: offset 264, starts at byte 1277 of 00000000000000000234.log, and 00000000000000000265.snapshot
+#: names its log end (Kafka's dump, ``golden/kafka/dump/logdir.jsonl``)
+GOLDEN_0 = GOLDEN / "kafka" / "logdir" / "golden-0"
+
+
+def many_partitions(root: Path, count: int, *, no_log: int | None = None, lost_tail: int | None = None) -> Path:
+    """A data dir ``root`` of ``count`` partition dirs ``many-0`` ... (hard links to golden-0's files),
+    with two kinds of damage deep in it: partition ``no_log`` lost ``00000000000000000102.log``
+    (offsets 102 to 145, by the next segment's name), and partition ``lost_tail`` lost its last
+    batch (its last ``.log`` cut before byte 1277, its ``265.snapshot`` gone, so that only the
+    last segment's ``.timeindex``, whose last entry is for offset 264, says the log reached 265)."""
+    root.mkdir(parents=True)
+    files = sorted(GOLDEN_0.iterdir())
+    for k in range(count):
+        d = root / f"many-{k}"
+        d.mkdir()
+        for f in files:
+            os.link(f, d / f.name)
+    if no_log is not None:
+        (root / f"many-{no_log}" / "00000000000000000102.log").unlink()
+    if lost_tail is not None:
+        d = root / f"many-{lost_tail}"
+        (d / "00000000000000000265.snapshot").unlink()
+        last = d / "00000000000000000234.log"
+        data = last.read_bytes()[:1277]
+        last.unlink()  # a hard link: the other partitions keep the whole file
+        last.write_bytes(data)
+    return root

@@ -71,7 +71,7 @@ class FileSystemRef:
         return fsspec.filesystem(self.protocol, **dict(self.storage_options))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SegmentFiles:
     """One segment: its ``.log`` (path and size at discovery) and the index files found beside it."""
 
@@ -101,7 +101,7 @@ def _remote(fs: AbstractFileSystem, log_path: str, keys: Keyring | None) -> Remo
     return RemoteSegment(UrlStore(folder, fs), name[: -len(".log")], keys)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Replica:
     """One directory holding (a copy of) one topic-partition's log."""
 
@@ -130,6 +130,10 @@ def parse_partition_dir(name: str, tiered: bool) -> tuple[str, int, str | None] 
         if m:
             return m["topic"], int(m["partition"]), m.groupdict().get("id")
     return None
+
+
+#: :func:`topic_name_problem` of each topic once, not once per partition dir
+_topic_name_problem = functools.lru_cache(maxsize=1024)(topic_name_problem)
 
 
 def _basename(path: str) -> str:
@@ -169,7 +173,7 @@ def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[dict]) -> Repl
         log.info("kafkalog source: skipping %s: %r is not a <topic>-<partition> directory name", dir_path, name)
         return None
     topic, partition, topic_id = parsed
-    if (problem := topic_name_problem(topic)) is not None:
+    if (problem := _topic_name_problem(topic)) is not None:
         log.warning("kafkalog source: %s: %s; read anyway", dir_path, problem)
     segments = []
     for (base, seg_id), files in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):

@@ -14,6 +14,7 @@ the wanted parallelism, large segments cut to it, small ones packed together.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import math
 import posixpath
@@ -45,7 +46,7 @@ __all__ = ["PartitionLog", "Piece", "SegmentSlice", "SlicePack", "group_replicas
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SegmentSlice:
     """Batches of one ``.log`` starting at byte ``start``, offsets in ``[lo, hi)``.
 
@@ -112,7 +113,7 @@ def pack(slices: list[SegmentSlice], split: int, open_cost: int) -> list[SlicePa
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Piece:
     """A segment of the merged log and the offsets it answers for (``hi`` None: open-ended)."""
 
@@ -475,6 +476,7 @@ class PartitionLog:
         ]
 
 
+@functools.lru_cache(maxsize=64)  # asked three times for each replica in turn
 def _parent(directory: str) -> str:
     """The log dir holding a partition dir (whose checkpoints name the partition)."""
     return posixpath.dirname(directory.rstrip("/"))

@@ -54,7 +54,7 @@ Offsets = int | Mapping[tuple[str, int], int] | None
 Time = int | datetime | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Slice:
     """Bytes ``[start, end)`` of one segment's ``.log`` (``end`` None: to its end)."""
 
@@ -63,7 +63,7 @@ class Slice:
     end: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PartitionPlan:
     """What :func:`scan` reads of one partition: offsets ``[start, end)`` (``end`` None: to the end
     of the files) from ``slices``, with the aborted transactions and last stable offset that

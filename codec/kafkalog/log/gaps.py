@@ -385,18 +385,21 @@ def _claims(
     if last is None:
         return claims
     stem = f"{last:020d}"
+    # an empty file (a listing that did not size it: :class:`kafkalog.log.source.Entry`) holds no entry: nothing to parse
     if "index" in last_files:
         with contextlib.suppress(OSError, KafkaLogError):
-            idx = OffsetIndex.read(data=access.read(access.join(stem + ".index")), base_offset=last)
-            if indexes is not None:
+            data = access.read(access.join(stem + ".index"))
+            idx = OffsetIndex.read(data=data, base_offset=last) if data else None
+            if idx is not None and indexes is not None:
                 indexes[last] = idx
-            if len(idx):
+            if idx is not None and len(idx):
                 o = int(idx.offsets[-1])
                 claims.append(_Claim(o + 1, f"{stem}.index has an entry for offset {o}"))
     if "timeindex" in last_files:
         with contextlib.suppress(OSError, KafkaLogError):
-            tidx = TimeIndex.read(data=access.read(access.join(stem + ".timeindex")), base_offset=last)
-            if len(tidx):
+            data = access.read(access.join(stem + ".timeindex"))
+            tidx = TimeIndex.read(data=data, base_offset=last) if data else None
+            if tidx is not None and len(tidx):
                 o = int(tidx.offsets[-1])
                 claims.append(_Claim(o + 1, f"{stem}.timeindex has an entry for offset {o}"))
     if "txnindex" in last_files:
@@ -408,11 +411,12 @@ def _claims(
     return claims
 
 
-def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None = None, *, listed: bool = False) -> int:
+def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None, *, listed: bool = False) -> int:
     """The offset after the last whole batch of segment ``base``'s ``.log`` (its base offset when it
     holds none). The walk starts at the last index entry that lies inside the file, and steps back
     an entry at a time when no whole batch follows it (a torn or zero-filled tail). ``idx``: the
-    segment's offset index when the caller read it already. ``listed``: the listing named the
+    segment's offset index as :func:`_claims` read it (None: absent, listed empty or unreadable,
+    so the walk starts at the first byte). ``listed``: the listing named the
     ``.log`` itself (not only its ``.swap``), so it is opened without asking whether it is there
     (a request apiece on object storage); renamed since, it is not found either way."""
     stem = f"{base:020d}"
@@ -420,9 +424,6 @@ def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None
     if "log" in files and not listed and not access.exists(path):
         path += ".swap"
     positions = [0]
-    if idx is None and "index" in files:
-        with contextlib.suppress(OSError, KafkaLogError):
-            idx = OffsetIndex.read(data=access.read(access.join(stem + ".index")), base_offset=base)
     if idx is not None:
         positions += [int(p) for p in idx.positions.tolist()]
     try:

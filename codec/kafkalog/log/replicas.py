@@ -48,7 +48,7 @@ from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlS
 __all__ = ["ReplicatedFiles", "discover", "divergences", "one_view"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReplicatedFiles(PartitionFiles):
     """A partition read across its copies (:func:`one_view`): its segments are the copies' segments
     that give each offset, in offset order, each with the offsets it gives (``first_offset`` and

@@ -21,7 +21,7 @@ import glob
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
 
@@ -57,17 +57,26 @@ _SKIPPED_DIR = re.compile(r"-(delete|future|stray)$")
 _PARTITION_FILES = frozenset({"partition.metadata", "leader-epoch-checkpoint"})
 
 
-@dataclass(frozen=True)
+#: the files whose size a local listing asks for: a segment's data (or a completed swap's, which stands
+#: for it); a stat apiece is most of a listing's cost, and no other file's size is needed before it is read
+_SIZED = (".log", ".log.swap")
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
-    """One directory entry: its full path (as the storage names it), size and whether it is a directory."""
+    """One directory entry: its full path (as the storage names it), size and whether it is a
+    directory, and its ``name`` (the last part of the path, found from it when not given).
+    ``size`` is None when the listing did not ask for it: a local listing stats only the files
+    named in :data:`_SIZED`."""
 
     path: str
-    size: int
+    size: int | None
     is_dir: bool
+    name: str = field(default="", compare=False)
 
-    @property
-    def name(self) -> str:
-        return self.path.rstrip("/").rsplit("/", 1)[-1]
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", self.path.rstrip("/").rsplit("/", 1)[-1])
 
 
 class Storage(Protocol):
@@ -79,6 +88,10 @@ class Storage(Protocol):
     def tree(self, path: str) -> dict[str, list[Entry]]:
         """The files of a directory and of every directory under it (at any depth; not under a
         ``-delete``, ``-future`` or ``-stray`` one), keyed by directory."""
+
+    def walk(self, path: str) -> Iterator[tuple[str, list[Entry]]]:
+        """:meth:`tree`'s directories one at a time, in no set order: a caller that handles each
+        and lets its entries go holds one directory's listing, not the whole tree's."""
 
     def open(self, path: str, size: int | None = None) -> BinaryIO:
         """A seekable binary file opened for reading; ``size``: its size when a listing gave it (on
@@ -106,16 +119,19 @@ class LocalStorage:
         out = []
         with os.scandir(path) as it:
             for e in it:
+                name = e.name
                 try:
                     is_dir = e.is_dir()
-                    size = 0 if is_dir else e.stat().st_size
+                    size = 0 if is_dir else e.stat().st_size if name.endswith(_SIZED) else None
                 except FileNotFoundError:
                     continue  # removed while listed
-                out.append(Entry(e.path, size, is_dir))
+                out.append(Entry(e.path, size, is_dir, name))
         return out
 
     def tree(self, path: str) -> dict[str, list[Entry]]:
-        out: dict[str, list[Entry]] = {}
+        return dict(self.walk(path))
+
+    def walk(self, path: str) -> Iterator[tuple[str, list[Entry]]]:
         todo = [path]
         while todo:
             d = todo.pop()
@@ -125,9 +141,8 @@ class LocalStorage:
                 if d == path:
                     raise
                 continue  # removed while walked
-            out[d] = [e for e in entries if not e.is_dir]
             todo.extend(e.path for e in entries if e.is_dir and not _SKIPPED_DIR.search(e.name))
-        return out
+            yield d, [e for e in entries if not e.is_dir]
 
     def open(self, path: str, size: int | None = None) -> BinaryIO:
         return _listed(path, lambda p: open(p, "rb"))
@@ -200,6 +215,10 @@ class UrlStorage:
             d = "/".join([top, *parts[:-1]])
             out.setdefault(d, []).append(Entry(name, int(info.get("size") or 0), False))
         return out
+
+    def walk(self, path: str) -> Iterator[tuple[str, list[Entry]]]:
+        """:meth:`tree`'s items (the one recursive listing is taken whole)."""
+        return iter(self.tree(path).items())
 
     def open(self, path: str, size: int | None = None) -> BinaryIO:
         """The file read with ranged requests (:class:`~kafkalog.format.files.UrlFile`, through
@@ -335,7 +354,7 @@ def storage_for(path: str) -> tuple[Storage, str]:
     return LocalStorage(), path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SegmentFiles:
     """One segment: its base offset, its ``.log`` (None when only its indexes are there) and the
     ``.log``'s size when listed, and the index files found beside it.
@@ -361,13 +380,13 @@ class SegmentFiles:
         return self.base_offset if self.first_offset is None else self.first_offset
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PartitionFiles:
     """One topic-partition's files: segments by base offset, producer snapshots by offset.
 
     ``log_dir`` holds what its data dir's checkpoints say (the log start offset, and the log end
     at a clean shutdown); ``listing`` is every file name of the directory with its size, as
-    listed (what :mod:`kafkalog.log.gaps` judges)."""
+    listed (what :mod:`kafkalog.log.gaps` judges; None: not asked, see :class:`Entry`)."""
 
     storage: Storage = field(repr=False, compare=False)
     topic: str
@@ -376,7 +395,7 @@ class PartitionFiles:
     segments: tuple[SegmentFiles, ...]
     snapshots: tuple[tuple[int, str], ...] = ()
     log_dir: LogDirOffsets = field(default_factory=LogDirOffsets, repr=False, compare=False)
-    listing: tuple[tuple[str, int], ...] = field(default=(), repr=False, compare=False)
+    listing: tuple[tuple[str, int | None], ...] = field(default=(), repr=False, compare=False)
 
     @property
     def log_start_checkpoint(self) -> int | None:
@@ -447,7 +466,7 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
         segments.append(SegmentFiles(base, log, size, found.get("index", (None,))[0], found.get("timeindex", (None,))[0],
                                      found.get("txnindex", (None,))[0]))
     return PartitionFiles(storage, topic, partition, directory, tuple(segments), tuple(sorted(snapshots)), log_dir,
-                          tuple((e.name, e.size) for e in files))
+                          tuple([(e.name, e.size) for e in files]))
 
 
 def _log_dir(storage: Storage, directory: str, listed: list[Entry] | None) -> LogDirOffsets:
@@ -514,24 +533,35 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
         roots = _expand(storage, path)
         count = 0
         log_dirs: dict[str, LogDirOffsets] = {}
+        local = isinstance(storage, LocalStorage)
+        parents: dict[str, str] = {}  # a directory's parent as listed -> as _parent gives it (found once per data dir)
         for root in roots:
-            top = root.rstrip("/") if isinstance(storage, UrlStorage) else root
-            tree = storage.tree(root)
-            for d, files in sorted(tree.items()):
+            top = root.rstrip("/")
+            # on object storage the one listing is kept whole: a data dir's own files tell which
+            # checkpoints exist, so absent ones are not asked for; a local walk lets each directory go
+            tree = storage.tree(root) if isinstance(storage, UrlStorage) else None
+            for d, files in (tree.items() if tree is not None else storage.walk(root)):  # the result is sorted below
                 name = d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1]
-                is_root = d.rstrip("/") == top.rstrip("/")
+                is_root = d.rstrip("/") == top
                 if (not is_root and not _PARTITION_DIR.match(name)) or not any(_SEGMENT_FILE.match(e.name) or e.name in _PARTITION_FILES for e in files):
                     continue
-                parent = _parent(storage, d)
+                if is_root:
+                    parent = _parent(storage, d)
+                else:  # a directory the listing found under a root: its parent is named as the listing names it
+                    listed = d.rsplit(os.sep if local else "/", 1)[0]
+                    if listed not in parents:
+                        parents[listed] = _parent(storage, d)
+                    parent = parents[listed]
                 if parent not in log_dirs:
-                    listed = parent == top.rstrip("/") or parent.startswith(top.rstrip("/") + "/")  # the listing covered it
-                    log_dirs[parent] = _log_dir(storage, parent, tree.get(parent, []) if listed else None)
+                    covered = tree is not None and (parent == top or parent.startswith(top + "/"))  # the listing reached it
+                    log_dirs[parent] = _log_dir(storage, parent, tree.get(parent, []) if covered else None)
                 p = _partition(storage, d, files, log_dirs[parent])
                 if p is None:
                     continue
                 count += 1
                 if wants is None or wants(p.topic, p.partition):
-                    key = os.path.abspath(d) if isinstance(storage, LocalStorage) else storage.display(d)
+                    # os.path.abspath(d), without normalizing the path again for each partition
+                    key = (os.path.abspath(d) if is_root else os.path.join(parent, name)) if local else storage.display(d)
                     found.setdefault((p.name, key), p)
         if roots and not count:
             raise LogNotFoundError("no Kafka partition directories (<topic>-<partition> holding Kafka files) found"

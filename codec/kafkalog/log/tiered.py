@@ -229,7 +229,7 @@ class TieredStorage(LocalStorage):
         return seg.index_part(part) or b""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TieredFiles(PartitionFiles):
     """A partition read across tiers (:meth:`TieredPartition.files`): its data loss is the holes
     between segments (``lost``), not what a directory's checkpoints say."""

@@ -1,0 +1,48 @@
+"""Planning a data dir of many partitions checks every one of them for lost offsets (SPEC §6.8),
+however the listing is taken: a gap deep in the dir is reported as in a dir of one partition.
+
+The damage and its offsets follow from Kafka's golden-0 (:func:`helpers.many_partitions`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kafkalog
+from helpers import many_partitions
+from kafkalog.errors import DataLossError
+
+COUNT = 1500
+NO_LOG = 1230
+LOST_TAIL = 1370
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return many_partitions(tmp_path_factory.mktemp("many") / "data", COUNT, no_log=NO_LOG, lost_tail=LOST_TAIL)
+
+
+@pytest.mark.rule("R-LOSS-04")
+def test_gaps_deep_in_many_partitions_fail_the_scan_before_any_read(many: Path) -> None:
+    with pytest.raises(DataLossError) as info:
+        kafkalog.scan(str(many), columns=["offset"])
+    text = str(info.value)
+    assert f"many-{NO_LOG}, offset 102: offsets 102 to 145 are in no .log" in text  # R-LOSS-01: the next segment starts at 146
+    # R-LOSS-03: found by reading the last segment's .timeindex, which the listing did not size
+    assert (f"many-{LOST_TAIL}: offset 264 is in no .log: the last segment 00000000000000000234.log ends at offset 264, "
+            "and 00000000000000000234.timeindex has an entry for offset 264") in text
+    assert [(g.directory.rsplit("/", 1)[-1], g.start, g.end) for g in info.value.gaps] == [
+        (f"many-{NO_LOG}", 102, 146), (f"many-{LOST_TAIL}", 264, 265)]
+
+
+def test_allowing_gaps_reads_every_other_offset_of_every_partition(many: Path) -> None:
+    table = kafkalog.scan(str(many), columns=["partition", "offset"], allow_gaps=True).read_all()
+    offsets: dict[int, set[int]] = {}
+    for p, o in zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True):
+        offsets.setdefault(p, set()).add(o)
+    assert sorted(offsets) == list(range(COUNT))
+    whole = offsets[0]
+    assert offsets[NO_LOG] == whole - set(range(102, 146))
+    assert offsets[LOST_TAIL] == whole - {264}
+    assert all(offsets[p] == whole for p in offsets if p not in (NO_LOG, LOST_TAIL))
