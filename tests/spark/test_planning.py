@@ -142,15 +142,16 @@ def test_planning_imports_no_compiled_decoder() -> None:
 
 def test_small_segments_of_one_input_partition_come_in_few_arrow_batches(many_partitions: Path) -> None:
     """The rows of the many small segments one task reads are joined into Arrow batches of
-    reader.MAX_ROWS rows (Spark takes each batch at a cost of its own), none lost or repeated."""
-    from kafkalog_spark.reader import MAX_ROWS
+    reader.MAX_ROWS rows or reader.COALESCE_BYTES bytes (Spark takes each batch at a cost of its own),
+    none lost or repeated."""
+    from kafkalog_spark.reader import COALESCE_BYTES, MAX_ROWS
 
     ds = KafkaLogDataSource({"path": str(many_partitions), "maxbytesperpartition": str(1 << 30), "minpartitions": "1"})
     reader = ds.reader(ds.schema())
     (only,) = reader.partitions()
     assert len(only.slices) == 32
     batches = list(reader.read(only))
-    assert all(b.num_rows >= MAX_ROWS for b in batches[:-1])
+    assert all(b.num_rows >= MAX_ROWS or b.nbytes >= COALESCE_BYTES for b in batches[:-1])
     assert len(batches) < len(only.slices)
     table = pa.Table.from_batches(batches)
     keys = set(zip(table.column("topic").to_pylist(), table.column("offset").to_pylist(), strict=True))
