@@ -48,7 +48,8 @@ from kafkalog.format.records.v2 import (
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import ABORTED_TXN, CURRENT_VERSION
 from kafkalog.log.unified import parse_topic_partition, topic_name_problem
-from kafkalog.tools.jobs import MIN_PARALLEL_BYTES, ordered_map, runs, share, span
+from kafkalog.tools import jobs as _jobs
+from kafkalog.tools.jobs import ordered_map, runs, share, span
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Finding", "VerifyReport", "verify"]
 
@@ -1027,7 +1028,7 @@ def verify(
         total(sum(1 for targets in groups.values() for t in targets if _checked(os.path.basename(t))))
     dirs = sorted(groups)
     sizes = [_target_bytes(groups[d]) for d in dirs] if jobs > 1 and dirs else None
-    if sizes is not None and sum(sizes) >= MIN_PARALLEL_BYTES:
+    if sizes is not None and sum(sizes) >= _jobs.MIN_PARALLEL_BYTES:  # read when called, as export does, so that it can be set
         _verify_parallel(dirs, sizes, groups, walked, report, progress, max_message_bytes, jobs)
     else:
         for d in dirs:
