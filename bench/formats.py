@@ -20,11 +20,11 @@ well (the decoded struct built, decoded in the workers); printed: rows/s of each
 
 Run it on an idle machine: figures from a loaded one are not the code's.
 
-Figures (2026-11-29, ``--spark --repeat 3``, 2 cores shared with other jobs, so compare ratios
-within a run): with the compiled Avro kernel (:mod:`kafkalog.fast.avro`) the decoded scan runs at
-4.3x to 9.0x the fastavro loop's rows/s on the five topics of more than 17,000 rows (5.6x over
-all; it was 1.16x with fastavro per value), and the decoded Spark read at 0.88x to 1.22x of the
-undecoded one's rows/s (0.85x to 1.22x in a second run; it was 0.58x to 1.08x). The Spark figures
+Figures (2026-11-29, ``--spark --repeat 3`` on an idle 2-core machine): with the compiled Avro
+kernel (:mod:`kafkalog.fast.avro`) the decoded scan runs at 6.4x to 9.7x the fastavro loop's rows/s
+on the five topics of more than 17,000 rows (7.6x over all; it was 1.16x with fastavro per value),
+and the decoded Spark read at 0.83x to 1.77x of the undecoded one's rows/s (it was 0.58x to 1.08x;
+0.85x to 1.22x in two runs on a loaded machine). The Spark figures
 are mostly Spark's own cost per query: a read of 17,000 rows takes seconds either way.
 """
 
