@@ -71,7 +71,9 @@ def zigzag_decode(value: int) -> int:
     return (value >> 1) ^ -(value & 1)
 
 
-def _read_unsigned(buf: bytes | memoryview, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
+def read_unsigned_varint(buf: bytes | memoryview, pos: int, max_bytes: int = 10, what: str = "varint") -> tuple[int, int]:
+    """Read an unsigned base-128 varint of at most ``max_bytes`` bytes (no zig-zag: the encoding
+    under Kafka's varints, and Thrift compact's lengths); return (value, next position)."""
     result = 0
     shift = 0
     end = len(buf)
@@ -90,24 +92,28 @@ def _read_unsigned(buf: bytes | memoryview, pos: int, max_bytes: int, what: str)
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Read a zig-zag varint (at most 5 bytes); return (value, next position). As Kafka's
     ByteUtils.readVarint, only the low 32 bits of a 5-byte encoding count (R-PRIM-04)."""
-    raw, pos = _read_unsigned(buf, pos, 5, "varint")
+    raw, pos = read_unsigned_varint(buf, pos, 5, "varint")
     return zigzag_decode(raw & 0xFFFFFFFF), pos
 
 
 def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Read a zig-zag varlong (at most 10 bytes); return (value, next position). As Kafka's
     ByteUtils.readVarlong, only the low 64 bits of a 10-byte encoding count (R-PRIM-04)."""
-    raw, pos = _read_unsigned(buf, pos, 10, "varlong")
+    raw, pos = read_unsigned_varint(buf, pos, 10, "varlong")
     return zigzag_decode(raw & 0xFFFFFFFFFFFFFFFF), pos
+
+
+def write_unsigned_varint(value: int, out: bytearray) -> None:
+    """Append the unsigned base-128 varint encoding of ``value`` (>= 0) to ``out``."""
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
 
 
 def write_varint(value: int, out: bytearray) -> None:
     """Append the zig-zag varint (or varlong) encoding of ``value`` to ``out``."""
-    v = zigzag_encode(value) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
+    write_unsigned_varint(zigzag_encode(value) & 0xFFFFFFFFFFFFFFFF, out)
 
 
 def varint_size(value: int) -> int:

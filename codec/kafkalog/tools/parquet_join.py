@@ -24,6 +24,8 @@ import struct
 from collections.abc import Iterable
 from typing import Any, BinaryIO
 
+from kafkalog.format.primitives import read_unsigned_varint, read_varlong, write_unsigned_varint, write_varint
+
 __all__ = ["join"]
 
 MAGIC = b"PAR1"
@@ -56,17 +58,12 @@ class _Reader:
         return b
 
     def varint(self) -> int:
-        n = shift = 0
-        while True:
-            b = self.byte()
-            n |= (b & 0x7F) << shift
-            if b < 0x80:
-                return n
-            shift += 7
+        n, self.p = read_unsigned_varint(self.data, self.p, 10, "Thrift varint")
+        return n
 
     def zigzag(self) -> int:
-        n = self.varint()
-        return (n >> 1) ^ -(n & 1)
+        n, self.p = read_varlong(self.data, self.p)
+        return n
 
     def value(self, t: int) -> Any:
         if t in (_TRUE, _FALSE):
@@ -113,28 +110,17 @@ class _Reader:
             last = fid
 
 
-def _varint(n: int, out: bytearray) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _zigzag(n: int, out: bytearray) -> None:
-    _varint((n << 1) ^ (n >> 63), out)
-
-
 def _write_value(t: int, v: Any, out: bytearray) -> None:
     if t in (_TRUE, _FALSE):
         return
     if t == _BYTE:
         out.append(v)
     elif t in (_I16, _I32, _I64):
-        _zigzag(v, out)
+        write_varint(v, out)
     elif t == _DOUBLE:
         out += v
     elif t == _BINARY:
-        _varint(len(v), out)
+        write_unsigned_varint(len(v), out)
         out += v
     elif t in (_LIST, _SET):
         et, items = v
@@ -142,7 +128,7 @@ def _write_value(t: int, v: Any, out: bytearray) -> None:
             out.append(len(items) << 4 | et)
         else:
             out.append(0xF0 | et)
-            _varint(len(items), out)
+            write_unsigned_varint(len(items), out)
         for item in items:
             if et in (_TRUE, _FALSE):
                 out.append(item)
@@ -150,7 +136,7 @@ def _write_value(t: int, v: Any, out: bytearray) -> None:
                 _write_value(et, item, out)
     elif t == _MAP:
         kt, vt, items = v
-        _varint(len(items), out)
+        write_unsigned_varint(len(items), out)
         if items:
             out.append(kt << 4 | vt)
         for k, x in items:
@@ -169,7 +155,7 @@ def _write_struct(fields: Struct, out: bytearray) -> None:
             out.append((fid - last) << 4 | t)
         else:
             out.append(t)
-            _zigzag(fid, out)
+            write_varint(fid, out)
         _write_value(t, v, out)
         last = fid
     out.append(0)
