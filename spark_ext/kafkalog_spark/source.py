@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from pyspark.sql.types import (
 
 from kafkalog.format.tiered_aiven import Keyring, read_private_keys
 from kafkalog.log.gaps import LogDirOffsets
+from kafkalog.tools.jobs import default_jobs
 from kafkalog_spark.errors import SourceOptionError
 from kafkalog_spark.filters import RowFilter, push_filters
 from kafkalog_spark.layout import discover, filesystem_for
@@ -197,11 +197,12 @@ class SessionDefaults:
     ``spark.sql.files.maxPartitionBytes``, ``spark.sql.files.openCostInBytes`` and
     ``spark.sql.files.minPartitionNum`` (else the default parallelism). Planning runs in a Python
     worker that cannot see the session, so :func:`kafkalog_spark.register` reads them into the
-    registered source; without that, Spark's defaults and this machine's CPU count."""
+    registered source; without that, Spark's defaults and the CPUs this process may run on
+    (``os.sched_getaffinity``, as the CLI's ``-j`` default: a container's or ``taskset``'s limit)."""
 
     max_partition_bytes: int = 128 * 1024 * 1024
     open_cost_in_bytes: int = 4 * 1024 * 1024
-    min_partitions: int = os.cpu_count() or 1
+    min_partitions: int = default_jobs()
 
 
 _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}

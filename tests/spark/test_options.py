@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -199,3 +200,17 @@ def test_errors_and_projection_through_spark(spark, tmp_path) -> None:  # noqa: 
     bad = _corrupt_copy(tmp_path / "crc", 1294 + 17)
     with pytest.raises(PySparkException, match=r"CrcMismatchError: .*00000000000000000000.log, position 1294, offset 35"):
         spark.read.format("kafkalog").load(str(bad)).count()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs CPU affinity and 2 CPUs")
+def test_min_partitions_default_is_the_cpus_the_process_may_run_on() -> None:
+    """Without a session's settings, a source plans for the CPUs available to the process (a
+    container's or ``taskset``'s limit, ``os.sched_getaffinity``), as the CLI's ``-j`` does, not the
+    machine's CPU count: a planner started on one CPU of several plans for one."""
+    import subprocess
+    import sys
+
+    code = "from kafkalog_spark.source import SessionDefaults; print(SessionDefaults().min_partitions)"
+    one = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    assert one.stdout.strip() == "1"
