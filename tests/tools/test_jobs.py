@@ -240,7 +240,7 @@ def test_a_partition_of_many_segments_is_read_by_several_workers_into_the_same_f
     from kafkalog.tools import jobs
 
     seen = _recording(monkeypatch, jobs)
-    for flags in ([], ["--isolation", "read_committed"]):  # read_committed: not cut (state flows across segments), the same file
+    for flags in ([], ["--isolation", "read_committed"]):  # read_committed: cut too, each part starting from its .txnindex state
         seen.clear()
         runs = {j: _run(capsys, "export", str(TXN), "-o", str(tmp_path / f"{len(flags)}j{j}"), "--format", fmt, *flags, "-j", str(j))
                 for j in (1, 2, 3)}
@@ -248,7 +248,7 @@ def test_a_partition_of_many_segments_is_read_by_several_workers_into_the_same_f
         assert runs[1][0] == 0 and list(files[1]) == [f"topic=transactional/partition=0/part-00000.{fmt}"]
         assert runs[2] == runs[1] and runs[3] == runs[1]
         assert files[2] == files[1] and files[3] == files[1]  # nothing else left: no part, no temporary file
-        assert [kinds.count("part") > 1 for kinds in seen] == [not flags, not flags], seen
+        assert [kinds.count("part") > 1 for kinds in seen] == [True, True], seen
 
 
 def _corrupt_middle_segment(tmp_path: Path) -> tuple[Path, Path, int, int]:
@@ -269,25 +269,140 @@ def _corrupt_middle_segment(tmp_path: Path) -> tuple[Path, Path, int, int]:
 def test_a_corrupt_segment_inside_a_split_partition_names_it_and_leaves_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A corrupt batch in the 6th of 12 segments, read by a worker: every -j fails with the line -j 1
-    gives (file, position, offset), writes no file for the partition, and leaves no part or temporary
+    gives (file, position, offset), read_committed too, writes no file for the partition, and leaves no part or temporary
     file (hidden or not); verify reports it the same at every -j."""
     from kafkalog.tools import jobs
 
     seen = _recording(monkeypatch, jobs)
     data, log, position, offset = _corrupt_middle_segment(tmp_path)
     where = f"{log}, position {position}, offset {offset}: record batch is corrupt"
-    for fmt in ("parquet", "csv"):
-        runs = {j: _run(capsys, "export", str(data), "-o", str(tmp_path / f"{fmt}{j}"), "--format", fmt, "-j", str(j)) for j in (1, 2, 3)}
+    for fmt, flags in (("parquet", []), ("csv", []), ("parquet", ["--isolation", "read_committed"])):
+        runs = {j: _run(capsys, "export", str(data), "-o", str(tmp_path / f"{fmt}{len(flags)}{j}"), "--format", fmt, *flags, "-j", str(j))
+                for j in (1, 2, 3)}
         for code, out, err in runs.values():
             assert code == 1 and not out and len(err) == 1 and where in err[0], err
         assert runs[2] == runs[1] == runs[3]
         for j in (1, 2, 3):
-            assert not [p for p in (tmp_path / f"{fmt}{j}").rglob("*") if p.is_file()]
-    assert all(kinds.count("part") > 1 for kinds in seen) and len(seen) == 4
+            assert not [p for p in (tmp_path / f"{fmt}{len(flags)}{j}").rglob("*") if p.is_file()]
+    assert all(kinds.count("part") > 1 for kinds in seen) and len(seen) == 6
     one = _run(capsys, "verify", str(data), "-j", "1")
     assert one[0] == 1 and f"{log}:{position}: offset {offset}: error: " in one[1] and "[batch-crc]" in one[1]
     for j in ("2", "3"):
         assert _run(capsys, "verify", str(data), "-j", j) == one
+
+
+def _parts_read_here(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The parts of a split partition this process reads again (a worker's start state was not the
+    state the parts before it end in); the workers' own reads are in other processes."""
+    from kafkalog.tools import export
+
+    again: list[tuple[int, int]] = []
+    real = export._export_part
+
+    def recording(p, part, *args):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202 - _export_part's stand-in
+        again.append(part)
+        return real(p, part, *args)
+
+    monkeypatch.setattr(export, "_export_part", recording)
+    return again
+
+
+@pytest.mark.parametrize("tamper", [False, True], ids=["kafkas-txnindex", "txnindex-disagrees"])
+def test_read_committed_parts_start_from_the_aborted_transactions_under_way(
+        tamper: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Producer 5001's transaction runs from offset 31 (segment 16) to its ABORT marker at 76
+    (segment 68), so the parts between read its batches without the marker: each starts from the
+    state the .txnindex files give for its first offset, and the rows are -j 1's. With that entry's
+    last offset changed to 40 (a .txnindex that disagrees with the log), the parts that start
+    from it are read again from the state the parts before end in: still -j 1's rows."""
+    from kafkalog.tools import jobs
+
+    data = _logdir_copy(tmp_path / "data", "transactional-0")
+    if tamper:
+        txnindex = data / "transactional-0" / "00000000000000000068.txnindex"
+        raw = bytearray(txnindex.read_bytes())
+        assert int.from_bytes(raw[10:18], "big") == 31 and int.from_bytes(raw[18:26], "big") == 76  # first and last offset
+        raw[18:26] = (40).to_bytes(8, "big")
+        txnindex.write_bytes(bytes(raw))
+    seen: list[list[tuple[int, int]]] = []
+    real = jobs.ordered_map
+
+    def recording(fn, items, n, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - ordered_map's stand-in
+        seen.append([t[2] for t in items if t[0] == "part"])
+        return real(fn, items, n, **kw)
+
+    monkeypatch.setattr(jobs, "ordered_map", recording)
+    again = _parts_read_here(monkeypatch)
+    for fmt in ("parquet", "jsonl"):
+        runs = {j: _run(capsys, "export", str(data), "-t", "transactional", "-o", str(tmp_path / f"{fmt}{j}"), "--format", fmt,
+                        "--isolation", "read_committed", "-j", str(j)) for j in (1, 2, 3)}
+        files = {j: _files(tmp_path / f"{fmt}{j}") for j in runs}
+        assert runs[1][0] == 0 and list(files[1]) == [f"topic=transactional/partition=0/part-00000.{fmt}"]
+        assert runs[2] == runs[1] == runs[3] and files[2] == files[1] == files[3]
+    # one part per segment: the transaction's batches (segments 16, 35, 53) and its marker (68) in four parts
+    assert len(seen) == 4 and all(len(parts) > 4 and all(hi - lo == 1 for lo, hi in parts) for parts in seen), seen
+    assert bool(again) is tamper, again
+
+
+READING = {"type": "record", "name": "Reading", "fields": [{"name": "n", "type": "long"}, {"name": "where", "type": "string"}]}
+
+
+def _avro_partition(root: Path) -> Path:
+    """``root`` holding a Schema Registry's ``_schemas`` topic (READING as id 1) and ``readings-0``:
+    six segments of ten Avro values each, written with fastavro, offsets 25 and 47 naming a schema
+    id (99) the registry does not hold."""
+    import io
+    import json
+
+    fastavro = pytest.importorskip("fastavro")
+    from helpers import write_partition
+    from kafkalog.format.records.v2 import RecordBatchBuilder
+
+    key = json.dumps({"keytype": "SCHEMA", "subject": "readings-value", "version": 1, "magic": 1}).encode()
+    write_partition(root, "_schemas-0", [(key, json.dumps({"subject": "readings-value", "version": 1, "id": 1, "schema": json.dumps(READING),
+                                                           "deleted": False}).encode())])
+    parsed = fastavro.parse_schema(READING)
+    d = root / "readings-0"
+    d.mkdir()
+    for base in range(0, 60, 10):
+        b = RecordBatchBuilder(base)
+        for offset in range(base, base + 10):
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, parsed, {"n": offset * 1_000_003, "where": f"sensor {offset % 7}"})
+            sid = 99 if offset in (25, 47) else 1
+            b.append(1_713_533_390_000 + offset, f"k{offset}".encode(), b"\0" + sid.to_bytes(4, "big") + out.getvalue())
+        (d / f"{base:020d}.log").write_bytes(b.build())
+    return root
+
+
+def test_decoded_values_are_split_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Typed columns (--value-format) are decoded value by value, so a partition of six segments is
+    read by several workers: -j 2 and 3 write -j 1's file, and print the warnings of the values
+    that do not decode (--on-undecodable null) in -j 1's order. A corrupt batch in the fourth
+    segment gives -j 1's one line at every -j, and no file."""
+    from kafkalog.tools import jobs
+
+    seen = _recording(monkeypatch, jobs)
+    data = _avro_partition(tmp_path / "data")
+    argv = ["export", str(data), "-t", "readings", "--value-format", "avro", "--on-undecodable", "null"]
+    runs = {j: _run(capsys, *argv, "-o", str(tmp_path / f"j{j}"), "-j", str(j)) for j in (1, 2, 3)}
+    files = {j: _files(tmp_path / f"j{j}") for j in runs}
+    assert runs[1][0] == 0 and list(files[1]) == ["topic=readings/partition=0/part-00000.parquet"]
+    assert [line.split(":")[1] for line in runs[1][2][:2]] == [" warning"] * 2 and "offset 25 schema id 99" in runs[1][2][0]
+    assert "offset 47 schema id 99" in runs[1][2][1]
+    assert runs[2] == runs[1] == runs[3] and files[2] == files[1] == files[3]
+    assert len(seen) == 2 and all(kinds.count("part") > 1 for kinds in seen), seen
+
+    log = data / "readings-0" / "00000000000000000030.log"
+    raw = bytearray(log.read_bytes())
+    raw[-1] ^= 0x01  # the last byte of its one batch, which the CRC covers
+    log.write_bytes(bytes(raw))
+    runs = {j: _run(capsys, *argv, "-o", str(tmp_path / f"bad{j}"), "-j", str(j)) for j in (1, 2, 3)}
+    for code, out, err in runs.values():
+        assert code == 1 and not out and f"{log}, position 0, offset 30: record batch is corrupt" in err[-1], err
+    assert runs[2] == runs[1] == runs[3]
+    for j in (1, 2, 3):
+        assert not [p for p in (tmp_path / f"bad{j}").rglob("*") if p.is_file()]
 
 
 def test_verify_carries_open_transactions_from_one_range_of_segments_to_the_next(
@@ -347,6 +462,60 @@ def test_open_transactions_carried_across_ranges_are_the_ones_of_one_pass(
         got += [txns.resolve(v, state) for v in ended]
         txns.apply(state)
     assert got == expected and state == one
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["data", "data", "commit", "abort", "plain"])), max_size=50),
+       st.lists(st.integers(1, 49), max_size=5), st.lists(st.tuples(st.integers(0, 9), st.integers(-3, 3), st.integers(-3, 3)), max_size=2))
+def test_read_committed_ranges_started_from_the_txnindex_decide_as_one_pass(
+        events: list[tuple[int, str]], cuts: list[int], tamper: list[tuple[int, int, int]]) -> None:
+    """Transactional batches and markers of three producers, and plain batches (which the filter is
+    not asked about, as _Selection does not ask), the aborted transactions listed as
+    Kafka's .txnindex lists them (tamper: some first and last offsets moved). One read_committed filter over
+    all of them, and ranges each started from the .txnindex's state for its first offset
+    (CommittedState.at), or, where the range before ends elsewhere (CommittedState.until), from
+    that end: the same batches skipped. With the true .txnindex no range starts over."""
+    from kafkalog.fast.arrow import CommittedState, _Committed
+    from kafkalog.format.txnindex import AbortedTxn
+
+    batches: list[tuple[int, bool, bool] | None] = []  # producer, transactional data, ABORT marker; None: a plain batch
+    open_txns: dict[int, int] = {}
+    aborted = []
+    for pid, kind in events:
+        if kind == "plain":
+            batches.append(None)
+            continue
+        if kind == "data":
+            open_txns.setdefault(pid, len(batches))
+        elif pid not in open_txns:
+            continue  # a coordinator writes a marker only for a transaction under way
+        elif kind == "abort":
+            aborted.append(AbortedTxn(0, pid, open_txns.pop(pid), len(batches), 0))
+        else:
+            del open_txns[pid]
+        batches.append((pid, kind == "data", kind == "abort"))
+    for i, first, last in tamper:
+        if i < len(aborted):
+            t = aborted[i]
+            aborted[i] = AbortedTxn(0, t.producer_id, t.first_offset + first, t.last_offset + last, 0)
+
+    def decide(f: _Committed, lo: int, hi: int) -> list[bool]:
+        return [b is not None and f.skips(b[0], offset, b[1], b[2]) for offset, b in enumerate(batches[lo:hi], lo)]
+
+    expected = decide(_Committed(aborted), 0, len(batches))
+    bounds = sorted({0, len(batches), *(c for c in cuts if c < len(batches))})
+    got: list[bool] = []
+    ended = None
+    again = 0
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        start = CommittedState.at(aborted, lo) if lo else None
+        if ended is not None and start is not None and ended.until(aborted, lo) != start:
+            start, again = ended, again + 1
+        f = _Committed(aborted, start)
+        got += decide(f, lo, hi)
+        ended = f.state
+    assert got == expected
+    assert again == 0 or any(i < len(aborted) and (first or last) for i, first, last in tamper)
 
 
 def test_sigterm_while_workers_run_ends_the_run_as_an_exception_does() -> None:

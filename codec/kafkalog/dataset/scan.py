@@ -37,13 +37,14 @@ if TYPE_CHECKING:
 
     from kafkalog.dataset.registry import Registry
     from kafkalog.dataset.values import Decoding
+    from kafkalog.fast.arrow import CommittedState
     from kafkalog.format.records.record import Record
     from kafkalog.format.tiered_aiven import Keyring
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "BATCH_ROWS", "PartitionPlan", "Slice", "plan", "plan_all", "read_ahead", "read_plans", "read_records", "scan", "scan_files", "schema_of",
+    "BATCH_ROWS", "PartitionPlan", "Slice", "committed_at", "plan", "plan_all", "read_ahead", "read_plans", "read_records", "scan", "scan_files", "schema_of",
     "start_floor", "topic_records",
 ]
 
@@ -212,7 +213,7 @@ def _runs(p: PartitionPlan, ahead: ReadAhead, part: tuple[int, int] | None = Non
     # partition) starts a run read from its own first offset; one whose last offsets a later copy gives ends its run
     runs: list[list[tuple[int, Slice]]] = []
     for i, sl in enumerate(p.slices):
-        if not runs or sl.segment.first_offset is not None or runs[-1][-1][1].segment.until is not None:
+        if not _continues(p, i):
             runs.append([])
         runs[-1].append((i, sl))
     lo, hi = (0, len(p.slices)) if part is None else part
@@ -223,17 +224,39 @@ def _runs(p: PartitionPlan, ahead: ReadAhead, part: tuple[int, int] | None = Non
             yield max(p.start, run[0][1].segment.first), end, readers(mine)
 
 
+def _continues(p: PartitionPlan, i: int) -> bool:
+    """Whether ``p``'s slice ``i`` is read on from the slice before it, in one run (see :func:`_runs`)."""
+    return i > 0 and p.slices[i].segment.first_offset is None and p.slices[i - 1].segment.until is None
+
+
+def committed_at(p: PartitionPlan, i: int) -> CommittedState | None:
+    """The read_committed state a read of ``p`` holds on reaching its slice ``i``, as the
+    partition's ``.txnindex`` files give it (:meth:`~kafkalog.fast.arrow.CommittedState.at`); None
+    where the read starts afresh (the first slice, or one whose first offsets an earlier one gave)."""
+    from kafkalog.fast.arrow import CommittedState
+
+    return CommittedState.at(p.aborted, p.slices[i].segment.first) if _continues(p, i) else None
+
+
 def _read(p: PartitionPlan, columns: list[str], read_committed: bool, batch_rows: int, verify_crc: bool,
-          on_corrupt: OnCorrupt, ahead: ReadAhead, part: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+          on_corrupt: OnCorrupt, ahead: ReadAhead, part: tuple[int, int] | None = None, committed: CommittedState | None = None,
+          on_committed: Callable[[CommittedState | None], None] | None = None) -> Iterator[pa.RecordBatch]:
     from kafkalog.fast.arrow import read_partition
 
-    for start, end, readers in _runs(p, ahead, part):
+    first = 0 if part is None else part[0]
+    if read_committed and committed is None and first > 0:
+        committed = committed_at(p, first)
+    ended: list[CommittedState | None] = [None]
+    for k, (start, end, readers) in enumerate(_runs(p, ahead, part)):
         for batch in read_partition(
             readers, topic=p.topic, partition=p.partition, start=start, end=end, aborted=p.aborted,
             last_stable_offset=p.last_stable_offset, read_committed=read_committed, include_headers="headers" in columns, columns=columns,
-            max_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt,
+            max_rows=batch_rows, verify_crc=verify_crc, on_corrupt=on_corrupt, committed=committed if k == 0 and _continues(p, first) else None,
+            on_committed=lambda state: ended.__setitem__(0, state),
         ):
             yield batch if batch.schema.names == columns else batch.select(columns)
+    if on_committed is not None:
+        on_committed(ended[0])
 
 
 def scan(
@@ -474,22 +497,24 @@ def plan_all(
 
 def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None = None, read_committed: bool = False,
                batch_rows: int = BATCH_ROWS, verify_crc: bool = True, on_corrupt: OnCorrupt = "fail",
-               ahead: ReadAhead | None = None, part: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+               ahead: ReadAhead | None = None, part: tuple[int, int] | None = None, committed: CommittedState | None = None,
+               on_committed: Callable[[CommittedState | None], None] | None = None) -> Iterator[pa.RecordBatch]:
     """The Arrow batches of planned partitions, one partition after the other, each batch's CRC
     checked as :func:`scan` checks it. What they read of object storage is fetched ahead
     (:func:`read_ahead`; ``ahead``: one made for a longer run of plans, read a part at a time).
 
     ``part``: only slices ``[i, j)`` of each plan (segments, in offset order), giving the batches
     the whole read gives for them (a batch never holds records of two segments): a share of one
-    large partition read by another process (``export -j``). Not under ``read_committed``, whose
-    filter carries the producers of aborted transactions from one segment to the next."""
-    if part is not None and read_committed:
-        raise ValueError("a part of a partition cannot be read read_committed: the aborted transactions open at its start are not known")
+    large partition read by another process (``export -j``). Under ``read_committed`` a part
+    starts from ``committed``, the state the read of the slices before it ends in, by default
+    the one the ``.txnindex`` files give (:func:`committed_at`); ``on_committed`` is given the
+    state each plan's read ends in (None: not read_committed), for the caller to check against
+    the next part's (they differ only where the ``.txnindex`` files and the markers disagree)."""
     cols = schema_of(columns).names
     plans = list(plans)
     with read_ahead(plans, part) if ahead is None else contextlib.nullcontext(ahead) as fetched:
         for p in plans:
-            yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt, fetched, part)
+            yield from _read(p, cols, read_committed, batch_rows, verify_crc, on_corrupt, fetched, part, committed, on_committed)
 
 
 def scan_files(

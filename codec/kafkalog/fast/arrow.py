@@ -4,7 +4,7 @@ object per record. The columns and types are those of Spark's Kafka source."""
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -48,7 +48,7 @@ class PartitionLog(Protocol):
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]: ...
 
 __all__ = [
-    "BatchFields", "KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "METADATA_SCHEMA", "PartitionLog", "columns_to_arrow", "constant_string",
+    "BatchFields", "CommittedState", "KAFKA_SCHEMA", "KAFKA_VIEW_SCHEMA", "HEADERS_TYPE", "METADATA_SCHEMA", "PartitionLog", "columns_to_arrow", "constant_string",
     "numeric", "read_partition", "to_arrow",
 ]
 
@@ -343,19 +343,56 @@ def _transactions_of(batches: Iterable[Batch]) -> tuple[list[tuple[int, int]], i
     return aborted, min(open_txns.values(), default=None)
 
 
+@dataclass(frozen=True)
+class CommittedState:
+    """Where a read_committed consumer's filter (R-ISO-04) stands between two batches of a
+    partition: the aborted transactions whose first offset is at most ``reached`` have been taken
+    off the list, and ``producers`` are those whose transactional batches it skips until their
+    ABORT marker. What a read of a range of the partition's segments starts from and ends in, so
+    that ranges read apart give the rows of one read (``export -j``)."""
+
+    reached: int = -(1 << 63)  # nothing reached yet: the start of a read
+    producers: frozenset[int] = frozenset()
+
+    @classmethod
+    def at(cls, aborted: Iterable[AbortedTxn], offset: int) -> CommittedState:
+        """The state on reaching ``offset`` (no batch at or past it read) as the partition's
+        ``.txnindex`` gives it: the producers of the aborted transactions begun below it whose ABORT
+        marker is at or past it. A consumer fetching from ``offset`` holds it after its first
+        batch (R-ISO-03 lists it the transactions whose marker is at or past ``offset``, R-ISO-04)."""
+        return cls(offset - 1, frozenset(t.producer_id for t in aborted if t.first_offset < offset <= t.last_offset))
+
+    def until(self, aborted: Iterable[AbortedTxn], offset: int) -> CommittedState:
+        """This state carried to ``offset`` over batches that do not consult it (R-ISO-04: the next
+        batch that does takes the transactions begun below ``offset`` off the list before deciding),
+        comparable with :meth:`at`; itself when a batch at or past ``offset`` has been read."""
+        if self.reached >= offset - 1:
+            return self
+        return CommittedState(offset - 1, self.producers | {t.producer_id for t in aborted if self.reached < t.first_offset < offset})
+
+
 class _Committed:
     """A read_committed consumer's decision batch by batch (CompletedFetch.java @1eb7644, SPEC
     R-ISO-04; the same rule as :class:`kafkalog.log.isolation.ReadCommittedFilter`, over header fields):
     a producer's transactional batches are skipped from the first offset of one of its aborted
-    transactions until its ABORT marker."""
+    transactions until its ABORT marker. ``state``: where a read of the offsets before left it."""
 
-    def __init__(self, aborted: Iterable[tuple[int, int] | AbortedTxn]) -> None:
+    def __init__(self, aborted: Iterable[tuple[int, int] | AbortedTxn], state: CommittedState | None = None) -> None:
+        state = state or CommittedState()
         pending = [(a.first_offset, a.producer_id) if isinstance(a, AbortedTxn) else (a[1], a[0]) for a in aborted]
+        pending = [t for t in pending if t[0] > state.reached]
         heapq.heapify(pending)
         self._pending = pending
-        self._aborted: set[int] = set()
+        self._aborted: set[int] = set(state.producers)
+        self._reached = state.reached
+
+    @property
+    def state(self) -> CommittedState:
+        """Where the filter stands (:class:`CommittedState`)."""
+        return CommittedState(self._reached, frozenset(self._aborted))
 
     def skips(self, producer_id: int, last_offset: int, transactional: bool, abort_marker: bool) -> bool:
+        self._reached = max(self._reached, last_offset)
         while self._pending and self._pending[0][0] <= last_offset:
             self._aborted.add(heapq.heappop(self._pending)[1])
         if abort_marker:
@@ -370,10 +407,10 @@ class _Selection:
 
     def __init__(
         self, *, include_control: bool, read_committed: bool, aborted: Iterable[tuple[int, int] | AbortedTxn] = (), lso: int | None = None,
-        start: int | None = None, end: int | None = None,
+        start: int | None = None, end: int | None = None, committed: CommittedState | None = None,
     ) -> None:
         self.include_control = include_control
-        self.filter = _Committed(aborted) if read_committed else None
+        self.filter = _Committed(aborted, committed) if read_committed else None
         self.lso = lso if read_committed else None
         self.start = start
         self.end = end
@@ -544,6 +581,8 @@ def read_partition(
     metadata: bool = False,
     verify_crc: bool = True,
     on_corrupt: OnCorrupt = "fail",
+    committed: CommittedState | None = None,
+    on_committed: Callable[[CommittedState], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches of one partition's records at offsets ``[start, end)``, read from ``readers``:
     the partition's segments in offset order, each a :class:`LogReader` already positioned (its
@@ -552,14 +591,19 @@ def read_partition(
 
     ``aborted`` (the partition's aborted transactions: ``.txnindex`` entries, or (producer id,
     first offset) pairs) and ``last_stable_offset`` decide what ``read_committed`` leaves out, as
-    for :func:`to_arrow` on a Log; the other options (the CRC check among them) are :func:`to_arrow`'s."""
+    for :func:`to_arrow` on a Log; the other options (the CRC check among them) are :func:`to_arrow`'s.
+    ``committed``: the read_committed state to start from (where a read of the offsets before
+    ``readers`` left it), else the start of a read; ``on_committed`` is given the state the read
+    ends in, once every reader is read."""
     opts = {"topic": topic, "partition": partition, "include_headers": include_headers, "columns": columns, "views": views}
     select = _Selection(include_control=include_control, read_committed=read_committed, aborted=aborted, lso=last_stable_offset,
-                        start=start, end=end)
+                        start=start, end=end, committed=committed)
     for reader in readers:
         pieces = _pieces(reader, max_rows=max_rows, max_bytes=max_bytes, headers=include_headers, views=views, verify_crc=verify_crc,
                          on_corrupt=on_corrupt)
         yield from _stream(_until(pieces, end), select, max_rows, metadata, reader.name or "", opts)
+    if on_committed is not None and select.filter is not None:
+        on_committed(select.filter.state)
 
 
 def _until(pieces: Iterator[BatchColumns | ChunkColumns], end: int | None) -> Iterator[BatchColumns | ChunkColumns]:

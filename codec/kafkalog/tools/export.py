@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import os
 import sys
 import time
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
     from kafkalog.dataset.scan import PartitionPlan, Slice
     from kafkalog.dataset.values import Decoding
+    from kafkalog.fast.arrow import CommittedState
     from kafkalog.format.records.stream import OnCorrupt
 
 __all__ = ["FILE_COLUMNS", "export", "register"]
@@ -291,37 +293,63 @@ def _plan_bytes(p: PartitionPlan) -> int:
     return sum(map(_slice_bytes, p.slices))
 
 
-def _export_run(plans: list[PartitionPlan], out: str, opts: dict[str, Any]) -> tuple[int, int, list[Exception]]:
-    """A run of partitions exported in a worker process (``-j``): (files, rows, the corrupt batches
-    ``--skip-corrupt`` read past, for the parent to report in partition order)."""
-    skipped: list[Exception] = []
+def _collecting(opts: dict[str, Any]) -> list[Exception | str]:
+    """In a worker process: what the run reports as it reads, in order, for the parent to report
+    (:func:`_export_parallel`): the corrupt batches ``--skip-corrupt`` reads past and the warnings of values
+    that do not decode. ``opts`` is changed to collect them."""
+    events: list[Exception | str] = []
     if opts.pop("collect", False):
-        opts["on_corrupt"] = skipped.append
+        opts["on_corrupt"] = events.append
+    if opts.pop("warns", False):
+        opts["decoding"] = copy.copy(opts["decoding"])
+        opts["decoding"].warn = events.append
+    return events
+
+
+def _export_run(plans: list[PartitionPlan], out: str, opts: dict[str, Any]) -> tuple[int, int, list[Exception | str]]:
+    """A run of partitions exported in a worker process (``-j``): (files, rows, what it reports, see :func:`_collecting`)."""
+    events = _collecting(opts)
     quiet = _Progress(1)
     quiet.enabled = False
     files, rows = export(plans, out, progress=quiet, jobs=1, **opts)
-    return files, rows, skipped
+    return files, rows, events
 
 
-def _export_part(p: PartitionPlan, part: tuple[int, int], out: str, opts: dict[str, Any]) -> tuple[bool, int, list[Exception]]:
+def _partition_batches(p: PartitionPlan, cols: list[str], opts: dict[str, Any], **read: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The schema of ``p``'s file and its batches, decoded as ``opts`` say (``read``: more of
+    :func:`~kafkalog.dataset.scan.read_plans`' options: a fetch-ahead, a part)."""
+    from kafkalog.dataset.scan import BATCH_ROWS, read_plans, schema_of
+
+    schema = schema_of(cols)
+    decoding = opts["decoding"]
+    kw = {"read_committed": opts["read_committed"], "batch_rows": opts["batch_rows"] or BATCH_ROWS, "verify_crc": opts["verify_crc"],
+          "on_corrupt": opts["on_corrupt"], **read}
+    if decoding is None:
+        return schema, read_plans([p], columns=cols, **kw)
+    schema = decoding.schema(schema, [p.topic])
+    return schema, decoding.batches(read_plans([p], columns=decoding.columns(cols), **kw), p.topic, p.partition, schema)
+
+
+def _export_part(p: PartitionPlan, part: tuple[int, int], out: str, opts: dict[str, Any],
+                 committed: CommittedState | None = None) -> tuple[bool, int, list[Exception | str], CommittedState | None]:
     """Segments ``part`` of a large partition read in a worker process (``-j``) into its share of
     the partition's file (:func:`_part_file`): a Parquet file of its row groups (the parent joins
     them into one file: :mod:`kafkalog.tools.parquet_join`), or the lines of a JSON lines or CSV
-    file (the parent concatenates them). Returns (whether there was a batch: a part without one
-    writes nothing), rows, and the corrupt batches read past."""
-    from kafkalog.dataset.scan import BATCH_ROWS, read_plans
-
-    skipped: list[Exception] = []
-    on_corrupt = skipped.append if opts.get("collect") else opts["on_corrupt"]
-    schema = _file_schema(opts["columns"])
-    batches = read_plans([p], columns=schema.names, batch_rows=opts["batch_rows"] or BATCH_ROWS, verify_crc=opts["verify_crc"],
-                         on_corrupt=on_corrupt, part=part)
+    file (the parent concatenates them). Read_committed, the part starts from ``committed``, by
+    default the state the ``.txnindex`` files give (:func:`~kafkalog.dataset.scan.committed_at`).
+    Returns whether there was a batch (a part without one writes nothing), rows, what it reports
+    (:func:`_collecting`) and the read_committed state it ends in."""
+    events = _collecting(opts)
+    ended: list[CommittedState | None] = [None]
+    path = _part_file(out, p, opts["fmt"], part)
+    unlink(path)  # a part read again (see _export_parallel) replaces the one read before
+    schema, batches = _partition_batches(p, _file_schema(opts["columns"]).names, opts, part=part, committed=committed,
+                                         on_committed=lambda state: ended.__setitem__(0, state))
     first = next(batches, None)
     if first is None:
-        return False, 0, skipped
+        return False, 0, events, ended[0]
     quiet = _Progress(1)
     quiet.enabled = False
-    path = _part_file(out, p, opts["fmt"], part)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         with open(path, "wb") as f:
@@ -334,7 +362,7 @@ def _export_part(p: PartitionPlan, part: tuple[int, int], out: str, opts: dict[s
     except BaseException:
         unlink(path)
         raise
-    return True, n, skipped
+    return True, n, events, ended[0]
 
 
 def _export_task(task: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -347,7 +375,8 @@ def _chained(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[
     yield from rest
 
 
-def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: _Progress, opts: dict[str, Any]) -> tuple[int, int]:
+def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: _Progress, opts: dict[str, Any],
+                     warn: Callable[[str], None] | None) -> tuple[int, int]:
     """:func:`export` of runs of plans in worker processes, results taken in plan order (see
     :func:`kafkalog.tools.jobs.ordered_map`): each worker writes and commits its partitions' files
     as one process does, so the files are the same whatever the number of processes.
@@ -356,20 +385,37 @@ def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: 
     segments is cut into ranges of whole segments, each read by a worker into a part
     (:func:`_export_part`); this process joins the parts into the partition's file, in order, as
     they come. A batch never holds records of two segments, so the file holds the batches, row
-    groups and bytes of one process's. Not under read_committed (its filter carries state from one
-    segment to the next) nor with typed columns."""
+    groups and bytes of one process's. Typed columns are decoded record by record (the schemas
+    looked up by id), so a part decodes as the whole read does.
+
+    Read_committed, the rows of a part depend on the aborted transactions under way at its start
+    (begun in an earlier part, their ABORT marker in this one or a later one): a part starts from
+    the state the partition's ``.txnindex`` files give for its first offset, which is the state
+    the read of the parts before ends in when the files agree with the markers (as Kafka's broker
+    answers a fetch from any offset with them, SPEC R-ISO-03). Each part's end state is checked
+    against the next part's start, in order; where they differ (a ``.txnindex`` that disagrees
+    with the log) that part is read again here, from the state the parts before end in: the
+    rows are one process's whatever the files hold.
+
+    The corrupt batches read past (``--skip-corrupt``) and the values that do not decode are
+    reported here through ``opts["on_corrupt"]`` and ``warn``, in the order one process reports them."""
+    from kafkalog.dataset.scan import committed_at
     from kafkalog.tools.jobs import WorkerDied, ordered_map, runs, share, span
 
     report = opts["on_corrupt"]
     opts = {**opts, "on_corrupt": "fail", "collect": True} if callable(report) else opts
+
+    def reported(events: list[Exception | str]) -> None:
+        for e in events:
+            report(e) if isinstance(e, Exception) else warn(e)  # type: ignore[operator, misc]
+
     fmt = opts["fmt"]
     weights = [_plan_bytes(p) for p in plans]
     target = share(weights, jobs)
-    splits = not opts["read_committed"] and opts["decoding"] is None
     tasks: list[tuple[Any, ...]] = []
     for run in runs(plans, weights, jobs, target):
         p = run[0]
-        if splits and len(run) == 1 and len(p.slices) > 1 and _plan_bytes(p) > target:
+        if len(run) == 1 and len(p.slices) > 1 and _plan_bytes(p) > target:
             parts = runs(range(len(p.slices)), [_slice_bytes(sl) for sl in p.slices], jobs, target)
             tasks += [("part", p, (r[0], r[-1] + 1), out, dict(opts)) for r in parts]
         else:
@@ -391,9 +437,8 @@ def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: 
     try:
         while k < len(tasks):
             if tasks[k][0] == "run":
-                f, n, skipped = next(results)
-                for e in skipped:
-                    report(e)  # type: ignore[operator]
+                f, n, events = next(results)
+                reported(events)
                 files += f
                 rows += n
                 progress.add(n, partition_done=len(tasks[k][1]))
@@ -404,10 +449,14 @@ def _export_parallel(plans: list[PartitionPlan], out: str, jobs: int, progress: 
 
             def parts(mine: list[tuple[int, int]] = mine, p: PartitionPlan = p) -> Iterator[tuple[str, int]]:
                 """Each part that holds a batch: its file and rows, taken in order (a failed part raises here)."""
+                ended = None  # the read_committed state the part before ends in
                 for part in mine:
-                    wrote, n, skipped = next(results)
-                    for e in skipped:
-                        report(e)  # type: ignore[operator]
+                    wrote, n, events, end = next(results)
+                    start = committed_at(p, part[0]) if opts["read_committed"] else None
+                    if start is not None and ended is not None and ended.until(p.aborted, start.reached + 1) != start:
+                        wrote, n, events, end = _export_part(p, part, out, dict(opts), ended)  # read again from where the parts before end
+                    ended = end
+                    reported(events)
                     if wrote:
                         yield _part_file(out, p, fmt, part), n
 
@@ -511,17 +560,22 @@ def export(
     the same error for the first partition that fails; partitions after it may have been written
     (each file whole). A large partition of several segments is read by several processes, a range
     of segments each, and its file written here from their parts (see :func:`_export_parallel`). A
-    ``decoding`` or plan that cannot be pickled (a warning printed by a closure) keeps the run in this process."""
-    from kafkalog.dataset.scan import BATCH_ROWS, read_ahead, read_plans, schema_of
+    plan or ``decoding`` that cannot be pickled (a source of segments holding a live connection)
+    keeps the run in this process; ``decoding``'s warnings are printed by this process, in order."""
+    from kafkalog.dataset.scan import read_ahead
 
     progress = progress or _Progress(len(plans))
+    opts = {"fmt": fmt, "columns": columns, "read_committed": read_committed, "compression": compression, "binary": binary,
+            "batch_rows": batch_rows, "verify_crc": verify_crc, "on_corrupt": on_corrupt, "decoding": decoding}
     if jobs > 1 and plans and (len(plans) > 1 or len(plans[0].slices) > 1):
         from kafkalog.tools.jobs import MIN_PARALLEL_BYTES, crosses_processes
 
-        if sum(map(_plan_bytes, plans)) >= MIN_PARALLEL_BYTES and crosses_processes((plans[0], decoding)):
-            return _export_parallel(plans, out, jobs, progress, {
-                "fmt": fmt, "columns": columns, "read_committed": read_committed, "compression": compression, "binary": binary,
-                "batch_rows": batch_rows, "verify_crc": verify_crc, "on_corrupt": on_corrupt, "decoding": decoding})
+        shipped = copy.copy(decoding)  # the workers' warnings are reported here (_collecting): they get no printer
+        if shipped is not None:
+            shipped.warn = None
+        if sum(map(_plan_bytes, plans)) >= MIN_PARALLEL_BYTES and crosses_processes((plans[0], shipped)):
+            warn = None if decoding is None else decoding.warn
+            return _export_parallel(plans, out, jobs, progress, {**opts, "decoding": shipped, "warns": warn is not None}, warn)
 
     cols = _file_schema(columns).names
     encode = _binary_encoder(binary)
@@ -531,16 +585,7 @@ def export(
     ahead = read_ahead(plans)  # object storage: the next partitions' bytes are fetched while one is written
     try:
         for p in plans:
-            schema = schema_of(cols)
-            if decoding is not None:
-                schema = decoding.schema(schema, [p.topic])
-                batches = decoding.batches(read_plans([p], columns=decoding.columns(cols), read_committed=read_committed,
-                                                      batch_rows=batch_rows or BATCH_ROWS, verify_crc=verify_crc, on_corrupt=on_corrupt,
-                                                      ahead=ahead),
-                                           p.topic, p.partition, schema)
-            else:
-                batches = read_plans([p], columns=cols, read_committed=read_committed, batch_rows=batch_rows or BATCH_ROWS,
-                                     verify_crc=verify_crc, on_corrupt=on_corrupt, ahead=ahead)
+            schema, batches = _partition_batches(p, cols, opts, ahead=ahead)
             if fmt == "parquet":
                 n = _write_file(p, out, fmt, batches, made, committer, progress,
                                 lambda f, b, schema=schema: _write_parquet(f, b, schema, compression, progress))  # type: ignore[misc]
