@@ -33,12 +33,12 @@ from kafkalog.format.primitives import crc32c
 
 NATIVE = {"lz4": native.NATIVE_LZ4, "zstd": native.NATIVE_ZSTD, "gzip": native.NATIVE_GZIP}
 #: The codecs the loop decompresses, and the flag of kafkalog.fast.native that turns each on.
-LOOP_CODECS = {Codec.LZ4: "LZ4", Codec.ZSTD: "ZSTD", Codec.GZIP: "GZIP", Codec.SNAPPY: "SNAPPY"}
+LOOP_CODECS = {Codec.LZ4: "LZ4", Codec.ZSTD: "ZSTD", Codec.GZIP: "GZIP"}
 
 
 def _in_loop(codec: Codec) -> bool:
     """Whether the loop decompresses ``codec`` (on the extension, its library was found)."""
-    return bool(getattr(native, LOOP_CODECS[codec]))
+    return codec in LOOP_CODECS and bool(getattr(native, LOOP_CODECS[codec]))
 
 
 def _batch(base: int, codec: Codec, values: list[bytes], headers: bool = False) -> bytes:
@@ -224,28 +224,6 @@ def _gzip_variants(p: bytes) -> list[bytes]:
     ]
 
 
-def _snappy_variants(p: bytes) -> list[bytes]:
-    """Kafka's snappy payload ``p`` framed otherwise: forms the codec module reads (1-3 bytes after
-    the last chunk, a concatenated stream, one raw block without the stream header) and ones it
-    refuses (a negative chunk length, a block that declares one byte more or less)."""
-    import cramjam
-
-    plain = decompress(Codec.SNAPPY, p)
-    raw = bytes(cramjam.snappy.compress_raw(plain))
-    first = struct.unpack_from(">i", p, 16)[0]
-    block = p[20 : 20 + first]
-    longer = bytearray(block)
-    longer[1] ^= 0x01  # the declared length (32768, 80 80 02) 128 bytes longer
-    return [
-        p + b"\x00",
-        p + b"\x00\x00\x00",
-        p + p,
-        raw,
-        p[:16] + struct.pack(">i", -5) + p[20:],
-        p[:20] + bytes(longer) + p[20 + first :],
-    ]
-
-
 def _damaged(codec: Codec, seed: int) -> list[bytes]:
     rnd = random.Random(seed)
     kafka = _batch(10, codec, _values(rnd, 60, 2500))  # ~150 KB: several lz4 blocks
@@ -260,10 +238,8 @@ def _damaged(codec: Codec, seed: int) -> list[bytes]:
         payloads += _lz4_variants(kafka)
     elif codec is Codec.ZSTD:
         payloads += [b"\x28\xb5\x2f\xfd garbage", p + b"\x00", p + p[:5], p + b"\x28\xb5\x2f\xfd"]
-    elif codec is Codec.GZIP:
-        payloads += _gzip_variants(p)
     else:
-        payloads += _snappy_variants(p)
+        payloads += _gzip_variants(p)
     out = [_rebatch(kafka, q) for q in payloads]
     out += [_rebatch(kafka, p, count=c) for c in (61, 1 << 20, 2**31 - 1)]  # count over the records, over the bytes
     return out
@@ -392,32 +368,31 @@ def test_helpers_match_the_codec_libraries(helpers: tuple) -> None:
 
 
 @pytest.mark.parametrize("path", ["c-extension", "pure-python"])
-def test_gzip_and_snappy_helpers_match_the_codec_module(path: str) -> None:
-    """gzip_members and snappy_stream against the codec module on Kafka's payloads: the size and
-    bytes, ROOM for one byte too little room, BAD for an irregular or cut payload."""
+def test_gzip_helper_matches_the_codec_module(path: str) -> None:
+    """gzip_members against the codec module on two members as Kafka writes them: the size and
+    bytes, ROOM for one byte too little room, BAD for a cut payload or a span outside dst."""
     if path == "pure-python":
-        gzip_members, snappy_stream, ctx = native._plain_gzip_members, native._plain_snappy_stream, native._PlainDCtx()
+        gzip_members, ctx = native._plain_gzip_members, native._PlainDCtx()
     elif native._native is None:
         pytest.skip("the extension is not built or is off")
     else:
-        gzip_members, snappy_stream, ctx = native._native.gzip_members, native._native.snappy_stream, native.zstd_dctx()
+        gzip_members, ctx = native._native.gzip_members, native.zstd_dctx()
         if not native.NATIVE_GZIP:
             pytest.fail("the deflate package's libdeflate was not found (it is a base dependency)")
     plain = b"".join(b"record %d of many; " % i for i in range(5000))
-    for codec, helper in ((Codec.GZIP, gzip_members), (Codec.SNAPPY, snappy_stream)):
-        payload = compress(codec, plain[:40_000]) + (compress(codec, plain[40_000:]) if codec is Codec.GZIP else b"")
-        want = decompress(codec, payload)
-        src = np.frombuffer(b"..." + payload, np.uint8)
-        dst = np.zeros(len(want) + 10, np.uint8)
-        assert helper(ctx, src, 3, len(payload), dst, 10, len(want)) == len(want), codec
-        assert dst[10:].tobytes() == want
-        assert helper(ctx, src, 3, len(payload), dst, 10, len(want) - 1) == native.ROOM, codec
-        # a cut gzip member fills what room it is given (libdeflate reads zeros past the end): ROOM
-        # while the room is below the size its last 4 bytes declare; the loop grows, then hands it over
-        assert helper(ctx, src, 3, len(payload) - 1, dst, 10, len(want)) in (native.BAD, native.ROOM), codec
-        assert helper(ctx, src, 3, len(payload) - 9, dst, 10, len(want)) == native.BAD, codec
-        assert helper(ctx, src, 3, len(payload), dst, 11, len(want)) == native.BAD, codec  # past dst
-        assert helper(ctx, src, 3, 0, dst, 10, len(want)) == native.BAD, codec
+    payload = compress(Codec.GZIP, plain[:40_000]) + compress(Codec.GZIP, plain[40_000:])
+    want = decompress(Codec.GZIP, payload)
+    src = np.frombuffer(b"..." + payload, np.uint8)
+    dst = np.zeros(len(want) + 10, np.uint8)
+    assert gzip_members(ctx, src, 3, len(payload), dst, 10, len(want)) == len(want)
+    assert dst[10:].tobytes() == want
+    assert gzip_members(ctx, src, 3, len(payload), dst, 10, len(want) - 1) == native.ROOM
+    # a cut member fills what room it is given (libdeflate reads zeros past the end): ROOM while the
+    # room is below the size its last 4 bytes declare; the loop grows, then hands it over
+    assert gzip_members(ctx, src, 3, len(payload) - 1, dst, 10, len(want)) in (native.BAD, native.ROOM)
+    assert gzip_members(ctx, src, 3, len(payload) - 9, dst, 10, len(want)) == native.BAD
+    assert gzip_members(ctx, src, 3, len(payload), dst, 11, len(want)) == native.BAD  # past dst
+    assert gzip_members(ctx, src, 3, 0, dst, 10, len(want)) == native.BAD
 
 
 def test_helpers_check_every_span(helpers: tuple) -> None:

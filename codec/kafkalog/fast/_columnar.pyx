@@ -11,7 +11,7 @@ executor's Python workers, a thread pool) decode at the same time.
 """
 
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
-from kafkalog.fast._native cimport DCtx, crc32c_c, gzip_bound, gzip_members_c, lz4_block_c, lz4_bound, snappy_stream_c, zstd_bound, zstd_frames_c
+from kafkalog.fast._native cimport DCtx, crc32c_c, gzip_bound, gzip_members_c, lz4_block_c, lz4_bound, zstd_bound, zstd_frames_c
 from kafkalog.fast._varint cimport VARINT_TOO_LONG, VARINT_TRUNCATED, read_varint as _varint
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -793,7 +793,6 @@ cdef enum:
     I_PYTHON = 2
     CODEC_NONE = 0
     CODEC_GZIP = 1
-    CODEC_SNAPPY = 2
     CODEC_LZ4 = 3
     LZ4_BLOCK = 64 * 1024  # the block maximum of Kafka's lz4 header (BD 0x40)
     # kafkalog.fast.native's results besides a size
@@ -848,12 +847,12 @@ cdef Py_ssize_t _lz4_frame(const uint8_t* data, Py_ssize_t pos, Py_ssize_t end, 
 
 
 def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_bytes, int64_t max_size, int64_t codecs, zstd,
-                   bytes lz4_header, lz4_block, zstd_frames, gzip_members, snappy_stream):
+                   bytes lz4_header, lz4_block, zstd_frames, gzip_members):
     """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``, writing
     each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``: one
     call for a chunk. lz4 frames are walked here (their blocks decompressed by ``lz4_block``), zstd
-    payloads by ``zstd_frames``, gzip ones by ``gzip_members`` and snappy ones by ``snappy_stream``
-    (:mod:`kafkalog.fast.native`, with the thread's contexts ``zstd``); ``codecs`` has bit c set for each codec
+    payloads by ``zstd_frames`` and gzip ones by ``gzip_members`` (:mod:`kafkalog.fast.native`, with
+    the thread's contexts ``zstd``); ``codecs`` has bit c set for each codec
     id c this may decompress. Returns (status, batch): 0 and the batches done, or 1 / 2 and the batch
     to grow ``dbuf`` for / to hand to the codec module (any irregular batch, so that it raises its
     precise errors); ``state`` says where to resume. columnar's ``_inflate_chunk``."""
@@ -876,7 +875,6 @@ def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_byt
     cdef const uint8_t* header = lz4_header
     cdef void* ctx = (<DCtx>zstd).ptr if isinstance(zstd, DCtx) and zstd_bound() else NULL
     cdef void* gz = (<DCtx>zstd).gz if isinstance(zstd, DCtx) and gzip_bound() else NULL
-    cdef bint native_snappy = isinstance(zstd, DCtx)  # the extension's own decoder, as snappy_stream is
     cdef int64_t at = st[1], start, count, codec, room, got, pos, end
     cdef Py_ssize_t i
     if at < 0 or at > ndbuf:
@@ -903,15 +901,9 @@ def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_byt
                 at += end - pos
             elif codec == CODEC_LZ4:
                 at = _lz4_frame(d, pos, end, data, out, ndbuf, dbuf, at, max_size, header, lz4_block)
-            else:  # zstd, gzip or snappy, the only other codecs ``codecs`` may hold
+            else:  # zstd or gzip, the only other codecs ``codecs`` may hold
                 room = ndbuf - at
-                if codec == CODEC_SNAPPY:
-                    if native_snappy:
-                        with nogil:
-                            got = snappy_stream_c(d + pos, end - pos, out + at, min(room, max_size + 1))
-                    else:
-                        got = snappy_stream(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
-                elif codec == CODEC_GZIP:
+                if codec == CODEC_GZIP:
                     if gz != NULL:  # the C function itself, the spans checked above
                         with nogil:
                             got = gzip_members_c(gz, d + pos, end - pos, out + at, min(room, max_size + 1))

@@ -1,7 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The codec libraries' C functions, called from C: lz4 blocks (SPEC R-LZ4-01..R-LZ4-06), zstd
-frames (R-ZSTD-01..R-ZSTD-03), gzip members (R-GZIP-01), snappy-java streams (R-SNAPPY-01, this
-module's own decoder) and the batch CRC-32C (R-PRIM-07).
+frames (R-ZSTD-01..R-ZSTD-03), gzip members (R-GZIP-01) and the batch CRC-32C (R-PRIM-07).
 
 No codec library ships headers here, and each is already loaded by its Python package, so the
 functions are bound at import by address (:mod:`kafkalog.fast.native` finds them
@@ -215,101 +214,6 @@ cdef int64_t gzip_members_c(void* dec, const unsigned char* src, size_t size, un
 
 cdef extern from *:
     """
-    /* Raw Snappy blocks (the format of google/snappy's format_description.txt, SPEC R-SNAPPY-01),
-       inside Kafka's snappy-java stream framing. Only the regular form is read here: the stream
-       header, then chunks to the payload's very end, each block well formed and ending exactly on
-       the length it declares. Anything else is BAD and the codec module reads it (it accepts trailing
-       bytes and concatenated streams, and names what is wrong), so this code never accepts what
-       the library-based path refuses. */
-    #include <stdint.h>
-    #include <stddef.h>
-    #include <string.h>
-
-    /* One raw block src[0:n] into dst[0:cap]: its size, -2 (it declares more than cap) or -1. */
-    static int64_t kafkalog_snappy_raw(const uint8_t* src, size_t n, uint8_t* dst, size_t cap) {
-        size_t ip = 0, op = 0, want = 0, len, off;
-        int shift = 0;
-        for (;;) {  /* the declared length: a varint of at most 5 bytes, below 2^32 */
-            if (ip == n || shift > 28) return -1;
-            uint8_t c = src[ip++];
-            if (shift == 28 && c > 15) return -1;
-            want |= (size_t)(c & 0x7F) << shift;
-            if (c < 128) break;
-            shift += 7;
-        }
-        if (want > cap) return -2;
-        while (ip < n) {
-            uint8_t tag = src[ip++];
-            switch (tag & 3) {
-            case 0:
-                len = tag >> 2;
-                if (len >= 60) {
-                    size_t k = len - 59, v = 0;
-                    if (n - ip < k) return -1;
-                    for (size_t j = 0; j < k; j++) v |= (size_t)src[ip + j] << (8 * j);
-                    ip += k;
-                    len = v;
-                }
-                len += 1;
-                if (n - ip < len || want - op < len) return -1;
-                memcpy(dst + op, src + ip, len);
-                ip += len;
-                op += len;
-                continue;
-            case 1:
-                if (n - ip < 1) return -1;
-                len = 4 + ((tag >> 2) & 7);
-                off = ((size_t)(tag >> 5) << 8) | src[ip];
-                ip += 1;
-                break;
-            case 2:
-                if (n - ip < 2) return -1;
-                len = (tag >> 2) + 1;
-                off = (size_t)src[ip] | ((size_t)src[ip + 1] << 8);
-                ip += 2;
-                break;
-            default:
-                if (n - ip < 4) return -1;
-                len = (tag >> 2) + 1;
-                off = (size_t)src[ip] | ((size_t)src[ip + 1] << 8) | ((size_t)src[ip + 2] << 16) | ((size_t)src[ip + 3] << 24);
-                ip += 4;
-                break;
-            }
-            if (off == 0 || off > op || want - op < len) return -1;
-            if (off >= len) {
-                memcpy(dst + op, dst + op - off, len);
-            } else {
-                for (size_t j = 0; j < len; j++) dst[op + j] = dst[op - off + j];  /* overlapping: a repeated pattern */
-            }
-            op += len;
-        }
-        return op == want ? (int64_t)op : -1;
-    }
-
-    static const uint8_t kafkalog_snappy_magic[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
-
-    /* A snappy-java stream src[0:n] into dst[0:cap]: its size, -2 (more than cap) or -1. */
-    static int64_t kafkalog_snappy_stream(const uint8_t* src, size_t n, uint8_t* dst, size_t cap) {
-        size_t pos = 16, at = 0;
-        if (n < 16 || memcmp(src, kafkalog_snappy_magic, 8) != 0 || n == 16) return -1;
-        while (pos < n) {
-            if (n - pos < 4) return -1;
-            size_t len = ((size_t)src[pos] << 24) | ((size_t)src[pos + 1] << 16) | ((size_t)src[pos + 2] << 8) | src[pos + 3];
-            pos += 4;
-            if (len & 0x80000000u || len > n - pos) return -1;  /* a further stream header, or a bad length */
-            int64_t got = kafkalog_snappy_raw(src + pos, len, dst + at, cap - at);
-            if (got < 0) return got;
-            at += (size_t)got;
-            pos += len;
-        }
-        return (int64_t)at;
-    }
-    """
-    int64_t kafkalog_snappy_stream(const unsigned char* src, size_t n, unsigned char* dst, size_t cap) noexcept nogil
-
-
-cdef extern from *:
-    """
     /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as Kafka's Crc32C (R-PRIM-07): the CPU's
        instruction where there is one (SSE 4.2 on x86-64, checked at run time; ARMv8 CRC when the
        compiler targets it), else slicing-by-8 tables. The one CRC of the compiled core: the chunk
@@ -487,34 +391,6 @@ def gzip_members(DCtx ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t
             if _span(&s, pos, size) and _span(&d, at, cap):
                 with nogil:
                     n = gzip_members_c(p, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
-        finally:
-            PyBuffer_Release(&d)
-    finally:
-        PyBuffer_Release(&s)
-    return n
-
-
-cdef int64_t snappy_stream_c(const unsigned char* src, size_t size, unsigned char* dst, size_t cap) noexcept nogil:
-    """Decompress the snappy-java stream ``src[:size]`` (in the regular form Kafka writes) into
-    ``dst[:cap]``: the size, ROOM (more than ``cap`` bytes) or BAD (anything else, for the codec
-    module to read)."""
-    return kafkalog_snappy_stream(src, size, dst, cap)
-
-
-def snappy_stream(ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize_t cap) -> int:
-    """Decompress the snappy-java stream ``src[pos:pos+size]`` into ``dst[at:at+cap]``: its size,
-    ROOM when it needs more than ``cap`` bytes, BAD when it is bad, irregular (trailing bytes, a
-    concatenated stream, no stream header) or a span is outside its buffer. ``ctx`` is unused (the
-    helpers' common signature)."""
-    cdef Py_buffer s, d
-    cdef int64_t n = _BAD
-    PyObject_GetBuffer(src, &s, PyBUF_SIMPLE)
-    try:
-        PyObject_GetBuffer(dst, &d, PyBUF_SIMPLE | PyBUF_WRITABLE)
-        try:
-            if _span(&s, pos, size) and _span(&d, at, cap):
-                with nogil:
-                    n = snappy_stream_c(<const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
         finally:
             PyBuffer_Release(&d)
     finally:

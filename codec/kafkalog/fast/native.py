@@ -7,8 +7,7 @@ functions to other extensions) calls ``LZ4_decompress_safe`` (exported by python
 ``ZSTD_decompressStream`` (from the system's libzstd: the zstandard package hides its symbols)
 and ``libdeflate_gzip_decompress_ex`` (exported by the deflate package's extension: libdeflate
 inflates Kafka's gzip batches about twice as fast as zlib, into the chunk's buffer with no copy)
-by address; this module finds those addresses at import with ctypes and binds them. Snappy needs
-no library there: the extension's own decoder reads the regular stream Kafka writes. zstd is
+by address; this module finds those addresses at import with ctypes and binds them. zstd is
 streamed, as Kafka's zstd-jni reads it (the one-shot ``ZSTD_decompressDCtx`` of libzstd 1.5.4
 accepts payloads that streaming rejects as corrupt), straight into the output buffer
 (``ZSTD_d_stableOutBuffer``). :data:`NATIVE_LZ4`, :data:`NATIVE_ZSTD` and :data:`NATIVE_GZIP`
@@ -29,8 +28,8 @@ from typing import Any
 from kafkalog.fast import compiled
 
 __all__ = [  # noqa: F822 - most given by __getattr__
-    "BAD", "CRC", "GZIP", "LZ4", "NATIVE_CRC", "NATIVE_GZIP", "NATIVE_LZ4", "NATIVE_ZSTD", "ROOM", "SNAPPY", "ZSTD",
-    "crc32c", "gzip_members", "lz4_block", "snappy_stream", "zstd_dctx", "zstd_frames",
+    "BAD", "CRC", "GZIP", "LZ4", "NATIVE_CRC", "NATIVE_GZIP", "NATIVE_LZ4", "NATIVE_ZSTD", "ROOM", "ZSTD",
+    "crc32c", "gzip_members", "lz4_block", "zstd_dctx", "zstd_frames",
 ]
 
 #: :func:`zstd_frames` results besides a size: the payload is bad, or the output needs more room.
@@ -174,41 +173,6 @@ def _plain_gzip_members(ctx: Any, src: Any, pos: int, size: int, dst: Any, at: i
     return got
 
 
-def _plain_snappy_stream(ctx: Any, src: Any, pos: int, size: int, dst: Any, at: int, cap: int) -> int:
-    """Decompress the snappy-java stream ``src[pos:pos+size]`` into ``dst[at:at+cap]`` with cramjam,
-    read as the extension's decoder reads it: the regular form only (the stream header, then chunks
-    to the very end), else :data:`BAD`; :data:`ROOM` when it needs more than ``cap`` bytes."""
-    import cramjam
-
-    from kafkalog.format.compression import _XERIAL_MAGIC
-
-    if not (pos >= 0 and 0 <= size <= len(src) - pos and at >= 0 and 0 <= cap <= len(dst) - at):
-        return BAD
-    data = memoryview(src)[pos : pos + size]
-    if size <= 16 or bytes(data[:8]) != _XERIAL_MAGIC:
-        return BAD
-    p, got = 16, 0
-    while p < size:
-        if size - p < 4:
-            return BAD
-        n = int.from_bytes(data[p : p + 4], "big")
-        p += 4
-        if n & 0x80000000 or n > size - p:
-            return BAD
-        try:
-            want = int(cramjam.snappy.decompress_raw_len(data[p : p + n]))
-            if want > cap - got:
-                return ROOM
-            made = int(cramjam.snappy.decompress_raw_into(data[p : p + n], dst[at + got : at + got + want]))
-        except Exception:  # cramjam's own error type
-            return BAD
-        if made != want:
-            return BAD
-        got += made
-        p += n
-    return got
-
-
 def _plain_crc32c(src: Any, pos: int, size: int) -> int:
     """The CRC-32C (Castagnoli) of ``src[pos:pos+size]``, as Kafka's batch CRC."""
     import crc32c as package
@@ -224,15 +188,14 @@ _native: Any = compiled("_native")
 #: libraries' functions imports lz4 and ctypes, which a command with no compressed batch
 #: (and no large one) does without.
 #:
-#: ``lz4_block``, ``zstd_frames``, ``gzip_members``, ``snappy_stream``, ``crc32c``: the helpers (the extension's, else
-#: the plain twins).
+#: ``lz4_block``, ``zstd_frames``, ``gzip_members``, ``crc32c``: the helpers (the extension's, else the plain twins).
 #: ``NATIVE_LZ4``, ``NATIVE_ZSTD``, ``NATIVE_GZIP``: whether the extension found each library's C function;
-#: ``NATIVE_CRC``: whether the CRC (and the snappy decoder) is the extension's own (it is whenever the extension is there).
-#: ``LZ4``, ``ZSTD``, ``GZIP``, ``SNAPPY``, ``CRC``: whether the chunk loop may decompress lz4 / zstd / gzip / snappy with the helpers
+#: ``NATIVE_CRC``: whether the CRC is the extension's own (it is whenever the extension is there).
+#: ``LZ4``, ``ZSTD``, ``GZIP``, ``CRC``: whether the chunk loop may decompress lz4 / zstd / gzip with the helpers
 #: and check CRCs with :func:`crc32c` (the extension calling C, or plain Python without it);
 #: tests turn them off to take the per-batch path.
-_BOUND = ("lz4_block", "zstd_frames", "gzip_members", "snappy_stream", "crc32c", "NATIVE_LZ4", "NATIVE_ZSTD", "NATIVE_GZIP",
-          "NATIVE_CRC", "LZ4", "ZSTD", "GZIP", "SNAPPY", "CRC")
+_BOUND = ("lz4_block", "zstd_frames", "gzip_members", "crc32c", "NATIVE_LZ4", "NATIVE_ZSTD", "NATIVE_GZIP", "NATIVE_CRC",
+          "LZ4", "ZSTD", "GZIP", "CRC")
 _bind_lock = threading.Lock()
 
 
@@ -242,13 +205,13 @@ def _bind() -> None:
         if "LZ4" in globals():
             return
         found = dict(lz4_block=_plain_lz4_block, zstd_frames=_plain_zstd_frames, gzip_members=_plain_gzip_members,
-                     snappy_stream=_plain_snappy_stream, crc32c=_plain_crc32c, NATIVE_LZ4=False, NATIVE_ZSTD=False,
-                     NATIVE_GZIP=False, NATIVE_CRC=False, LZ4=True, ZSTD=True, GZIP=True, SNAPPY=True, CRC=True)
+                     crc32c=_plain_crc32c, NATIVE_LZ4=False, NATIVE_ZSTD=False, NATIVE_GZIP=False, NATIVE_CRC=False,
+                     LZ4=True, ZSTD=True, GZIP=True, CRC=True)
         if _native is not None:  # pragma: no branch - depends on the build
             _native.bind(_lz4_address(), _zstd_addresses(), _gzip_addresses())
             lz4, zstd, gzip = _native.bound()
             found.update(lz4_block=_native.lz4_block, zstd_frames=_native.zstd_frames, gzip_members=_native.gzip_members,
-                         snappy_stream=_native.snappy_stream, crc32c=_native.crc32c, NATIVE_LZ4=lz4, NATIVE_ZSTD=zstd, NATIVE_GZIP=gzip, NATIVE_CRC=True,
+                         crc32c=_native.crc32c, NATIVE_LZ4=lz4, NATIVE_ZSTD=zstd, NATIVE_GZIP=gzip, NATIVE_CRC=True,
                          LZ4=lz4, ZSTD=zstd, GZIP=gzip, CRC=True)
         globals().update(found)
 
