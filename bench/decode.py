@@ -16,12 +16,15 @@ One run prints four tables:
    and each one's ratio to aiokafka, all measured in the same run, interleaved (round robin, best
    of ``--repeat``). The CRC is checked as each library's consumer does by default (aiokafka and
    kafka-python: ``check_crcs=True``; kafkalog's readers do not check it unless asked).
-2. **decompression**: for lz4 and zstd, the time to decompress every batch payload with the codec
-   library alone, the fastest way measured (each way decompresses every payload, in the same
-   interleaved rounds; the table names the winner): lz4 frame blocks with ``cramjam.lz4.decompress_block_into`` or
-   ``lz4.block.decompress``; zstd with ``zstandard`` streaming into a reused buffer or to bytes;
-   vs kafkalog's full columnar decode of the same batches (which decompresses lz4 and zstd through
-   :mod:`kafkalog.fast.native`): the ratio is what decoding adds on top of decompression.
+2. **decompression**: for lz4, zstd, gzip and snappy, the time to decompress every batch payload
+   with the codec library alone, the fastest way measured (each way decompresses every payload, in
+   the same interleaved rounds; the table names the winner): lz4 frame blocks with
+   ``cramjam.lz4.decompress_block_into`` or ``lz4.block.decompress``; zstd with ``zstandard``
+   streaming into a reused buffer or to bytes; gzip with libdeflate (``deflate.gzip_decompress``)
+   or zlib; snappy's 32 KiB blocks with ``cramjam.snappy.decompress_raw_into``; vs kafkalog's full
+   columnar decode of the same batches (which decompresses them through :mod:`kafkalog.fast.native`:
+   the codec libraries' C functions, and its own snappy decoder): the ratio is what decoding adds
+   on top of decompression.
 3. **index open**: ``OffsetIndex.read`` and ``TimeIndex.read`` of a 10 MiB file (Kafka's
    default ``segment.index.bytes``), best of 20, file in the page cache.
 4. **memory**: peak RSS (VmHWM, or ``ru_maxrss`` without /proc) of a fresh process reading a 2 GiB log (1 KiB values,
@@ -47,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,10 +168,34 @@ def zstd_stream_into(frame: bytes) -> int:
     return d
 
 
+def gzip_libdeflate(payload: bytes) -> int:
+    """Inflate Kafka's one gzip member with libdeflate (its output size read from the trailer)."""
+    import deflate
+
+    return len(deflate.gzip_decompress(payload))
+
+
+def gzip_zlib(payload: bytes) -> int:
+    """The same with zlib (what the codec module reads any gzip payload with)."""
+    return len(zlib.decompress(payload, 31))
+
+
+def snappy_blocks_into(payload: bytes) -> int:
+    """Kafka's snappy-java stream, each 32 KiB block decompressed by cramjam into the reused buffer."""
+    d, pos, mv = 0, 16, memoryview(payload)
+    while pos < len(payload):
+        (n,) = struct.unpack_from(">i", payload, pos)
+        d += cramjam.snappy.decompress_raw_into(mv[pos + 4 : pos + 4 + n], _OUT[d:])
+        pos += 4 + n
+    return d
+
+
 #: Ways to decompress a batch payload with the codec library alone: the fastest counts.
 DECOMPRESS_ONLY: dict[str, dict[str, Callable[[bytes], int]]] = {
     "lz4": {"cramjam lz4 block_into": lz4_frame_blocks_into, "lz4.block": lz4_frame_blocks},
     "zstd": {"zstandard readinto": zstd_stream_into, "zstandard decompressobj": zstd_stream},
+    "gzip": {"libdeflate": gzip_libdeflate, "zlib": gzip_zlib},
+    "snappy": {"cramjam snappy raw_into": snappy_blocks_into},
 }
 
 
@@ -503,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     body, {3, 4, 5, 6, 7, 8, 9}))
         print(
             "decompress only: the codec library alone on each batch payload, the fastest of the ways tried (named; see the "
-            "module docstring); kafkalog decodes lz4 and zstd through kafkalog.fast.native, batch by batch."
+            "module docstring); kafkalog decompresses lz4, zstd, gzip and snappy through kafkalog.fast.native, a chunk of batches a call."
         )
         print()
         body = [[d.codec, f"{d.value_size} B", str(d.batch_records), way, f"{s * 1e6:.1f}"] for d in decomp for way, s in d.ways]

@@ -1,10 +1,11 @@
 """The decompression loop (codec C functions called through kafkalog.fast.native: the extension
-kafkalog.fast._native, or cramjam and zstandard on the pure-Python path) gives the same columns, and
+kafkalog.fast._native, or cramjam, zstandard and zlib on the pure-Python path) gives the same columns, and
 the same errors, as the per-batch path through kafkalog.format.compression; the helpers and the
 CRC-32C match the libraries on both paths."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -12,6 +13,7 @@ import struct
 import subprocess
 import sys
 import threading
+import zlib
 from pathlib import Path
 
 import lz4.block
@@ -23,13 +25,20 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalog import Codec, KafkaLogError, LogReader, RecordBatchBuilder, fast
+from kafkalog import Codec, ControlType, KafkaLogError, LogReader, RecordBatchBuilder, fast
 from kafkalog.fast import columnar, native
 from kafkalog.fast.arrow import to_arrow
 from kafkalog.format.compression import compress, decompress
 from kafkalog.format.primitives import crc32c
 
-NATIVE = {"lz4": native.NATIVE_LZ4, "zstd": native.NATIVE_ZSTD}
+NATIVE = {"lz4": native.NATIVE_LZ4, "zstd": native.NATIVE_ZSTD, "gzip": native.NATIVE_GZIP}
+#: The codecs the loop decompresses, and the flag of kafkalog.fast.native that turns each on.
+LOOP_CODECS = {Codec.LZ4: "LZ4", Codec.ZSTD: "ZSTD", Codec.GZIP: "GZIP"}
+
+
+def _in_loop(codec: Codec) -> bool:
+    """Whether the loop decompresses ``codec`` (on the extension, its library was found)."""
+    return codec in LOOP_CODECS and bool(getattr(native, LOOP_CODECS[codec]))
 
 
 def _batch(base: int, codec: Codec, values: list[bytes], headers: bool = False) -> bytes:
@@ -52,8 +61,8 @@ def _rebatch(batch: bytes, payload: bytes, count: int | None = None) -> bytes:
 def _outcome(data: bytes, use_loop: bool, monkeypatch: pytest.MonkeyPatch, **kw: int) -> tuple[object, int]:
     """(the Arrow table, or the error's type, text and location; batches the codec module decompressed),
     with the compiled loop on or off."""
-    monkeypatch.setattr(native, "LZ4", use_loop and native.LZ4)
-    monkeypatch.setattr(native, "ZSTD", use_loop and native.ZSTD)
+    for flag in LOOP_CODECS.values():
+        monkeypatch.setattr(native, flag, use_loop and getattr(native, flag))
     calls = []
     inflate_batch = columnar._inflate_batch
 
@@ -103,7 +112,7 @@ def _log(codec: Codec, seed: int = 0) -> tuple[bytes, list[bytes]]:
     return b"".join(batches), batches
 
 
-@pytest.mark.parametrize("codec", [Codec.LZ4, Codec.ZSTD])
+@pytest.mark.parametrize("codec", list(LOOP_CODECS))
 @pytest.mark.parametrize("max_bytes", [1 << 10, 300_000, 8 << 20])
 def test_loop_matches_per_batch_path(codec: Codec, max_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
     data, batches = _log(codec)
@@ -113,7 +122,7 @@ def test_loop_matches_per_batch_path(codec: Codec, max_bytes: int, monkeypatch: 
         want = [(rec.offset, rec.key, rec.value) for b in r.batches() for rec in b]
     assert list(zip(got.column("offset").to_pylist(), got.column("key").to_pylist(), got.column("value").to_pylist(), strict=True)) == want
     assert slow_calls == len(batches) - 1  # the emptied batch is not decompressed on either path
-    assert fast_calls == (0 if native.LZ4 else slow_calls)  # every batch decompressed by the loop (test_bound_... checks it is on)
+    assert fast_calls == (0 if _in_loop(codec) else slow_calls)  # every batch decompressed by the loop (test_bound_... checks it is on)
 
 
 def test_lz4_frame_is_walked_in_the_loop() -> None:
@@ -192,6 +201,29 @@ def _lz4_variants(kafka: bytes) -> list[bytes]:
     return out
 
 
+def _gzip_variants(p: bytes) -> list[bytes]:
+    """Kafka's gzip payload ``p`` framed otherwise: members the codec module reads (several, with a
+    name, with a right header CRC) and ones it refuses (bytes after a member, a wrong header CRC,
+    a cut trailer, a wrong ISIZE or CRC-32)."""
+    plain = decompress(Codec.GZIP, p)
+    named = gzip.compress(plain[:100], mtime=0)
+    named = named[:3] + b"\x08" + named[4:10] + b"name\x00" + named[10:]  # FLG.FNAME
+    header = bytearray(p[:10])
+    header[3] = 0x02  # FLG.FHCRC: the low 16 bits of the header's CRC-32 follow it
+    right = bytes(header) + struct.pack("<H", zlib.crc32(bytes(header)) & 0xFFFF) + p[10:]
+    wrong = bytes(header) + struct.pack("<H", ~zlib.crc32(bytes(header)) & 0xFFFF) + p[10:]
+    return [
+        compress(Codec.GZIP, plain[:1000]) + compress(Codec.GZIP, plain[1000:]),
+        named + compress(Codec.GZIP, plain[100:]),
+        right,
+        wrong,
+        p + b"\x00",
+        p + b"\x1f\x8b\x08",
+        p[:-8] + struct.pack("<II", zlib.crc32(plain), len(plain) + 1),
+        p[:-8] + struct.pack("<II", zlib.crc32(plain) ^ 1, len(plain)),
+    ]
+
+
 def _damaged(codec: Codec, seed: int) -> list[bytes]:
     rnd = random.Random(seed)
     kafka = _batch(10, codec, _values(rnd, 60, 2500))  # ~150 KB: several lz4 blocks
@@ -204,14 +236,16 @@ def _damaged(codec: Codec, seed: int) -> list[bytes]:
         payloads.append(bytes(q))
     if codec is Codec.LZ4:
         payloads += _lz4_variants(kafka)
-    else:
+    elif codec is Codec.ZSTD:
         payloads += [b"\x28\xb5\x2f\xfd garbage", p + b"\x00", p + p[:5], p + b"\x28\xb5\x2f\xfd"]
+    else:
+        payloads += _gzip_variants(p)
     out = [_rebatch(kafka, q) for q in payloads]
     out += [_rebatch(kafka, p, count=c) for c in (61, 1 << 20, 2**31 - 1)]  # count over the records, over the bytes
     return out
 
 
-@pytest.mark.parametrize("codec", [Codec.LZ4, Codec.ZSTD])
+@pytest.mark.parametrize("codec", list(LOOP_CODECS))
 @pytest.mark.parametrize("seed", range(3))
 def test_damaged_payloads_raise_the_same_errors(codec: Codec, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     good = _batch(0, codec, [b"first"] * 10)
@@ -224,7 +258,7 @@ def test_damaged_payloads_raise_the_same_errors(codec: Codec, seed: int, monkeyp
     assert errors >= 15
 
 
-@pytest.mark.parametrize("codec", [Codec.LZ4, Codec.ZSTD])
+@pytest.mark.parametrize("codec", list(LOOP_CODECS))
 def test_decompressed_size_bound_is_the_same(codec: Codec, monkeypatch: pytest.MonkeyPatch) -> None:
     data, batches = _log(codec)
     plain = [len(decompress(codec, b[61:])) for b in batches if len(b) > 61]
@@ -236,7 +270,7 @@ def test_decompressed_size_bound_is_the_same(codec: Codec, monkeypatch: pytest.M
             assert isinstance(got, pa.Table)
 
 
-@pytest.mark.parametrize("codec", [Codec.LZ4, Codec.ZSTD])
+@pytest.mark.parametrize("codec", list(LOOP_CODECS))
 def test_buffer_growth_resumes(codec: Codec, monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches larger than the chunk's buffer (a fresh thread starts with none) grow it and resume."""
     rnd = random.Random(3)
@@ -249,12 +283,18 @@ def test_buffer_growth_resumes(codec: Codec, monkeypatch: pytest.MonkeyPatch) ->
     assert isinstance(got, pa.Table) and got.num_rows == 40 and fast_calls == 0
 
 
-def test_gzip_and_snappy_batches_between(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_codec_and_a_marker_in_one_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of every codec, and an uncompressed one (as a transaction marker sits between a
+    transactional topic's compressed batches), decompressed by one call of the loop."""
     rnd = random.Random(4)
-    batches = [_batch(i * 100, c, _values(rnd, 100, 100)) for i, c in enumerate([Codec.LZ4, Codec.GZIP, Codec.ZSTD, Codec.SNAPPY, Codec.LZ4])]
-    got, fast_calls, slow_calls = _same(b"".join(batches), monkeypatch)
-    assert isinstance(got, pa.Table) and got.num_rows == 500
-    assert fast_calls == 2 and slow_calls == 5
+    codecs = [Codec.LZ4, Codec.GZIP, Codec.ZSTD, Codec.SNAPPY, Codec.LZ4]
+    batches = [_batch(i * 100 + (i == 4), c, _values(rnd, 100, 100)) for i, c in enumerate(codecs)]
+    marker = RecordBatchBuilder(400, producer_id=7, producer_epoch=0, is_transactional=True, is_control=True)
+    marker.append_end_txn_marker(ControlType.COMMIT, 0, 2000)
+    batches.insert(4, marker.build())
+    got, fast_calls, slow_calls = _same(b"".join(batches), monkeypatch, include_control=True)
+    assert isinstance(got, pa.Table) and got.num_rows == 501
+    assert fast_calls == sum(not _in_loop(c) for c in codecs) and slow_calls == 5  # the marker is copied by the loop either way
 
 
 @pytest.mark.parametrize("loop", [True, False])
@@ -325,6 +365,34 @@ def test_helpers_match_the_codec_libraries(helpers: tuple) -> None:
     cut = zstd_frames(ctx, src, 0, len(frames) - 1, dst, 10, len(plain))
     assert cut == native.BAD
     assert zstd_frames(ctx, src, 0, 0, dst, 10, len(plain)) == 0
+
+
+@pytest.mark.parametrize("path", ["c-extension", "pure-python"])
+def test_gzip_helper_matches_the_codec_module(path: str) -> None:
+    """gzip_members against the codec module on two members as Kafka writes them: the size and
+    bytes, ROOM for one byte too little room, BAD for a cut payload or a span outside dst."""
+    if path == "pure-python":
+        gzip_members, ctx = native._plain_gzip_members, native._PlainDCtx()
+    elif native._native is None:
+        pytest.skip("the extension is not built or is off")
+    else:
+        gzip_members, ctx = native._native.gzip_members, native.zstd_dctx()
+        if not native.NATIVE_GZIP:
+            pytest.fail("the deflate package's libdeflate was not found (it is a base dependency)")
+    plain = b"".join(b"record %d of many; " % i for i in range(5000))
+    payload = compress(Codec.GZIP, plain[:40_000]) + compress(Codec.GZIP, plain[40_000:])
+    want = decompress(Codec.GZIP, payload)
+    src = np.frombuffer(b"..." + payload, np.uint8)
+    dst = np.zeros(len(want) + 10, np.uint8)
+    assert gzip_members(ctx, src, 3, len(payload), dst, 10, len(want)) == len(want)
+    assert dst[10:].tobytes() == want
+    assert gzip_members(ctx, src, 3, len(payload), dst, 10, len(want) - 1) == native.ROOM
+    # a cut member fills what room it is given (libdeflate reads zeros past the end): ROOM while the
+    # room is below the size its last 4 bytes declare; the loop grows, then hands it over
+    assert gzip_members(ctx, src, 3, len(payload) - 1, dst, 10, len(want)) in (native.BAD, native.ROOM)
+    assert gzip_members(ctx, src, 3, len(payload) - 9, dst, 10, len(want)) == native.BAD
+    assert gzip_members(ctx, src, 3, len(payload), dst, 11, len(want)) == native.BAD  # past dst
+    assert gzip_members(ctx, src, 3, 0, dst, 10, len(want)) == native.BAD
 
 
 def test_helpers_check_every_span(helpers: tuple) -> None:

@@ -11,7 +11,7 @@ executor's Python workers, a thread pool) decode at the same time.
 """
 
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
-from kafkalog.fast._native cimport DCtx, crc32c_c, lz4_block_c, lz4_bound, zstd_bound, zstd_frames_c
+from kafkalog.fast._native cimport DCtx, crc32c_c, gzip_bound, gzip_members_c, lz4_block_c, lz4_bound, zstd_bound, zstd_frames_c
 from kafkalog.fast._varint cimport VARINT_TOO_LONG, VARINT_TRUNCATED, read_varint as _varint
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -791,6 +791,8 @@ def _verify_records(buf, starts, ends, counts, last_delta, status, where, max_de
 cdef enum:
     I_ROOM = 1
     I_PYTHON = 2
+    CODEC_NONE = 0
+    CODEC_GZIP = 1
     CODEC_LZ4 = 3
     LZ4_BLOCK = 64 * 1024  # the block maximum of Kafka's lz4 header (BD 0x40)
     # kafkalog.fast.native's results besides a size
@@ -845,11 +847,12 @@ cdef Py_ssize_t _lz4_frame(const uint8_t* data, Py_ssize_t pos, Py_ssize_t end, 
 
 
 def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_bytes, int64_t max_size, int64_t codecs, zstd,
-                   bytes lz4_header, lz4_block, zstd_frames):
+                   bytes lz4_header, lz4_block, zstd_frames, gzip_members):
     """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``, writing
     each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``: one
     call for a chunk. lz4 frames are walked here (their blocks decompressed by ``lz4_block``), zstd
-    payloads by ``zstd_frames`` (:mod:`kafkalog.fast.native`); ``codecs`` has bit c set for each codec
+    payloads by ``zstd_frames`` and gzip ones by ``gzip_members`` (:mod:`kafkalog.fast.native`, with
+    the thread's contexts ``zstd``); ``codecs`` has bit c set for each codec
     id c this may decompress. Returns (status, batch): 0 and the batches done, or 1 / 2 and the batch
     to grow ``dbuf`` for / to hand to the codec module (any irregular batch, so that it raises its
     precise errors); ``state`` says where to resume. columnar's ``_inflate_chunk``."""
@@ -871,6 +874,7 @@ def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_byt
         raise ValueError("state, meta and areas must cover the batches")
     cdef const uint8_t* header = lz4_header
     cdef void* ctx = (<DCtx>zstd).ptr if isinstance(zstd, DCtx) and zstd_bound() else NULL
+    cdef void* gz = (<DCtx>zstd).gz if isinstance(zstd, DCtx) and gzip_bound() else NULL
     cdef int64_t at = st[1], start, count, codec, room, got, pos, end
     cdef Py_ssize_t i
     if at < 0 or at > ndbuf:
@@ -888,11 +892,24 @@ def _inflate_chunk(data, meta, Py_ssize_t n, dbuf, areas, state, int64_t max_byt
             end = m[i * META_COLUMNS + M_POS] + m[i * META_COLUMNS + M_SIZE]
             if pos < 0 or end > ndata or pos > end:
                 raise ValueError(f"batch {i} lies outside data")
-            if codec == CODEC_LZ4:
+            if codec == CODEC_NONE:  # a transaction marker among compressed batches: copied as it is
+                if end - pos > max_size:
+                    return I_PYTHON, i
+                if end - pos > ndbuf - at:
+                    return I_ROOM, i
+                memcpy(out + at, d + pos, end - pos)
+                at += end - pos
+            elif codec == CODEC_LZ4:
                 at = _lz4_frame(d, pos, end, data, out, ndbuf, dbuf, at, max_size, header, lz4_block)
-            else:  # zstd, the only other codec ``codecs`` may hold
+            else:  # zstd or gzip, the only other codecs ``codecs`` may hold
                 room = ndbuf - at
-                if ctx != NULL:  # the C function itself, the spans checked above
+                if codec == CODEC_GZIP:
+                    if gz != NULL:  # the C function itself, the spans checked above
+                        with nogil:
+                            got = gzip_members_c(gz, d + pos, end - pos, out + at, min(room, max_size + 1))
+                    else:
+                        got = gzip_members(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
+                elif ctx != NULL:  # the C function itself, the spans checked above
                     got = zstd_frames_c(ctx, d + pos, end - pos, out + at, min(room, max_size + 1))
                 else:
                     got = zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))

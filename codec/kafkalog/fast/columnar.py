@@ -5,7 +5,7 @@ timestamp delta and the byte spans of its key, value and headers into numpy arra
 gathers spans into contiguous Arrow-style (offsets, data) buffers. :func:`iter_chunks` runs them
 over many batches at once: one kernel call frames a chunk of batches (a few MB), another walks
 all their records and copies keys and values out, so that Python runs once per chunk. Compressed
-batches are first decompressed into one reused buffer: lz4 and zstd ones by one loop that calls
+batches are first decompressed into one reused buffer: lz4, zstd and gzip ones by one loop that calls
 the codec libraries (:mod:`kafkalog.fast.native`), any other batch, or one not framed as Kafka
 frames it, by :func:`kafkalog.format.compression.decompress_into`, which also reports what is wrong.
 
@@ -1242,8 +1242,8 @@ def _inflate_chunk(
     """Decompress the payloads of batches ``state[0]..n-1`` into ``dbuf`` from ``state[1]``,
     writing each one's record area to ``areas``, and stop after the batch that passes ``max_bytes``:
     one call for a chunk, the codecs' C functions called from compiled code (:mod:`kafkalog.fast.native`).
-    ``codecs`` has bit c set for each codec id c (lz4, zstd) this may decompress; ``zstd`` is the
-    thread's zstd context. Returns (status, batch): 0 and the batches done, or ``_I_ROOM`` /
+    ``codecs`` has bit c set for each codec id c (lz4, zstd, gzip) this may decompress; ``zstd`` is the
+    thread's decompression contexts. Returns (status, batch): 0 and the batches done, or ``_I_ROOM`` /
     ``_I_PYTHON`` and the batch to grow for or to hand over (any irregular batch, so that the codec
     module raises its precise errors); ``state`` says where to resume."""
     at = state[_STATE_AT]
@@ -1258,11 +1258,19 @@ def _inflate_chunk(
                 return _I_PYTHON, i
             pos = meta[i, _M_POS] + HEADER_SIZE
             end = meta[i, _M_POS] + meta[i, _M_SIZE]
-            if codec == 3:  # lz4; else zstd, the only other codec ``codecs`` may hold
+            if codec == Codec.NONE:  # a transaction marker among compressed batches: copied as it is
+                if end - pos > max_size:
+                    return _I_PYTHON, i
+                if end - pos > dbuf.shape[0] - at:
+                    return _I_ROOM, i
+                dbuf[at : at + end - pos] = data[pos:end]
+                at += end - pos
+            elif codec == Codec.LZ4:  # else zstd or gzip, the only other codecs ``codecs`` may hold
                 at = _lz4_frame(data, pos, end, dbuf, at, max_size)
             else:
                 room = dbuf.shape[0] - at
-                got = native.zstd_frames(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
+                payload = native.gzip_members if codec == Codec.GZIP else native.zstd_frames
+                got = payload(zstd, data, pos, end - pos, dbuf, at, min(room, max_size + 1))
                 if got == native.ROOM and room > max_size:
                     got = native.BAD  # more than max_size bytes: the codec module says so
                 at = got if got < 0 else at + got
@@ -1298,8 +1306,9 @@ def _inflate_batch(data: np.ndarray, origin: int, meta: np.ndarray, i: int, read
 
 
 def _native_codecs() -> int:
-    """Bit c set for each codec id c that :func:`_inflate_chunk` decompresses itself."""
-    return (int(native.LZ4) << Codec.LZ4) | (int(native.ZSTD) << Codec.ZSTD)
+    """Bit c set for each codec id c that :func:`_inflate_chunk` decompresses itself (it copies
+    uncompressed batches, the transaction markers between compressed ones, itself too)."""
+    return 1 << Codec.NONE | (int(native.LZ4) << Codec.LZ4) | (int(native.ZSTD) << Codec.ZSTD) | (int(native.GZIP) << Codec.GZIP)
 
 
 def _compressed_chunk(
@@ -1308,7 +1317,7 @@ def _compressed_chunk(
 ) -> tuple[ChunkColumns, int, np.ndarray]:
     """Decompress batches ``0..n-1`` one after another into ``dbuf`` (grown as needed, reused by
     later chunks), stopping after the batch that passes ``max_bytes``, then walk them in one
-    compiled call (walking each group as it was decompressed measured slower). lz4 and zstd
+    compiled call (walking each group as it was decompressed measured slower). lz4, zstd and gzip
     batches are decompressed by one compiled call (:func:`_inflate_chunk`); other batches, and
     any it finds irregular, by the codec module. With ``views``, keys and values are views into
     ``dbuf``, which the chunk then owns. Returns (columns, batches used, the buffer)."""
@@ -1441,7 +1450,7 @@ class Kernels:
     gather: Callable[..., int]  # spans to Arrow (offsets, data)
     frame_chunk: Callable[..., tuple[int, int, int, int]]  # a chunk's v2 batches
     walk_chunk: Callable[..., tuple[int, int, int]]  # a chunk's records, keys and values
-    inflate_chunk: Callable[..., tuple[int, int]]  # a chunk's lz4 and zstd payloads
+    inflate_chunk: Callable[..., tuple[int, int]]  # a chunk's lz4, zstd and gzip payloads
     frame: Callable[..., tuple[int, int, int]]  # kafkalog verify: a whole file's entries
     verify_records: Callable[..., None]  # kafkalog verify: the records of uncompressed batches
 
@@ -1461,7 +1470,7 @@ def _compiled_kernels() -> Kernels | None:
     ) -> tuple[int, int]:
         # the codec calls are kafkalog.fast.native's, looked up on each call as the plain twin does
         return c._inflate_chunk(data, meta, n, dbuf, areas, state, max_bytes, max_size, codecs, zstd, _KAFKA_LZ4_HEADER,
-                                native.lz4_block, native.zstd_frames)  # type: ignore[no-any-return]
+                                native.lz4_block, native.zstd_frames, native.gzip_members)  # type: ignore[no-any-return]
 
     return Kernels("c-extension", c._walk, c.gather, c._frame_chunk, c._walk_chunk, inflate_chunk, c._frame, c._verify_records)
 
