@@ -41,6 +41,7 @@ from pyspark.sql.types import (
 
 from kafkalog.format.tiered_aiven import Keyring, read_private_keys
 from kafkalog.log.gaps import LogDirOffsets
+from kafkalog.log.source import gc_paused
 from kafkalog.tools.jobs import default_jobs
 from kafkalog_spark.errors import SourceOptionError
 from kafkalog_spark.filters import RowFilter, push_filters
@@ -337,6 +338,10 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Resolve offsets per partition, cut the segments that hold them into slices, pack those."""
+        with gc_paused():  # many partitions' objects, long-lived: no full collection between them
+            return self._partitions()
+
+    def _partitions(self) -> Sequence[InputPartition]:
         p = self._planner
         rf = p.row_filter
         off_lo, off_hi = rf.offset.range()
@@ -472,6 +477,10 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         """Slices covering each partition's ``[start, end)``, packed."""
+        with gc_paused():  # many partitions' objects, long-lived: no full collection between them
+            return self._partitions(start, end)
+
+    def _partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         p = self._planner
         begin, stop = _from_json(start), _from_json(end)
         logs = self._logs()

@@ -55,3 +55,21 @@ def test_allowing_gaps_reads_every_other_offset_of_every_partition(many: Path) -
     undamaged = ~np.isin(partition, [NO_LOG, LOST_TAIL])
     rows = offset[undamaged].reshape(COUNT - 2, -1)  # raises unless every other partition has as many rows as partition 0
     assert (rows == np.array(sorted(whole))).all()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_planning_leaves_the_garbage_collector_as_it_found_it(many: Path, enabled: bool) -> None:
+    # planning holds the collector off (full collections over 100,000 partitions' objects cost more
+    # than the planning), and gives it back as it was whether the planning ends or fails
+    import gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        with pytest.raises(DataLossError):
+            kafkalog.scan(str(many), columns=["offset"])
+        assert gc.isenabled() is enabled
+        kafkalog.scan(str(many), columns=["offset"], allow_gaps=True)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

@@ -19,11 +19,20 @@ import pytest
 
 from helpers import GOLDEN, need_shared
 from kafkalog.errors import DataLossError, KafkaLogError
+from kafkalog.log import gaps
 from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps, gaps_error, raise_on_gaps
 
 GOLDEN0 = GOLDEN / "kafka" / "logdir" / "golden-0"
 BASES = [0, 51, 102, 146, 190, 234]
 LEO = 265
+
+
+@pytest.fixture(params=["in one read", "streamed"])
+def tail_walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log end found both ways: a last ``.log``'s rest read at once and walked in memory, and
+    walked a batch at a time from the file (a rest longer than ``WHOLE_TAIL``)."""
+    if request.param == "streamed":
+        monkeypatch.setattr(gaps, "WHOLE_TAIL", 0)
 
 
 def _copy(tmp_path: Path, src: Path = GOLDEN0, name: str = "golden-0") -> Path:
@@ -75,6 +84,7 @@ def test_the_real_backup_without_its_logs_is_flagged(topic: str) -> None:
     assert "segment 0 has .index, .timeindex but no .log" in str(err)
 
 
+@pytest.mark.usefixtures("tail_walk")
 def test_no_other_real_or_golden_partition_is_flagged() -> None:
     real = need_shared("golden-real")
     dirs = _partition_dirs(real) + _partition_dirs(GOLDEN)
@@ -125,12 +135,29 @@ def test_the_last_log_missing_loses_up_to_the_snapshot(tmp_path: Path) -> None:
 
 
 @pytest.mark.rule("R-LOSS-03")
+@pytest.mark.usefixtures("tail_walk")
 def test_a_truncated_last_log_loses_its_tail(tmp_path: Path) -> None:
     pdir = _copy(tmp_path)
     log = pdir / "00000000000000000234.log"
     data = log.read_bytes()
     log.write_bytes(data[:100])  # not even the first batch whole
     assert _spans(find_gaps(pdir)) == [(234, LEO)]
+
+
+@pytest.mark.rule("R-LOSS-03")
+@pytest.mark.usefixtures("tail_walk")
+def test_a_torn_last_batch_loses_only_its_offsets(tmp_path: Path) -> None:
+    from kafka.record.memory_records import MemoryRecords  # kafka-python: an independent reader of the batches
+
+    pdir = _copy(tmp_path)
+    log = pdir / "00000000000000000234.log"
+    torn = log.read_bytes()[:-1]
+    log.write_bytes(torn)
+    records, whole = MemoryRecords(torn), []
+    while (batch := records.next_batch()) is not None:
+        whole.append(batch.base_offset + batch.last_offset_delta + 1)
+    assert whole[-1] < LEO
+    assert _spans(find_gaps(pdir)) == [(whole[-1], LEO)]
 
 
 @pytest.mark.rule("R-LOSS-02")

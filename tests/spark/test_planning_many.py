@@ -34,3 +34,20 @@ def test_without_fail_on_data_loss_every_partition_is_planned_but_the_lost_offse
     assert {sl.partition for sl in slices} == set(range(COUNT))
     lossy = sorted((sl.lo, sl.log.rsplit("/", 1)[-1]) for sl in slices if sl.partition == NO_LOG)
     assert [name for _, name in lossy] == [f"{b:020d}.log" for b in (0, 51, 146, 190, 234)]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_planning_leaves_the_garbage_collector_as_it_found_it(many: Path, enabled: bool) -> None:
+    # as kafkalog.scan's planning (tests/dataset/test_scan_many_partitions.py)
+    import gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        with pytest.raises(DataLossError):
+            KafkaLogReader({"path": str(many)}, source_schema()).partitions()
+        assert gc.isenabled() is enabled
+        KafkaLogReader({"path": str(many), "failOnDataLoss": "false"}, source_schema()).partitions()
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

@@ -30,7 +30,7 @@ from kafkalog.log.plan import aborted_transactions, describe, offset_for_timesta
 from kafkalog.log.ranges import ReadAhead, map_ahead
 from kafkalog.log.reads import includes_topic
 from kafkalog.log.replicas import discover
-from kafkalog.log.source import PartitionFiles, SegmentFiles, UrlStorage
+from kafkalog.log.source import PartitionFiles, SegmentFiles, UrlStorage, gc_paused
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -473,18 +473,19 @@ def plan_all(
                  read_committed=read_committed, include_deleted=include_deleted)
         return p, [] if p is None else pf.gaps()
 
-    # on object storage each partition's index and log-end reads are requests: several partitions' at a time
-    for pf, (p, gaps) in map_ahead(planned, files, remote=lambda pf: isinstance(pf.storage, UrlStorage)):
-        if p is None:
-            continue
-        asked = _offset_for(start_offset, pf)
-        log_start = pf.log_start_offset
-        if asked is not None and log_start is not None and asked < log_start and not include_deleted:
-            on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
-                       f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
-                       "files still hold of them)")
-        lost.extend(g for g in gaps if g.end > p.start and (p.end is None or g.start < p.end))
-        plans.append(p)
+    with gc_paused():  # many partitions' plans, long-lived: no full collection between them
+        # on object storage each partition's index and log-end reads are requests: several partitions' at a time
+        for pf, (p, gaps) in map_ahead(planned, files, remote=lambda pf: isinstance(pf.storage, UrlStorage)):
+            if p is None:
+                continue
+            asked = _offset_for(start_offset, pf)
+            log_start = pf.log_start_offset
+            if asked is not None and log_start is not None and asked < log_start and not include_deleted:
+                on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
+                           f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
+                           "files still hold of them)")
+            lost.extend(g for g in gaps if g.end > p.start and (p.end is None or g.start < p.end))
+            plans.append(p)
     lost.sort(key=lambda g: not isinstance(g, Divergence))  # a divergence first: the error is a ReplicaDivergenceError
     if lost and not allow_gaps:
         e = gaps_error(lost)

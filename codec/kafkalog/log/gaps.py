@@ -60,6 +60,8 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+#: the most bytes of a ``.log``'s end that :func:`last_next_offset` reads in one go
+WHOLE_TAIL = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -189,8 +191,8 @@ class _Files:
             return self.read_file(path)
         if self.fs is not None:
             return self.fs.cat_file(path)
-        with open(path, "rb") as f:
-            return f.read()
+        with open(path, "rb", buffering=0) as f:  # read whole at once: a buffer would be one more object per small file
+            return f.readall()
 
     def open(self, path: str) -> BinaryIO:
         if self.open_log is not None:
@@ -440,10 +442,13 @@ def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None
 
 
 def last_next_offset(fh: BinaryIO, pos: int) -> int | None:
-    """The next offset of the last whole batch from byte ``pos`` on, or None when there is none."""
+    """The next offset of the last whole batch from byte ``pos`` on, or None when there is none. A
+    rest of up to :data:`WHOLE_TAIL` bytes is read at once and walked in memory (the usual last
+    segment's rest past its last index entry: one read, not two a batch)."""
+    size = fh.seek(0, io.SEEK_END)
     fh.seek(pos)
     end = None
-    reader = LogReader(fh, start=pos)
+    reader = LogReader(fh.read(size - pos)) if size - pos <= WHOLE_TAIL else LogReader(fh, start=pos)
     with contextlib.suppress(KafkaLogError):
         for batch in reader.batches():
             end = batch.last_offset + 1

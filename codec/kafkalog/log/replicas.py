@@ -43,7 +43,7 @@ from kafkalog.format.files import FileKind
 from kafkalog.format.records.stream import LogReader
 from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, segment_bases, subtract_spans
 from kafkalog.log.plan import BatchHeader, scan_headers
-from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, find_partitions
+from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, find_partitions, gc_paused
 
 __all__ = ["ReplicatedFiles", "discover", "divergences", "one_view"]
 
@@ -264,6 +264,7 @@ def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | 
     log, each offset once from the copies that hold it, whatever order the paths come in
     (:func:`one_view`, SPEC §6.9)."""
     copies: dict[tuple[str, int], list[PartitionFiles]] = {}
-    for p in find_partitions(paths, wants=wants):
-        copies.setdefault((p.topic, p.partition), []).append(p)
-    return [one_view(c) for _, c in sorted(copies.items())]
+    with gc_paused():
+        for p in find_partitions(paths, wants=wants):
+            copies.setdefault((p.topic, p.partition), []).append(p)
+        return [one_view(c) for _, c in sorted(copies.items())]

@@ -17,6 +17,8 @@ Reading never writes: files are opened read-only and nothing is created.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import glob
 import os
 import re
@@ -42,6 +44,7 @@ __all__ = [
     "Storage",
     "UrlStorage",
     "find_partitions",
+    "gc_paused",
     "partition_dirs",
     "storage_for",
 ]
@@ -515,6 +518,22 @@ def tiered_hint(roots: Iterable[str]) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while the block runs, then left as it was found.
+    Planning makes a few long-lived objects per partition and next to no garbage, and each full
+    collection walks every object alive: over 100,000 partitions the collections cost about 15% of
+    the planning's CPU time, and more per partition the more partitions there are."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
     """Every partition directory under ``paths`` (each a folder searched at any depth, a partition
     dir or a glob of them, local or a URL), each copy on its own, sorted by topic, partition and
@@ -527,6 +546,11 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     (whose checkpoints give its log start offset). Directories ending in ``-delete``, ``-future`` or
     ``-stray`` are skipped, as Kafka skips them, with everything under them. A path named twice gives
     its partitions once. A path holding no partition raises :class:`~kafkalog.errors.LogNotFoundError`."""
+    with gc_paused():
+        return _find_partitions(paths, wants)
+
+
+def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None) -> list[PartitionFiles]:
     found: dict[tuple[str, str], PartitionFiles] = {}
     for raw in [paths] if isinstance(paths, str) else paths:
         storage, path = storage_for(os.fspath(raw))
