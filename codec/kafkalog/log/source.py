@@ -228,7 +228,8 @@ class UrlStorage:
         def ask() -> int:
             return int(_listed(path, lambda p: self._call(p, lambda: self.fs.size(p))))  # type: ignore[call-overload]
 
-        return UrlFile(self.display(path), lambda a, b: self.read_range(path, a, b), size if size else ask)
+        return UrlFile(self.display(path), lambda a, b: self.read_range(path, a, b), size if size else ask,
+                       lambda a, view: self.read_range_into(path, a, view))
 
     def read(self, path: str) -> bytes:
         """A whole (small) file. The last few read are kept (up to :data:`KEPT_BYTES`): the data-loss
