@@ -26,6 +26,7 @@ as several :class:`Replica` objects; :mod:`.planning` merges them by offset.
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -39,7 +40,7 @@ from fsspec.spec import AbstractFileSystem
 
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, UrlStore, parse_object_key
 from kafkalog.log.leftovers import as_loaded, renamed_name
-from kafkalog.log.source import LocalStorage, UrlStorage
+from kafkalog.log.source import LocalStorage, UrlStorage, storage_of
 from kafkalog.log.unified import topic_name_problem
 
 from .errors import LayoutError
@@ -91,8 +92,21 @@ class SegmentFiles:
         return _remote(fs, self.log, self.keys)
 
     def open_log(self, fs: AbstractFileSystem) -> BinaryIO:
-        """The segment's ``.log`` bytes as a seekable binary file."""
-        return self.remote(fs).open_log() if self.tiered else fs.open(self.log, "rb")  # type: ignore[return-value]
+        """The segment's ``.log`` bytes as a seekable binary file, opened as kafkalog's own readers
+        open it (:func:`kafkalog.log.source.storage_of`: on object storage, ranged requests fetched
+        ahead a growing block at a time, no s3fs file and its cache), under the name the broker
+        renamed it to if it did since the listing. Its current size is asked now (the file may have
+        grown, or gone: then FileNotFoundError is raised here, as a local open raises it)."""
+        if self.tiered:
+            return self.remote(fs).open_log()
+        f = storage_of(fs).open(self.log)
+        try:
+            f.seek(0, io.SEEK_END)
+            f.seek(0)
+        except BaseException:
+            f.close()
+            raise
+        return f
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,6 +1,6 @@
 """Read one :class:`~.planning.SegmentSlice` into Arrow record batches (runs on executors).
 
-The ``.log`` is opened through fsspec and decoded a chunk of batches at a time by kafkalog's
+The ``.log`` is opened as kafkalog's own readers open it (on object storage, ranged requests) and decoded a chunk of batches at a time by kafkalog's
 columnar decoder (at most :data:`MAX_ROWS` records and a few MB of log per chunk), each chunk
 converted and yielded before the next is read, so memory is bounded by one chunk.
 """
@@ -21,7 +21,6 @@ from kafkalog.format.records.stream import LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.tiered_aiven import Keyring
 from kafkalog.log.isolation import ReadCommittedFilter
-from kafkalog.log.leftovers import renamed_name
 from kafkalog_spark.arrow import count_rows, pieces_to_arrow
 from kafkalog_spark.filters import RowFilter
 from kafkalog_spark.layout import SegmentFiles
@@ -69,16 +68,13 @@ def _display(sl: SegmentSlice) -> str:
 
 
 def _open_segment(fs: AbstractFileSystem, path: str, tiered: bool = False, keys: Keyring | None = None) -> BinaryIO:
-    """Open a planned segment; if retention or the cleaner renamed it since planning, read it under
-    its new name (:func:`kafkalog.log.leftovers.renamed_name`: the ``.deleted`` name it keeps for
-    file.delete.delay.ms, so that reads in flight can finish, or a swap's final name). A tiered segment of Aiven's plug-in opens as the seekable
-    original bytes its chunks hold."""
-    if tiered:
-        return SegmentFiles(0, path, 0, tiered=True, keys=keys).open_log(fs)
-    try:
-        return fs.open(path, "rb")
-    except FileNotFoundError:
-        return fs.open(renamed_name(path), "rb")
+    """Open a planned segment as every reader opens it (:meth:`~kafkalog_spark.layout.SegmentFiles.open_log`);
+    if retention or the cleaner renamed it since planning, it is read under its new name
+    (:func:`kafkalog.log.leftovers.renamed_name`: the ``.deleted`` name it keeps for
+    file.delete.delay.ms, so that reads in flight can finish, or a swap's final name); gone, it
+    raises FileNotFoundError. A tiered segment of Aiven's plug-in opens as the seekable original
+    bytes its chunks hold."""
+    return SegmentFiles(0, path, 0, tiered=tiered, keys=keys).open_log(fs)
 
 
 def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBatch]:

@@ -114,3 +114,27 @@ def test_an_unreachable_endpoint_is_one_line_naming_the_url(tmp_path) -> None:  
                          capture_output=True, text=True, check=False, timeout=300)
     assert cli.returncode == 3 and cli.stdout == ""
     assert cli.stderr.startswith("kafkalog cat: s3://kafkalog-nowhere/data: EndpointConnectionError: ") and cli.stderr.count("\n") == 1, cli.stderr
+
+
+def test_a_range_is_fetched_into_the_callers_buffer(store) -> None:  # noqa: ANN001 - fixture
+    """The read-ahead's ranged GET writes the body into the buffer it is given (s3fs's request,
+    with its signing and error translation): the bytes of the local file, fewer at the object's end,
+    one GET with its Range each, and a missing object is FileNotFoundError, as a local open's."""
+    import s3fs
+
+    from kafkalog.log.source import UrlStorage
+
+    local = next(p for p in sorted(CP760.rglob("*.log")) if p.stat().st_size > 10_000)
+    key = f"{BUCKET}/cp760/{local.relative_to(CP760).as_posix()}"
+    data = local.read_bytes()
+    storage = UrlStorage(s3fs.S3FileSystem())
+    buffer = bytearray(b"x" * (len(data) + 100))
+    before = len(store.requests())
+    assert storage.read_range_into(key, 1000, memoryview(buffer)[:5000]) == 5000
+    assert bytes(buffer[:5000]) == data[1000:6000] and buffer[5000:5001] == b"x"
+    assert storage.read_range_into(key, len(data) - 10, memoryview(buffer)[:100]) == 10  # the object ends there
+    assert bytes(buffer[:10]) == data[-10:]
+    got = store.requests()[before:]
+    assert [(r["method"], r["range"], r["bytes"]) for r in got] == [("GET", "bytes=1000-5999", 5000), ("GET", f"bytes={len(data) - 10}-{len(data) + 89}", 10)]
+    with pytest.raises(FileNotFoundError):
+        storage.read_range_into(f"{BUCKET}/cp760/nothing-0/00000000000000000000.log", 0, memoryview(buffer)[:10])

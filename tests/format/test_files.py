@@ -88,3 +88,32 @@ def test_empty_compressed_batch_reads_as_no_records(codec: Codec) -> None:
     with LogReader(bytes(raw)) as r:
         (batch,) = list(r.batches())
     assert batch.is_valid and batch.count == 0 and batch.records() == [] and batch.last_offset == 8
+
+
+def test_a_url_file_fetches_into_one_buffer_of_its_own() -> None:
+    """Given ``fetch_into``, a UrlFile reading forward fetches every block into the same buffer
+    (grown only for a larger request) and gives the object's bytes, through seeks and to its end.
+    (A new bytes object per block would cost a page fault per page of it.)"""
+    import os
+
+    from kafkalog.format.files import UrlFile
+
+    data = os.urandom(3 << 20)
+    requests: list[tuple[int, int]] = []
+    buffers: set[int] = set()
+
+    def fetch_into(start: int, view: memoryview) -> int:
+        requests.append((start, len(view)))
+        buffers.add(id(view.obj))
+        got = data[start : start + len(view)]
+        view[: len(got)] = got
+        return len(got)
+
+    f = UrlFile("mem://x", lambda a, b: data[a:b], len(data), fetch_into)  # fetch: readall's one request
+    out = bytearray()
+    while chunk := f.read(100_000):
+        out += chunk
+    assert out == data and len(requests) >= 5 and len(buffers) <= 3
+    f.seek(12345)
+    assert f.read(10) == data[12345:12355]
+    assert f.readall() == data[12355:]

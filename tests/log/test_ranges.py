@@ -106,6 +106,32 @@ def test_several_requests_are_in_flight_within_the_bounds(memfs, monkeypatch) ->
     assert max(held) <= 160 << 10
 
 
+def test_pieces_are_fetched_into_the_buffers_of_pieces_read(memfs, monkeypatch) -> None:  # noqa: ANN001
+    """Fresh memory costs a page fault per page: the read-ahead fetches each piece into the buffer of
+    one already read, so a scan of many pieces allocates a few buffers, and still gives the local rows."""
+    monkeypatch.setattr(ranges, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(ranges, "BUDGET_BYTES", 32 << 20)
+    made: list[int] = []
+    sent: list[int] = []
+    buffer, send = ranges.ReadAhead._buffer, ranges.ReadAhead._send
+
+    def counted(self: ranges.ReadAhead, size: int) -> bytearray:
+        free = len(self._free)
+        b = buffer(self, size)
+        if len(self._free) == free:  # none was taken from the free ones
+            made.append(len(b))
+        return b
+
+    def counted_send(self: ranges.ReadAhead, r: object) -> None:
+        sent.append(1)
+        send(self, r)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ranges.ReadAhead, "_buffer", counted)
+    monkeypatch.setattr(ranges.ReadAhead, "_send", counted_send)
+    assert kafkalog.scan("memory://kl/cp760").read_all().equals(kafkalog.scan(CP760).read_all())
+    assert len(sent) > 40 and len(made) <= ranges.MAX_REQUESTS + 1
+
+
 def test_planning_reads_several_partitions_at_a_time(memfs, monkeypatch) -> None:  # noqa: ANN001
     """The data-loss check's reads of each partition (its last segment's indexes and end) overlap,
     and the plans are the local plans, in the same order."""

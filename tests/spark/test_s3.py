@@ -100,3 +100,31 @@ def test_values_decoded_with_the_schemas_topic_on_s3(spark, store, cp760) -> Non
     local = read.load(str(cp760[0])).select("offset", "keyDecoded", "valueDecoded").orderBy("offset").collect()
     assert len(remote) == 29 and remote == local
     assert sum(r.valueDecoded is not None for r in remote) > 0
+
+
+def test_executors_open_segments_as_kafkalogs_readers_do(store, cp760) -> None:  # noqa: ANN001 - fixtures
+    """A planned segment on S3 opens as every kafkalog reader opens objects (a UrlFile of ranged
+    GETs of what is read, from the position read), not as an s3fs file with its own block cache;
+    one deleted since planning raises FileNotFoundError at the open (reported as data loss), and one
+    renamed ``.deleted`` since is read under that name."""
+    import fsspec
+
+    from kafkalog.format.files import UrlFile
+    from kafkalog_spark.reader import _open_segment
+
+    local = max(cp760[0].rglob("*.log"), key=lambda p: p.stat().st_size)
+    data = local.read_bytes()
+    key = f"{BUCKET}/cp760/{local.relative_to(cp760[0]).as_posix()}"
+    fs = fsspec.filesystem("s3", skip_instance_cache=True, **store.storage_options())
+    seen = len(store.requests())
+    with _open_segment(fs, key) as f:
+        assert isinstance(f, UrlFile)
+        f.seek(len(data) // 2)
+        assert f.read(1000) == data[len(data) // 2 : len(data) // 2 + 1000]
+    gets = [r for r in store.requests()[seen:] if r["method"] == "GET"]
+    assert len(gets) == 1 and gets[0]["range"].startswith(f"bytes={len(data) // 2}-") and gets[0]["bytes"] <= 1000 + UrlFile.MIN_BLOCK
+    with pytest.raises(FileNotFoundError):
+        _open_segment(fs, f"{BUCKET}/cp760/gone-0/00000000000000000000.log")
+    fs.pipe_file(f"{BUCKET}/renamed/t-0/00000000000000000000.log.deleted", data[:5000])
+    with _open_segment(fs, f"{BUCKET}/renamed/t-0/00000000000000000000.log") as f:
+        assert f.read() == data[:5000]

@@ -47,6 +47,7 @@ __all__ = [
     "gc_paused",
     "partition_dirs",
     "storage_for",
+    "storage_of",
 ]
 
 T = TypeVar("T")
@@ -230,7 +231,8 @@ class UrlStorage:
         def ask() -> int:
             return int(_listed(path, lambda p: self._call(p, lambda: self.fs.size(p))))  # type: ignore[call-overload]
 
-        return UrlFile(self.display(path), lambda a, b: self.read_range(path, a, b), size if size else ask)
+        return UrlFile(self.display(path), lambda a, b: self.read_range(path, a, b), size if size else ask,
+                       lambda a, view: self.read_range_into(path, a, view))
 
     def read(self, path: str) -> bytes:
         """A whole (small) file. The last few read are kept (up to :data:`KEPT_BYTES`): the data-loss
@@ -253,19 +255,36 @@ class UrlStorage:
         """Bytes ``[start, end)`` of a file a listing named (one ranged request, no HEAD), as
         :meth:`open` finds it: under its new name if the broker renamed it since. What
         :meth:`open_tail` read of the file already is not fetched again (and is let go once read)."""
+        end, kept = self._held_tail(path, start, end)
+        if end <= start:
+            return kept
+        return _listed(path, lambda p: self._call(p, lambda: self.fs.cat_file(p, start=start, end=end))) + kept  # type: ignore[operator]
+
+    def read_range_into(self, path: str, start: int, view: memoryview) -> int:
+        """:meth:`read_range` of ``[start, start + len(view))`` written into ``view``; the bytes
+        written (fewer at the file's end). From S3 (s3fs), the response body is copied into
+        ``view`` as it arrives: no bytes object of the whole range is made, so a caller that
+        reuses its buffers (:class:`kafkalog.log.ranges.ReadAhead`) touches no new memory."""
+        end, kept = self._held_tail(path, start, start + len(view))
+        n = 0
+        if end > start:
+            n = _listed(path, lambda p: self._call(p, lambda: _fetch_into(self.fs, p, start, view[: end - start])))  # type: ignore[assignment]
+            if n < end - start:  # the file ends there
+                return n
+        view[n : n + len(kept)] = kept
+        return n + len(kept)
+
+    def _held_tail(self, path: str, start: int, end: int) -> tuple[int, bytes]:
+        """Where the request for ``[start, end)`` of ``path`` ends and the bytes after that which
+        :meth:`open_tail` kept (let go once the read reaches the file's end)."""
         with self._lock:
             t0, tail = self._tails.get(path, (end, b""))
             if start < end <= t0 + len(tail) and t0 < end:
                 if end == t0 + len(tail):  # read to the end: the read that follows planning's
                     del self._tails[path]
                     self._tail_bytes -= len(tail)
-                kept = tail[max(0, start - t0) : end - t0]
-                end = max(start, t0)
-            else:
-                kept = b""
-        if end <= start:
-            return kept
-        return _listed(path, lambda p: self._call(p, lambda: self.fs.cat_file(p, start=start, end=end))) + kept  # type: ignore[operator]
+                return max(start, t0), tail[max(0, start - t0) : end - t0]
+        return end, b""
 
     def open_tail(self, path: str) -> BinaryIO:
         """A ``.log`` to read from some position to its end (planning's data-loss check of a last
@@ -335,6 +354,49 @@ class _TailFile(RemoteFile):
         super().close()
 
 
+def _fetch_into(fs: AbstractFileSystem, path: str, start: int, view: memoryview) -> int:
+    """Bytes ``[start, start + len(view))`` of ``path`` on ``fs`` written into ``view`` with one
+    ranged request; the bytes written. s3fs's response body is read as it arrives (a bytes object
+    of the whole range, as ``cat_file`` makes by joining the chunks, costs a copy and fresh memory:
+    on loopback, most of a client's CPU); any other filesystem's ``cat_file`` is copied in."""
+    if not len(view):
+        return 0
+    if not callable(getattr(fs, "_call_s3", None)) or getattr(fs, "asynchronous", True):  # not s3fs, or one in an event loop of its own
+        data = fs.cat_file(path, start=start, end=start + len(view))
+        view[: len(data)] = data
+        return len(data)
+    from fsspec.asyn import sync
+
+    return sync(fs.loop, _s3_get_into, fs, path, start, view)
+
+
+async def _s3_get_into(fs: AbstractFileSystem, path: str, start: int, view: memoryview) -> int:
+    """One ranged GetObject of s3fs's ``fs`` (its retries, error translation and request options),
+    its body copied into ``view`` chunk by chunk."""
+    bucket, key, version = fs.split_path(path)  # type: ignore[attr-defined]
+    resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{start + len(view) - 1}",  # type: ignore[attr-defined]
+                             **({"VersionId": version} if version else {}))
+    body = resp["Body"]
+    try:
+        stream = getattr(getattr(body, "raw_stream", None), "content", None)  # aiohttp's StreamReader
+        if not callable(getattr(stream, "readany", None)):
+            data = await body.read()
+            view[: len(data)] = data
+            return len(data)
+        n = 0
+        while n < len(view):
+            chunk = await stream.readany()
+            if not chunk:
+                break
+            if n + len(chunk) > len(view):
+                raise OSError(f"{fs.unstrip_protocol(path)}: the server sent more than the {len(view)} bytes asked for from byte {start}")
+            view[n : n + len(chunk)] = chunk
+            n += len(chunk)
+        return n
+    finally:
+        body.close()
+
+
 def _listed(path: str, open_file: Callable[[str], T]) -> T:
     """``open_file(path)`` of a file a listing named; if the broker renamed it since (a completed
     swap, a segment renamed ``.deleted``: :func:`kafkalog.log.leftovers.renamed_name`), the file
@@ -347,6 +409,14 @@ def _listed(path: str, open_file: Callable[[str], T]) -> T:
         except FileNotFoundError:
             pass
         raise
+
+
+def storage_of(fs: AbstractFileSystem) -> Storage:
+    """The storage of an fsspec filesystem's paths (a caller that holds a filesystem, as Spark's
+    executors do): its local disk as :class:`LocalStorage`, any other as :class:`UrlStorage`, so
+    that its files are opened as every reader opens them (ranged requests into reused buffers)."""
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return LocalStorage() if "file" in protocols else UrlStorage(fs)
 
 
 def storage_for(path: str) -> tuple[Storage, str]:
