@@ -67,8 +67,9 @@ def test_rebuild_from_kafkas_dump_is_byte_identical(path: Path) -> None:
 
 @pytest.mark.rule("R-JSON-10", "R-JSON-11", "R-WR-11", "R-LZ4-07", "R-SNAPPY-05")
 @pytest.mark.parametrize("path", KAFKA_LOGS, ids=_id)
-def test_cli_dump_lossless_build_is_byte_identical(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_dump_lossless_build_is_byte_identical(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Compressed batches too: the rebuilt payloads are Kafka's (gzip, snappy, lz4 and zstd alike).
     The commands' entry point runs in this process (two interpreters per file cost more than the
     commands); the pipe between two processes is the next test's."""
