@@ -43,11 +43,33 @@ def lost_partitions(set_dir: Path) -> set[str]:
     return out
 
 
+class _ReadOnlyLine(dict):
+    """A line of a cached dump (:func:`read_jsonl`): other tests get the same object, so changing it
+    raises; ``dict(line)`` is a copy to change."""
+
+    def _refuse(self, *_args: object, **_kwargs: object) -> None:
+        raise TypeError("a line of a cached Kafka dump (helpers.read_jsonl) is shared: change dict(line), a copy")
+
+    __setitem__ = __delitem__ = pop = popitem = clear = update = setdefault = __ior__ = _refuse  # type: ignore[assignment]
+
+
+#: Parsed gzipped dumps by (path, mtime, size): Kafka's dumps of the golden-real sets (cp760's is
+#: 220,000 lines, 3 CPU seconds to parse) are read by a score of test modules, once per worker now.
+_DUMPS: dict[tuple[str, int, int], list[dict]] = {}
+
+
 def read_jsonl(path: Path) -> list[dict]:
-    """All objects of a (possibly gzipped) JSON-lines file."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """All objects of a (possibly gzipped) JSON-lines file: a new list, whose objects are read-only
+    when the file is gzipped (a dump parsed once per test process and shared)."""
+    if path.suffix != ".gz":
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _DUMPS:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            _DUMPS[key] = [_ReadOnlyLine(json.loads(line)) for line in f if line.strip()]
+    return list(_DUMPS[key])
 
 
 def dump_batches(lines: Iterable[dict], prefix: str = "") -> list[dict]:

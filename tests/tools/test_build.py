@@ -4,6 +4,7 @@ Kafka's bytes where it is lossless. (Batches other clients built: tests/format/r
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -66,8 +67,27 @@ def test_rebuild_from_kafkas_dump_is_byte_identical(path: Path) -> None:
 
 @pytest.mark.rule("R-JSON-10", "R-JSON-11", "R-WR-11", "R-LZ4-07", "R-SNAPPY-05")
 @pytest.mark.parametrize("path", KAFKA_LOGS, ids=_id)
-def test_cli_dump_lossless_build_is_byte_identical(path: Path, tmp_path: Path) -> None:
-    """Compressed batches too: the rebuilt payloads are Kafka's (gzip, snappy, lz4 and zstd alike)."""
+def test_cli_dump_lossless_build_is_byte_identical(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compressed batches too: the rebuilt payloads are Kafka's (gzip, snappy, lz4 and zstd alike).
+    The commands' entry point runs in this process (two interpreters per file cost more than the
+    commands); the pipe between two processes is the next test's."""
+    from kafkalog.tools.cli import main
+
+    assert main(["dump", "--json", "--lossless", str(path)]) == 0
+    dumped, err = capsys.readouterr()
+    assert err == ""
+    out = tmp_path / "rebuilt.log"
+    monkeypatch.setattr("sys.stdin", io.StringIO(dumped))
+    assert main(["build", "-o", str(out)]) == 0, capsys.readouterr().err
+    assert out.read_bytes() == path.read_bytes()
+
+
+def test_cli_dump_lossless_piped_to_build_between_processes(tmp_path: Path) -> None:
+    """``kafkalog dump --json --lossless FILE | kafkalog build -o OUT`` as a shell runs it: the
+    copy of Kafka's zstd batches is their bytes."""
+    path = GOLDEN / "kafka" / "records" / "v2-zstd" / "00000000000000000000.log"
     dumped = _cli("dump", "--json", "--lossless", str(path))
     assert dumped.returncode == 0, dumped.stderr
     out = tmp_path / "rebuilt.log"
