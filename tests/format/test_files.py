@@ -52,6 +52,16 @@ def test_checkpoint_count_mismatch_and_bad_version() -> None:
         read_offset_checkpoint(data=b"1\n0\n")
 
 
+@pytest.mark.parametrize("topic", ["orders", "caf\u00e9-\u00e9v\u00e9nements"])
+def test_a_bad_checkpoint_line_is_named_at_its_byte_position(topic: str) -> None:
+    """The position of a bad entry is its line's byte offset in the file (UTF-8, as Kafka reads it),
+    here after several lines of multi-byte characters, counted by the test from the file's bytes."""
+    data = ("0\n5\n" + "".join(f"{topic} {p} {p * 10}\n" for p in range(4)) + f"{topic} 4 x\n").encode()
+    with pytest.raises(CorruptIndexError) as e:
+        read_offset_checkpoint(data=data)
+    assert e.value.position == data.index(f"{topic} 4 x".encode())
+
+
 def test_partition_metadata_rules() -> None:
     real = (GOLDEN / "kafka" / "logdir" / "golden-0" / "partition.metadata").read_bytes()
     assert read_partition_metadata(data=real).topic_id == "AAAAAAAAAAAAAAAAAAAAAQ"
