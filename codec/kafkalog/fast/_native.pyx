@@ -353,13 +353,14 @@ def lz4_block(src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize
     return n
 
 
-def zstd_frames(DCtx ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize_t cap) -> int:
-    """Decompress the zstd frames ``src[pos:pos+size]`` into ``dst[at:at+cap]`` with ``ctx``: their
-    size, ROOM when they need more than ``cap`` bytes, BAD when they are bad (or end inside a frame,
-    or a span is outside its buffer)."""
+ctypedef int64_t (*_inflate_fn)(void*, const unsigned char*, size_t, unsigned char*, size_t) noexcept nogil
+
+
+cdef object _inflate(_inflate_fn fn, void* ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize_t cap):
+    """``fn`` (a codec's loop over its frames or members) from ``src[pos:pos+size]`` into
+    ``dst[at:at+cap]`` with ``ctx``: its result, or BAD when a span is outside its buffer."""
     cdef Py_buffer s, d
     cdef int64_t n = _BAD
-    cdef void* p = ctx.ptr
     PyObject_GetBuffer(src, &s, PyBUF_SIMPLE)
     try:
         PyObject_GetBuffer(dst, &d, PyBUF_SIMPLE | PyBUF_WRITABLE)
@@ -367,35 +368,28 @@ def zstd_frames(DCtx ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t 
             if _span(&s, pos, size) and _span(&d, at, cap):
                 if size >= 65536:
                     with nogil:
-                        n = zstd_frames_c(p, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
+                        n = fn(ctx, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
                 else:  # a small payload: releasing the GIL would cost more than it gives
-                    n = zstd_frames_c(p, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
+                    n = fn(ctx, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
         finally:
             PyBuffer_Release(&d)
     finally:
         PyBuffer_Release(&s)
     return n
+
+
+def zstd_frames(DCtx ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize_t cap) -> int:
+    """Decompress the zstd frames ``src[pos:pos+size]`` into ``dst[at:at+cap]`` with ``ctx``: their
+    size, ROOM when they need more than ``cap`` bytes, BAD when they are bad (or end inside a frame,
+    or a span is outside its buffer)."""
+    return _inflate(zstd_frames_c, ctx.ptr, src, pos, size, dst, at, cap)
 
 
 def gzip_members(DCtx ctx, src, Py_ssize_t pos, Py_ssize_t size, dst, Py_ssize_t at, Py_ssize_t cap) -> int:
     """Inflate the gzip members ``src[pos:pos+size]`` into ``dst[at:at+cap]`` with ``ctx``: their
     size, ROOM when they need more than ``cap`` bytes, BAD when they are bad (or a span is outside
     its buffer, or a header has FHCRC set)."""
-    cdef Py_buffer s, d
-    cdef int64_t n = _BAD
-    cdef void* p = ctx.gz
-    PyObject_GetBuffer(src, &s, PyBUF_SIMPLE)
-    try:
-        PyObject_GetBuffer(dst, &d, PyBUF_SIMPLE | PyBUF_WRITABLE)
-        try:
-            if _span(&s, pos, size) and _span(&d, at, cap):
-                with nogil:
-                    n = gzip_members_c(p, <const unsigned char*>s.buf + pos, size, <unsigned char*>d.buf + at, cap)
-        finally:
-            PyBuffer_Release(&d)
-    finally:
-        PyBuffer_Release(&s)
-    return n
+    return _inflate(gzip_members_c, ctx.gz, src, pos, size, dst, at, cap)
 
 
 def crc32c(src, Py_ssize_t pos, Py_ssize_t size) -> int:
