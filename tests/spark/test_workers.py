@@ -65,6 +65,8 @@ def test_this_interpreter_passes_and_another_one_is_named(monkeypatch: pytest.Mo
     check_workers(_Session())
     other = _python_without_kafkalog()
     monkeypatch.setenv("PYSPARK_PYTHON", other)
+    # as _python_without_kafkalog asked it: a PYTHONPATH another test left naming spark_ext would let it find kafkalog_spark
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     with pytest.raises(WorkerPythonError) as info:
         check_workers(_Session())
     msg = str(info.value)
