@@ -1,0 +1,186 @@
+"""Worker processes for work cut into tasks: :func:`ordered_map` runs them in up to N processes and
+hands their results back in task order, so that a caller writes, prints and reports exactly what one
+process would, in the same order, whatever N is. Planning many partitions (:func:`kafkalog.dataset.scan.plan_all`)
+and the ``-j N`` of ``export``, ``verify`` and ``info`` (:mod:`kafkalog.tools.jobs`) use it.
+Processes, not threads: Parquet and JSON encoding, record objects, the checks and planning's
+per-partition work hold the GIL. Nothing here is imported until more than one process is used, so a
+small command starts as fast as before (``tests/test_startup.py``).
+
+Workers come from a ``forkserver`` (where the platform has one; else ``spawn``), never a bare
+``fork`` of a process that may already run threads: a task's function and arguments are pickled,
+so the design holds under every start method. Workers read with the kernels the parent reads with
+(:data:`kafkalog.fast.columnar.kernels`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["RUNS_PER_JOB", "WorkerDied", "default_jobs", "ordered_map", "runs", "share", "span"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class WorkerDied(ChildProcessError):
+    """A worker process ended without a result (killed by a signal, out of memory): the run stops,
+    naming what it was doing (an :class:`OSError`: the CLI exits 3 with one line). ``running``
+    maps the index of each task under way when the pool broke to the pid of the worker running it
+    (what it leaves behind, a temporary file, is named after that pid)."""
+
+    def __init__(self, message: str, running: dict[int, int]) -> None:
+        super().__init__(0, message)
+        self.running = running
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (``os.sched_getaffinity``: a container's or ``taskset``'s
+    limit), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+#: Tasks per worker process a run is cut into: small enough that one slow task does not leave the
+#: other processes idle at the end, large enough that sending tasks costs little next to them.
+RUNS_PER_JOB = 16
+
+
+def share(weights: Sequence[int], jobs: int) -> int:
+    """The weight of one task when ``weights`` are spread over ``jobs`` processes: a ``RUNS_PER_JOB * jobs``-th of the total."""
+    return max(1, sum(weights) // (RUNS_PER_JOB * jobs))
+
+
+def runs(items: Sequence[T], weights: Sequence[int], jobs: int, target: int | None = None) -> list[list[T]]:
+    """``items`` cut, in order, into runs of about ``target`` weight each (default: :func:`share`;
+    an item heavier than that is a run of its own): the tasks of a run spread over ``jobs``
+    processes, so that thousands of small partitions cost a few dozen round trips, not thousands."""
+    target = share(weights, jobs) if target is None else target
+    out: list[list[T]] = []
+    weight = 0
+    for item, w in zip(items, weights, strict=True):
+        if not out or weight >= target or (w >= target and weight > 0):
+            out.append([])
+            weight = 0
+        out[-1].append(item)
+        weight += w
+    return out
+
+
+def span(names: Sequence[str]) -> str:
+    """A run of tasks named in a line: its one item, or its first and last."""
+    return names[0] if len(names) == 1 else f"one of the {len(names)} from {names[0]} to {names[-1]}"
+
+
+#: in a worker process: per task, the pid of the worker running it (-1 once done); see ordered_map
+_status: Any = None
+
+
+def _init(status: Any, pure: bool) -> None:
+    """A worker's start: the run's task table, and the parent's kernels (the plain-Python twins when the parent uses them)."""
+    global _status
+    _status = status
+    if pure:
+        from kafkalog.fast import columnar
+
+        columnar.kernels = columnar.PURE
+
+
+def _run(fn: Callable[[T], R], item: T, index: int) -> R:
+    """Run one task in a worker, its index marked as in progress by this process until it is done."""
+    status = _status
+    status[index] = os.getpid()
+    try:
+        result = fn(item)
+    except BaseException as e:
+        import pickle
+
+        try:
+            pickle.loads(pickle.dumps(e))
+        except Exception:  # noqa: BLE001 - an exception that does not cross processes crosses as its text
+            raise RuntimeError(f"{type(e).__name__}: {e}") from None
+        raise
+    finally:
+        status[index] = -1
+    return result
+
+
+def ordered_map(
+    fn: Callable[[T], R], items: Sequence[T], jobs: int, *, names: Callable[[int], str], preload: Sequence[str] = ()
+) -> Iterator[R]:
+    """``fn(item)`` for each item, in item order, computed by up to ``jobs`` worker processes
+    (``jobs`` 1, or a single item: in this process, nothing started). ``fn`` must be a module-level
+    function and the items picklable.
+
+    The first task to fail stops the run: no task is started after it, those under way finish (so
+    that each writes its file whole or removes it), and its exception is raised once the results
+    before it have been given, as one process would raise it. A worker that dies raises
+    :class:`WorkerDied` naming ``names(index)`` of the tasks it may have been running.
+    ``preload``: modules the worker processes import once, before they are forked."""
+    if jobs <= 1 or len(items) <= 1:
+        yield from map(fn, items)
+        return
+    import multiprocessing
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from kafkalog.fast import columnar
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods and preload:
+        ctx.set_forkserver_preload([__name__, *preload])
+    status = ctx.Array("q", [0] * len(items), lock=False)  # per task: the pid running it, -1 once done
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(items)),
+        mp_context=ctx,
+        initializer=_init,
+        initargs=(status, columnar.kernels is columnar.PURE),
+    )
+    pending: dict[int, Future[R]] = {}
+    ahead = 2 * jobs  # tasks queued at most: a failure stops the run before many more start
+    submitted = 0
+    terminate = _exit_on_sigterm()
+    try:
+        for i in range(len(items)):
+            while submitted < len(items) and submitted < i + ahead:
+                pending[submitted] = pool.submit(_run, fn, items[submitted], submitted)
+                submitted += 1
+            try:
+                yield pending.pop(i).result()
+            except BrokenProcessPool:
+                running = {k: status[k] for k in range(len(items)) if status[k] > 0}
+                raise WorkerDied(
+                    "a worker process died (killed by a signal, or out of memory) while reading "
+                    f"{' or '.join(names(k) for k in running or [i])}",
+                    running,
+                ) from None
+    finally:
+        for f in pending.values():
+            f.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        if terminate is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, terminate)
+
+
+def _exit_on_sigterm() -> Any:
+    """While workers run, SIGTERM (``kill``, ``timeout``) ends this process as an exception does
+    (``SystemExit``, status 143 as the signal gives): the run stops as on a failure, its temporary
+    files are removed, and the forkserver's socket directory (``/tmp/pymp-*``, removed at the
+    interpreter's exit) is not left behind. Returns the handler to put back (None: none changed,
+    outside the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, stop)
