@@ -73,3 +73,68 @@ def test_planning_leaves_the_garbage_collector_as_it_found_it(many: Path, enable
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def _planned_by_processes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Planning of any number of partitions finds their data loss in worker processes; the task
+    counts of each run of the pool are recorded (none: planned in one process)."""
+    from kafkalog.dataset import processes, scan
+
+    monkeypatch.setattr(scan, "PARALLEL_PLANNING", 1)
+    runs: list[int] = []
+    real = processes.ordered_map
+
+    def recording(fn, items, jobs, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - ordered_map's stand-in
+        runs.append(len(items))
+        return real(fn, items, jobs, **kw)
+
+    monkeypatch.setattr(processes, "ordered_map", recording)
+    return runs
+
+
+@pytest.mark.rule("R-LOSS-04")
+def test_planning_in_worker_processes_gives_one_process_plans_warnings_and_error(many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data loss of many partitions found by two worker processes: the same DataLossError (its
+    message, file, offset and gaps), and with gaps allowed the same plans and warnings in the same
+    order, as one process gives; a plan that ends before a partition's loss does not report it."""
+    from kafkalog.dataset.scan import plan_all
+    from kafkalog.log.replicas import discover
+
+    runs = _planned_by_processes(monkeypatch)
+    files = discover(str(many))
+    errors = {}
+    for jobs in (1, 2):
+        with pytest.raises(DataLossError) as info:
+            plan_all(files, jobs=jobs)
+        errors[jobs] = info.value
+    assert len(runs) == 1 and runs[0] > 2, runs  # the 600 partitions in runs over the two processes
+    assert (str(errors[2]), errors[2].file, errors[2].offset, errors[2].gaps) == (str(errors[1]), errors[1].file, errors[1].offset, errors[1].gaps)
+    assert [(g.directory.rsplit("/", 1)[-1], g.start, g.end) for g in errors[2].gaps] == [(f"many-{NO_LOG}", 102, 146), (f"many-{LOST_TAIL}", 264, 265)]
+    for kw in ({}, {"end_offset": 200}):
+        planned = {}
+        for jobs in (1, 2):
+            warned: list[object] = []
+            planned[jobs] = (plan_all(files, allow_gaps=True, on_gap=warned.append, jobs=jobs, **kw), warned)  # type: ignore[arg-type]
+        assert planned[2] == planned[1] and len(planned[1][0]) == COUNT
+        assert [g.start for g in planned[1][1]] == ([102] if kw else [102, 264])
+
+
+def test_a_partition_that_fails_in_a_worker_fails_the_planning_as_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition dir removed after it was listed: finding its data loss fails (its last .log says
+    less than its snapshot's name, and the dir cannot be listed again to see why), and the planning
+    raises that error, as one process raises it, whichever process met it first."""
+    import shutil
+
+    from kafkalog.dataset.scan import plan_all
+    from kafkalog.log.replicas import discover
+
+    runs = _planned_by_processes(monkeypatch)
+    root = many_partitions(tmp_path / "data", 40)
+    files = discover(str(root))
+    shutil.rmtree(root / "many-25")
+    errors = []
+    for jobs in (1, 2):
+        with pytest.raises(OSError) as info:
+            plan_all(files, jobs=jobs)
+        errors.append((type(info.value), str(info.value)))
+    assert runs and errors[0] == errors[1] and "many-25" in errors[0][1], errors

@@ -13,9 +13,11 @@ Planning needs no pyarrow (the ``arrow`` extra): it is imported when Arrow batch
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,13 +26,13 @@ from typing import TYPE_CHECKING
 from kafkalog.format.records.stream import Batch, LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
-from kafkalog.log.gaps import Divergence, Gap, gaps_error
+from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.ranges import ReadAhead, map_ahead
 from kafkalog.log.reads import includes_topic
 from kafkalog.log.replicas import discover
-from kafkalog.log.source import PartitionFiles, SegmentFiles, UrlStorage, gc_paused
+from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, gc_paused
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -363,7 +365,10 @@ def scan(
     batches without the GIL (``nogil`` in ``kafkalog/fast/_columnar.pyx``) and pyarrow builds
     arrays without it, and the batches need no copying between processes; the plain-Python path
     (``KAFKALOG_NO_EXTENSIONS=1``) gains little. The default is 1 (see ``bench/export.py --scan-workers``
-    for the figures): on the readers' hot path the GIL is held for most of a batch's work."""
+    for the figures): on the readers' hot path the GIL is held for most of a batch's work.
+
+    Planning thousands of partitions on local disk (:data:`PARALLEL_PLANNING`) finds their data
+    loss in worker processes, one per CPU, as :func:`plan_all` says: the same plans and errors."""
     want_topics = _as_set(topics, str)
     want_parts = _as_set(partitions, int)
     paths = [] if path is None else [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
@@ -456,6 +461,7 @@ def plan_all(
     on_gap: Callable[[Gap], None] = _warn,
     include_deleted: bool = False,
     on_deleted: Callable[[str], None] = _warn_deleted,
+    jobs: int | None = None,
 ) -> list[PartitionPlan]:
     """The plans of several partitions (see :func:`plan`), those with nothing in range left out.
 
@@ -463,19 +469,30 @@ def plan_all(
     (:mod:`kafkalog.log.gaps`): one :class:`~kafkalog.errors.DataLossError` names every such range
     of every partition, unless ``allow_gaps``, when each is passed to ``on_gap`` (default: a logged
     warning) and the rest is read. A ``start_offset`` below a partition's log start offset starts
-    there (unless ``include_deleted``), and ``on_deleted`` (default: a logged warning) is told so."""
+    there (unless ``include_deleted``), and ``on_deleted`` (default: a logged warning) is told so.
+
+    Finding the data loss is most of planning's work (each partition's last segment's indexes and
+    ``.log`` end are read): with :data:`PARALLEL_PLANNING` or more partitions on local disk it is
+    done by ``jobs`` worker processes (:mod:`kafkalog.dataset.processes`; None: the CPUs available,
+    1: in this process; None also keeps it here when a worker would run the program's script again,
+    see :func:`_main_runs_again`) while this one plans, with the same plans, warnings and errors,
+    in the same order."""
     t0, t1 = _ms(start_time), _ms(end_time)
     plans = []
     lost: list[Gap] = []
+    files = list(files)
+    found = _lost_in_processes(files, jobs)
 
-    def planned(pf: PartitionFiles) -> tuple[PartitionPlan | None, list[Gap]]:
+    def planned(item: tuple[int, PartitionFiles]) -> tuple[PartitionPlan | None, list[Gap]]:
+        i, pf = item
         p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
                  read_committed=read_committed, include_deleted=include_deleted)
-        return p, [] if p is None else pf.gaps()
+        return p, [] if p is None else pf.gaps() if found is None else found(i, pf)
 
-    with gc_paused():  # many partitions' plans, long-lived: no full collection between them
+    # many partitions' plans, long-lived: no full collection between them
+    with gc_paused(), contextlib.closing(found) if found is not None else contextlib.nullcontext():
         # on object storage each partition's index and log-end reads are requests: several partitions' at a time
-        for pf, (p, gaps) in map_ahead(planned, files, remote=lambda pf: isinstance(pf.storage, UrlStorage)):
+        for (_, pf), (p, gaps) in map_ahead(planned, enumerate(files), remote=lambda item: isinstance(item[1].storage, UrlStorage)):
             if p is None:
                 continue
             asked = _offset_for(start_offset, pf)
@@ -494,6 +511,106 @@ def plan_all(
     for g in lost:
         on_gap(g)
     return plans
+
+
+#: Partitions on local disk from which :func:`plan_all` finds their data loss in worker processes:
+#: starting them (about 0.3 s) costs less than the work they share (some 0.1-0.3 ms a partition).
+PARALLEL_PLANNING = 4096
+
+
+class _LostAhead:
+    """The data loss (:meth:`PartitionFiles.gaps`) of the partitions on local disk among ``files``
+    (a :class:`~kafkalog.log.replicas.ReplicatedFiles` keeps what it found, and object storage's
+    requests overlap in threads: those are found here), found in runs by worker processes ahead of
+    their asking: ``self(i, files[i])`` is the partition's. A partition whose finding failed in a
+    worker is found again here, so that its error is raised as one process raises it."""
+
+    def __init__(self, files: list[PartitionFiles], mine: list[int], jobs: int) -> None:
+        from kafkalog.dataset.processes import ordered_map, runs, span
+
+        self.tasks = runs(mine, [1] * len(mine), jobs)
+        self.mine = set(mine)
+        self.held: dict[int, list[Gap] | None] = {}
+        self.next = 0  # the first task whose results are not in
+        self.results = ordered_map(_find_lost, [[_lost_task(files[i]) for i in t] for t in self.tasks], jobs,
+                                   names=lambda k: span([files[i].display() for i in self.tasks[k]]), preload=[__name__])
+
+    def __call__(self, i: int, pf: PartitionFiles) -> list[Gap]:
+        if i not in self.mine:
+            return pf.gaps()
+        while self.next < len(self.tasks) and self.tasks[self.next][0] <= i:
+            for j, gaps in zip(self.tasks[self.next], next(self.results), strict=True):
+                if gaps != []:
+                    self.held[j] = gaps
+            self.next += 1
+        gaps = self.held.pop(i, [])
+        return pf.gaps() if gaps is None else gaps
+
+    def close(self) -> None:
+        """Stops the workers (those under way finish): planning may end before every result is asked for."""
+        self.results.close()  # type: ignore[attr-defined]
+
+
+def _lost_in_processes(files: list[PartitionFiles], jobs: int | None) -> _LostAhead | None:
+    """:class:`_LostAhead` for ``files`` when :data:`PARALLEL_PLANNING` or more are on local disk and
+    more than one process may be used (None: each partition's loss is found as it is planned)."""
+    mine = [i for i, pf in enumerate(files) if type(pf) is PartitionFiles and isinstance(pf.storage, LocalStorage)]
+    if len(mine) < PARALLEL_PLANNING or jobs == 1 or (jobs is None and _main_runs_again()):
+        return None
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:  # a daemonic process (a pool's worker) may start none
+        return None
+    if jobs is None:
+        from kafkalog.dataset.processes import default_jobs
+
+        jobs = default_jobs()
+    return _LostAhead(files, mine, jobs) if jobs > 1 else None
+
+
+def _main_runs_again() -> bool:
+    """Whether a worker process would run the program's main module again before its task, as
+    multiprocessing's ``spawn`` and ``forkserver`` run a script given by path or a module run with
+    ``-m`` (as ``__mp_main__``): a script that calls :func:`scan` unguarded by ``if __name__ ==
+    "__main__":`` (Python's "safe importing of main module" rule, which a program that never
+    started a process need not follow) would run again in each. Planning then stays in this
+    process unless ``jobs`` is given. An interactive session, ``python -c`` and a package's
+    ``__main__`` are not run again."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:
+        return not (name == "__main__" or name.endswith(".__main__"))
+    return getattr(main, "__file__", None) is not None
+
+
+#: the fields of a segment, in the order :class:`SegmentFiles` takes them
+_SEGMENT_FIELDS = tuple(f.name for f in dataclasses.fields(SegmentFiles))
+
+
+def _lost_task(pf: PartitionFiles) -> tuple:
+    """What a worker needs of a partition on local disk to find its data loss, as plain values (a
+    tuple pickles several times faster than the dataclasses); of its data dir's checkpoints, only
+    the partition's own entries."""
+    tp = (pf.topic, pf.partition)
+    return (pf.topic, pf.partition, pf.dir, tuple(tuple(getattr(s, f) for f in _SEGMENT_FIELDS) for s in pf.segments), pf.snapshots,
+            pf.listing, pf.log_dir.log_start.get(tp), pf.log_dir.log_end_at_shutdown.get(tp))
+
+
+def _find_lost(task: list[tuple]) -> list[list[Gap] | None]:
+    """In a worker process: the data loss of each partition of ``task`` (:func:`_lost_task`), None
+    where finding it failed (it is found again, and fails, in the planning process)."""
+    storage = LocalStorage()
+    out: list[list[Gap] | None] = []
+    with gc_paused():
+        for topic, partition, directory, segments, snapshots, listing, log_start, log_end in task:
+            tp = (topic, partition)
+            log_dir = LogDirOffsets({} if log_start is None else {tp: log_start}, {} if log_end is None else {tp: log_end})
+            pf = PartitionFiles(storage, topic, partition, directory, tuple(SegmentFiles(*s) for s in segments), snapshots, log_dir, listing)
+            try:
+                out.append(pf.gaps())
+            except Exception:  # noqa: BLE001 - raised by the planning process, which finds it again, as one process would
+                out.append(None)
+    return out
 
 
 def read_plans(plans: Iterable[PartitionPlan], *, columns: Sequence[str] | None = None, read_committed: bool = False,

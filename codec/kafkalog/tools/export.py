@@ -640,7 +640,7 @@ def _command(args: argparse.Namespace) -> int:
                      end_time=None if args.end_time is None else parse_time(args.end_time), read_committed=committed,
                      allow_gaps=args.allow_gaps, include_deleted=args.include_deleted,
                      on_gap=lambda g: print(f"kafkalog export: warning: {g} (--allow-gaps: reading on)", file=sys.stderr),
-                     on_deleted=lambda m: print(f"kafkalog export: warning: {m}", file=sys.stderr))
+                     on_deleted=lambda m: print(f"kafkalog export: warning: {m}", file=sys.stderr), jobs=args.jobs)
     os.makedirs(args.output, exist_ok=True)
     progress = _Progress(len(plans))
     t0 = time.monotonic()
