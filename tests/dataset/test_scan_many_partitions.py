@@ -110,6 +110,9 @@ def test_planning_in_worker_processes_gives_one_process_plans_warnings_and_error
     assert len(runs) == 1 and runs[0] > 2, runs  # the 600 partitions in runs over the two processes
     assert (str(errors[2]), errors[2].file, errors[2].offset, errors[2].gaps) == (str(errors[1]), errors[1].file, errors[1].offset, errors[1].gaps)
     assert [(g.directory.rsplit("/", 1)[-1], g.start, g.end) for g in errors[2].gaps] == [(f"many-{NO_LOG}", 102, 146), (f"many-{LOST_TAIL}", 264, 265)]
+    with pytest.raises(DataLossError) as info:  # scan's plan_jobs is plan_all's jobs
+        kafkalog.scan(str(many), columns=["offset"], plan_jobs=2)
+    assert str(info.value) == str(errors[1]) and len(runs) == 2
     for kw in ({}, {"end_offset": 200}):
         planned = {}
         for jobs in (1, 2):

@@ -286,6 +286,7 @@ def scan(
     on_undecodable: str = "error",
     validate: bool = False,
     workers: int = 1,
+    plan_jobs: int | None = None,
 ) -> pa.RecordBatchReader:
     """Every record of the partitions under ``path`` as a :class:`pyarrow.RecordBatchReader`, as
     Kafka consumers of each partition would receive them: partition by partition (sorted by topic
@@ -367,8 +368,10 @@ def scan(
     (``KAFKALOG_NO_EXTENSIONS=1``) gains little. The default is 1 (see ``bench/export.py --scan-workers``
     for the figures): on the readers' hot path the GIL is held for most of a batch's work.
 
-    Planning thousands of partitions on local disk (:data:`PARALLEL_PLANNING`) finds their data
-    loss in worker processes, one per CPU, as :func:`plan_all` says: the same plans and errors."""
+    ``plan_jobs``: planning thousands of partitions on local disk (:data:`PARALLEL_PLANNING`) finds
+    their data loss in that many worker processes (:func:`plan_all`'s ``jobs``: by default one per
+    CPU, unless a worker would run the program's script again; 1: none), with the same plans and
+    errors."""
     want_topics = _as_set(topics, str)
     want_parts = _as_set(partitions, int)
     paths = [] if path is None else [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
@@ -398,7 +401,8 @@ def scan(
         decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning, validate=validate)  # type: ignore[arg-type]
     return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                       read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
-                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers)
+                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers,
+                      plan_jobs=plan_jobs)
 
 
 def topic_records(paths: Sequence[str | os.PathLike[str]], topic: str) -> Iterator[tuple[bytes | None, bytes | None, int]] | None:
@@ -651,15 +655,16 @@ def scan_files(
     on_corrupt: OnCorrupt = "fail",
     decoding: Decoding | None = None,
     workers: int = 1,
+    plan_jobs: int | None = None,
 ) -> pa.RecordBatchReader:
     """:func:`scan` of partitions already found (:func:`kafkalog.log.replicas.discover`, or another source of segments);
     ``decoding`` types the key and value columns (:class:`kafkalog.dataset.values.Decoding`); ``workers``
-    threads read partitions ahead (see :func:`scan`)."""
+    threads read partitions ahead, ``plan_jobs`` processes help plan them (see :func:`scan`)."""
     import pyarrow as pa
 
     schema = schema_of(columns)
     plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
-                     read_committed=read_committed, allow_gaps=allow_gaps, include_deleted=include_deleted)
+                     read_committed=read_committed, allow_gaps=allow_gaps, include_deleted=include_deleted, jobs=plan_jobs)
     if decoding is not None:
         typed = decoding.schema(schema, [p.topic for p in plans])
         cols = decoding.columns(schema.names)
