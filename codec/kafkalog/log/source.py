@@ -36,6 +36,8 @@ from kafkalog.log.reads import log_start_offset
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
 
+    from kafkalog.log.s3get import DirectGets
+
 __all__ = [
     "Entry",
     "LocalStorage",
@@ -182,6 +184,11 @@ class UrlStorage:
         self._kept: dict[str, bytes] = {}  # the last small files read, oldest first
         self._kept_bytes = 0
         self._lock = threading.Lock()
+        self._direct: DirectGets | None = None  # s3fs called from outside its event loop: GETs received into the caller's buffer
+        if callable(getattr(fs, "_call_s3", None)) and not getattr(fs, "asynchronous", True):
+            from kafkalog.log.s3get import DirectGets
+
+            self._direct = DirectGets(fs)
 
     def _find(self, top: str) -> dict[str, dict]:
         """Every file under ``top`` with its details: one recursive listing, however many objects."""
@@ -268,7 +275,7 @@ class UrlStorage:
         end, kept = self._held_tail(path, start, start + len(view))
         n = 0
         if end > start:
-            n = _listed(path, lambda p: self._call(p, lambda: _fetch_into(self.fs, p, start, view[: end - start])))  # type: ignore[assignment]
+            n = _listed(path, lambda p: self._call(p, lambda: _fetch_into(self.fs, p, start, view[: end - start], self._direct)))  # type: ignore[assignment]
             if n < end - start:  # the file ends there
                 return n
         view[n : n + len(kept)] = kept
@@ -354,17 +361,22 @@ class _TailFile(RemoteFile):
         super().close()
 
 
-def _fetch_into(fs: AbstractFileSystem, path: str, start: int, view: memoryview) -> int:
+def _fetch_into(fs: AbstractFileSystem, path: str, start: int, view: memoryview, direct: DirectGets | None) -> int:
     """Bytes ``[start, start + len(view))`` of ``path`` on ``fs`` written into ``view`` with one
-    ranged request; the bytes written. s3fs's response body is read as it arrives (a bytes object
-    of the whole range, as ``cat_file`` makes by joining the chunks, costs a copy and fresh memory:
-    on loopback, most of a client's CPU); any other filesystem's ``cat_file`` is copied in."""
+    ranged request; the bytes written. From s3fs (``direct``: :class:`~kafkalog.log.s3get.DirectGets`
+    of ``fs``), the body is received into ``view``, else s3fs's response body is copied in as it
+    arrives (a bytes object of the whole range, as ``cat_file`` makes by joining the chunks, costs a
+    copy and fresh memory: on loopback, most of a client's CPU); any other filesystem's
+    ``cat_file`` is copied in."""
     if not len(view):
         return 0
-    if not callable(getattr(fs, "_call_s3", None)) or getattr(fs, "asynchronous", True):  # not s3fs, or one in an event loop of its own
+    if direct is None:  # not s3fs, or one in an event loop of its own
         data = fs.cat_file(path, start=start, end=start + len(view))
         view[: len(data)] = data
         return len(data)
+    n = direct.get_into(path, start, view)
+    if n is not None:
+        return n
     from fsspec.asyn import sync
 
     return sync(fs.loop, _s3_get_into, fs, path, start, view)
