@@ -23,6 +23,7 @@ from __future__ import annotations
 import http.client
 import threading
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -37,6 +38,8 @@ __all__ = ["DirectGets"]
 TIMEOUT = 60
 #: Presigned URLs are made for each request; this is only their validity.
 EXPIRES = 3600
+#: Bytes received between two calls of a reader's ``progress`` (a read-ahead's reader reads them as they arrive).
+STEP = 1 << 20
 #: Idle kept-alive connections held per host at most (the read-ahead's requests in flight).
 IDLE = 16
 
@@ -55,10 +58,11 @@ class DirectGets:
         self._ssl: ssl.SSLContext | None = None
         weakref.finalize(self, _close_all, self._idle)
 
-    def get_into(self, path: str, start: int, view: memoryview) -> int | None:
+    def get_into(self, path: str, start: int, view: memoryview, progress: Callable[[int], None] | None = None) -> int | None:
         """Bytes ``[start, start + len(view))`` of ``path`` written into ``view`` with one ranged GET:
         the bytes written (fewer at the object's end), or None when this way does not give them
-        (the caller asks s3fs, whose request gives the bytes or the error)."""
+        (the caller asks s3fs, whose request gives the bytes or the error). ``progress(n)``: the
+        first ``n`` bytes are in ``view``, said every :data:`STEP` bytes as they arrive."""
         if not self.usable:
             return None
         url = self.fs.url(path, expires=EXPIRES)  # type: ignore[attr-defined]
@@ -79,7 +83,7 @@ class DirectGets:
                 if not was_idle:  # else a kept-alive connection the server closed meanwhile: the next one
                     return None
         try:
-            n = self._body_into(resp, start, view)
+            n = self._body_into(resp, start, view, progress)
         except (OSError, http.client.HTTPException):
             n = None
         if n is None or resp.will_close or not resp.isclosed():
@@ -89,7 +93,7 @@ class DirectGets:
         return n
 
     @staticmethod
-    def _body_into(resp: http.client.HTTPResponse, start: int, view: memoryview) -> int | None:
+    def _body_into(resp: http.client.HTTPResponse, start: int, view: memoryview, progress: Callable[[int], None] | None) -> int | None:
         """The body of the range asked for, read into ``view``; None for any other answer (read and dropped)."""
         length = resp.length
         if resp.status != 206 or length is None or length > len(view) or not (resp.getheader("Content-Range") or "").startswith(f"bytes {start}-"):
@@ -97,10 +101,12 @@ class DirectGets:
             return None
         n = 0
         while n < length:
-            got = resp.readinto(view[n:length])
+            got = resp.readinto(view[n : min(length, n + STEP)] if progress else view[n:length])
             if not got:  # the connection ended inside the body
                 return None
             n += got
+            if progress:
+                progress(n)
         return n
 
     def _proxied(self, url: str) -> bool:
