@@ -16,13 +16,16 @@ in 16 MB pieces, 3.0 in 32 MB ones and 1.4 in whole segments, and the client the
 Planning's reads (the indexes and log ends that :func:`kafkalog.dataset.scan.plan_all` reads of
 each partition) overlap the same way, several partitions at a time (:func:`map_ahead`).
 
-Each piece is fetched into a buffer of a piece already read (:meth:`UrlStorage.read_range_into
-<kafkalog.log.source.UrlStorage.read_range_into>`: from S3, the response body is copied into it as
-it arrives). Over loopback, where a byte costs the client little more than its copies, most of the
-client's CPU went to memory rather than bytes: s3fs's ``cat_file`` joins the body's chunks into a
-new bytes object, and a new 64 MB object costs a page fault per 4 KiB page. Fetching into reused
-buffers took the client's CPU for a 1 GB scan over moto from 3.3-4.0 to 2.5-2.8 seconds
-(``bench/s3.py``; the decoding alone takes 1.1-1.4).
+Each piece is fetched into a buffer of a piece already read, of this read-ahead or an earlier
+one (:meth:`UrlStorage.read_range_into <kafkalog.log.source.UrlStorage.read_range_into>`: from S3,
+the socket writes the response body into it, :mod:`kafkalog.log.s3get`), and is read as it
+arrives: the decoder starts on a piece's first MiB while the rest is still coming, rather than
+waiting for all 64 MiB of it. Over loopback, where a byte costs the client little more than its
+copies, most of the client's CPU went to memory rather than bytes: s3fs's ``cat_file`` joins the
+body's chunks into a new bytes object, and a new 64 MB object costs a page fault per 4 KiB page.
+Fetching into reused buffers took the client's CPU for a 1 GB scan over moto from 3.3-4.0 to
+2.5-2.8 seconds (``bench/s3.py``; the decoding alone takes 1.1-1.4), and receiving the body
+straight into them took fetching alone from 1.6-1.8 to 1.0-1.3 CPU seconds per GB (under load).
 
 Only the ranges asked for are fetched, so the bytes fetched are the bytes needed, apart from the
 read-ahead of a read abandoned early. Files on other storages (a local disk) are opened as before,
