@@ -188,3 +188,29 @@ def test_s3fs_request_options_and_proxies_keep_s3fs_requests(store) -> None:  # 
     proxied = s3fs.S3FileSystem(skip_instance_cache=True, config_kwargs={"proxies": {"http": "http://127.0.0.1:9", "https": "http://127.0.0.1:9"}})
     assert DirectGets(proxied).get_into(key, 0, buffer) is None
     assert DirectGets(s3fs.S3FileSystem(skip_instance_cache=True)).get_into(key, 0, buffer) == 10
+
+
+def test_an_answer_other_than_the_range_is_left_to_s3fs_unread() -> None:
+    """A server that answers a ranged GET with anything but that range (the whole object, an
+    error) is asked again through s3fs; a large such answer is not read (its connection is closed),
+    a small one (an error's document) is read so that the connection can be kept."""
+    from kafkalog.log.s3get import DirectGets
+
+    class Answer:
+        def __init__(self, status: int, length: int, content_range: str | None) -> None:
+            self.status, self.length, self.content_range, self.read_calls = status, length, content_range, 0
+
+        def getheader(self, name: str) -> str | None:
+            return self.content_range if name == "Content-Range" else None
+
+        def read(self) -> bytes:
+            self.read_calls += 1
+            return b""
+
+    view = memoryview(bytearray(100))
+    whole = Answer(200, 50 << 20, None)
+    assert DirectGets._body_into(whole, 0, view, None) is None and whole.read_calls == 0  # type: ignore[arg-type]
+    error = Answer(403, 300, None)
+    assert DirectGets._body_into(error, 0, view, None) is None and error.read_calls == 1  # type: ignore[arg-type]
+    elsewhere = Answer(206, 100, "bytes 5-104/1000")  # not the range asked for
+    assert DirectGets._body_into(elsewhere, 0, view, None) is None  # type: ignore[arg-type]

@@ -40,6 +40,8 @@ TIMEOUT = 60
 EXPIRES = 3600
 #: Bytes received between two calls of a reader's ``progress`` (a read-ahead's reader reads them as they arrive).
 STEP = 1 << 20
+#: Bytes of an answer other than the range asked for (an error's document) read to keep the connection.
+DRAIN = 64 << 10
 #: Idle kept-alive connections held per host at most (the read-ahead's requests in flight).
 IDLE = 16
 
@@ -97,7 +99,8 @@ class DirectGets:
         """The body of the range asked for, read into ``view``; None for any other answer (read and dropped)."""
         length = resp.length
         if resp.status != 206 or length is None or length > len(view) or not (resp.getheader("Content-Range") or "").startswith(f"bytes {start}-"):
-            resp.read()  # an error's document, small; the connection may be kept
+            if length is not None and length <= DRAIN:
+                resp.read()  # an error's document: the connection may be kept (a larger answer closes it)
             return None
         n = 0
         while n < length:
