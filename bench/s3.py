@@ -37,7 +37,9 @@ the request log, and no checksum headers on ranged GETs (S3 sends none for a par
 Profiled with py-spy, the server's CPU (1.2-1.4 s per GB) is mostly the kernel's sending of the
 bodies, and its whole-object reads under a tenth of it; the client's, beyond the decoding, was
 memory: fresh bytes objects for each piece and s3fs's joining of the body's chunks, until the
-read-ahead fetched into reused buffers (:mod:`kafkalog.log.ranges`). With other work on the
+read-ahead fetched into reused buffers (:mod:`kafkalog.log.ranges`), then aiohttp's receiving of
+the body as new chunks to copy in, until the socket wrote it into those buffers
+(:mod:`kafkalog.log.s3get`). With other work on the
 machine, wall times follow CPU times (compare the CPU columns); run it on an idle machine for
 wall times.
 """

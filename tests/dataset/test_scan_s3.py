@@ -116,18 +116,23 @@ def test_an_unreachable_endpoint_is_one_line_naming_the_url(tmp_path) -> None:  
     assert cli.stderr.startswith("kafkalog cat: s3://kafkalog-nowhere/data: EndpointConnectionError: ") and cli.stderr.count("\n") == 1, cli.stderr
 
 
-def test_a_range_is_fetched_into_the_callers_buffer(store) -> None:  # noqa: ANN001 - fixture
-    """The read-ahead's ranged GET writes the body into the buffer it is given (s3fs's request,
-    with its signing and error translation): the bytes of the local file, fewer at the object's end,
-    one GET with its Range each, and a missing object is FileNotFoundError, as a local open's."""
+def test_a_range_is_fetched_into_the_callers_buffer(store, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001 - fixture
+    """The read-ahead's ranged GET writes the body into the buffer it is given (a GET presigned by
+    s3fs's client, received with ``http.client``): the bytes of the local file, fewer at the
+    object's end, one GET with its Range each; a missing object is asked again through s3fs's own
+    request, which makes it FileNotFoundError, as a local open's."""
     import s3fs
 
+    from kafkalog.log import source
     from kafkalog.log.source import UrlStorage
 
     local = next(p for p in sorted(CP760.rglob("*.log")) if p.stat().st_size > 10_000)
     key = f"{BUCKET}/cp760/{local.relative_to(CP760).as_posix()}"
     data = local.read_bytes()
     storage = UrlStorage(s3fs.S3FileSystem())
+    s3fs_gets = []
+    s3fs_get = source._s3_get_into
+    monkeypatch.setattr(source, "_s3_get_into", lambda *a: s3fs_gets.append(a[1]) or s3fs_get(*a))
     buffer = bytearray(b"x" * (len(data) + 100))
     before = len(store.requests())
     assert storage.read_range_into(key, 1000, memoryview(buffer)[:5000]) == 5000
@@ -136,5 +141,76 @@ def test_a_range_is_fetched_into_the_callers_buffer(store) -> None:  # noqa: ANN
     assert bytes(buffer[:10]) == data[-10:]
     got = store.requests()[before:]
     assert [(r["method"], r["range"], r["bytes"]) for r in got] == [("GET", "bytes=1000-5999", 5000), ("GET", f"bytes={len(data) - 10}-{len(data) + 89}", 10)]
+    assert s3fs_gets == []  # both received directly
+    missing = f"{BUCKET}/cp760/nothing-0/00000000000000000000.log"
     with pytest.raises(FileNotFoundError):
-        storage.read_range_into(f"{BUCKET}/cp760/nothing-0/00000000000000000000.log", 0, memoryview(buffer)[:10])
+        storage.read_range_into(missing, 0, memoryview(buffer)[:10])
+    assert s3fs_gets == [missing, missing + ".deleted"]  # and under the name a broker renames a segment to
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced(store) -> None:  # noqa: ANN001 - fixture
+    """The direct GETs keep their connections open when the server does; one the server has closed
+    meanwhile (an idle timeout) fails on its next request, which is sent again on a new connection.
+    (moto's server closes each connection after its answer: the closed one is put in the pool.)"""
+    import http.client
+    import socket
+    from urllib.parse import urlsplit
+
+    import s3fs
+
+    from kafkalog.log.s3get import DirectGets
+
+    local = next(p for p in sorted(CP760.rglob("*.log")) if p.stat().st_size > 10_000)
+    key = f"{BUCKET}/cp760/{local.relative_to(CP760).as_posix()}"
+    gets = DirectGets(s3fs.S3FileSystem())
+    u = urlsplit(gets.fs.url(key))
+    closed = http.client.HTTPConnection(u.hostname, u.port)
+    closed.connect()
+    closed.sock.shutdown(socket.SHUT_RDWR)  # as a server's close looks to the client: the next read finds the end
+    gets._idle[(u.scheme, u.hostname, u.port)] = [closed]
+    buffer = bytearray(100)
+    before = len(store.requests())
+    assert gets.get_into(key, 100, memoryview(buffer)) == 100 and bytes(buffer) == local.read_bytes()[100:200]
+    assert [r["range"] for r in store.requests()[before:]] == ["bytes=100-199"]
+    assert closed not in gets._idle[(u.scheme, u.hostname, u.port)]
+
+
+def test_s3fs_request_options_and_proxies_keep_s3fs_requests(store) -> None:  # noqa: ANN001 - fixture
+    """A filesystem whose GetObject carries arguments of its own (requester pays) or that reaches
+    its endpoint through a proxy is read with s3fs's request, which carries them."""
+    import s3fs
+
+    from kafkalog.log.s3get import DirectGets
+
+    key = f"{BUCKET}/cp760/_schemas-0/00000000000000000000.log"
+    buffer = memoryview(bytearray(10))
+    assert DirectGets(s3fs.S3FileSystem(requester_pays=True)).get_into(key, 0, buffer) is None
+    proxied = s3fs.S3FileSystem(skip_instance_cache=True, config_kwargs={"proxies": {"http": "http://127.0.0.1:9", "https": "http://127.0.0.1:9"}})
+    assert DirectGets(proxied).get_into(key, 0, buffer) is None
+    assert DirectGets(s3fs.S3FileSystem(skip_instance_cache=True)).get_into(key, 0, buffer) == 10
+
+
+def test_an_answer_other_than_the_range_is_left_to_s3fs_unread() -> None:
+    """A server that answers a ranged GET with anything but that range (the whole object, an
+    error) is asked again through s3fs; a large such answer is not read (its connection is closed),
+    a small one (an error's document) is read so that the connection can be kept."""
+    from kafkalog.log.s3get import DirectGets
+
+    class Answer:
+        def __init__(self, status: int, length: int, content_range: str | None) -> None:
+            self.status, self.length, self.content_range, self.read_calls = status, length, content_range, 0
+
+        def getheader(self, name: str) -> str | None:
+            return self.content_range if name == "Content-Range" else None
+
+        def read(self) -> bytes:
+            self.read_calls += 1
+            return b""
+
+    view = memoryview(bytearray(100))
+    whole = Answer(200, 50 << 20, None)
+    assert DirectGets._body_into(whole, 0, view, None) is None and whole.read_calls == 0  # type: ignore[arg-type]
+    error = Answer(403, 300, None)
+    assert DirectGets._body_into(error, 0, view, None) is None and error.read_calls == 1  # type: ignore[arg-type]
+    elsewhere = Answer(206, 100, "bytes 5-104/1000")  # not the range asked for
+    assert DirectGets._body_into(elsewhere, 0, view, None) is None  # type: ignore[arg-type]

@@ -116,9 +116,9 @@ def test_pieces_are_fetched_into_the_buffers_of_pieces_read(memfs, monkeypatch) 
     buffer, send = ranges.ReadAhead._buffer, ranges.ReadAhead._send
 
     def counted(self: ranges.ReadAhead, size: int) -> bytearray:
-        free = len(self._free)
+        free = len(ranges._free)
         b = buffer(self, size)
-        if len(self._free) == free:  # none was taken from the free ones
+        if len(ranges._free) == free:  # none was taken from the free ones
             made.append(len(b))
         return b
 
@@ -173,3 +173,29 @@ def test_a_failing_request_is_the_files_error(memfs, monkeypatch) -> None:  # no
     monkeypatch.setattr(memfs, "cat_file", refused)
     with pytest.raises(OSError, match=r"^memory:///?kl/cp760/[^ ]*\.log: RuntimeError: the connection was reset$"):
         kafkalog.scan("memory://kl/cp760").read_all()
+
+
+def test_a_piece_is_read_as_it_arrives(memfs, monkeypatch) -> None:  # noqa: ANN001
+    """A piece's bytes are read as its fetch says they have arrived (S3's body is received in steps:
+    kafkalog.log.s3get), not once the whole piece is in: the reader is given the first half while
+    the fetch still holds back the second, and then the rest."""
+    from kafkalog.log.source import UrlStorage
+
+    storage = UrlStorage(memfs)
+    path = "/kl/cp760/_schemas-0/00000000000000000000.log"
+    data = memfs.cat_file(path)
+    half = len(data) // 2
+    first_read = threading.Event()
+
+    def arriving(path: str, start: int, view: memoryview, progress=None) -> int:  # noqa: ANN001
+        view[:half] = data[start : start + half]
+        progress(half)
+        assert first_read.wait(30), "the reader waited for the whole piece"
+        view[half : len(data) - start] = data[start + half :]
+        return len(data) - start
+
+    monkeypatch.setattr(storage, "read_range_into", arriving)
+    with ranges.ReadAhead([(storage, path, 0, len(data))]) as ahead, ahead.open(storage, path, 0, len(data), len(data)) as f:
+        assert f.read(half) == data[:half]
+        first_read.set()
+        assert f.read() == data[half:]

@@ -16,13 +16,16 @@ in 16 MB pieces, 3.0 in 32 MB ones and 1.4 in whole segments, and the client the
 Planning's reads (the indexes and log ends that :func:`kafkalog.dataset.scan.plan_all` reads of
 each partition) overlap the same way, several partitions at a time (:func:`map_ahead`).
 
-Each piece is fetched into a buffer of a piece already read (:meth:`UrlStorage.read_range_into
-<kafkalog.log.source.UrlStorage.read_range_into>`: from S3, the response body is copied into it as
-it arrives). Over loopback, where a byte costs the client little more than its copies, most of the
-client's CPU went to memory rather than bytes: s3fs's ``cat_file`` joins the body's chunks into a
-new bytes object, and a new 64 MB object costs a page fault per 4 KiB page. Fetching into reused
-buffers took the client's CPU for a 1 GB scan over moto from 3.3-4.0 to 2.5-2.8 seconds
-(``bench/s3.py``; the decoding alone takes 1.1-1.4).
+Each piece is fetched into a buffer of a piece already read, of this read-ahead or an earlier
+one (:meth:`UrlStorage.read_range_into <kafkalog.log.source.UrlStorage.read_range_into>`: from S3,
+the socket writes the response body into it, :mod:`kafkalog.log.s3get`), and is read as it
+arrives: the decoder starts on a piece's first MiB while the rest is still coming, rather than
+waiting for all 64 MiB of it. Over loopback, where a byte costs the client little more than its
+copies, most of the client's CPU went to memory rather than bytes: s3fs's ``cat_file`` joins the
+body's chunks into a new bytes object, and a new 64 MB object costs a page fault per 4 KiB page.
+Fetching into reused buffers took the client's CPU for a 1 GB scan over moto from 3.3-4.0 to
+2.5-2.8 seconds (``bench/s3.py``; the decoding alone takes 1.1-1.4), and receiving the body
+straight into them took fetching alone from 1.6-1.8 to 1.0-1.3 CPU seconds per GB (under load).
 
 Only the ranges asked for are fetched, so the bytes fetched are the bytes needed, apart from the
 read-ahead of a read abandoned early. Files on other storages (a local disk) are opened as before,
@@ -58,6 +61,9 @@ BUDGET_BYTES = 192 << 20
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+#: Buffers of pieces read, for the next pieces of any read-ahead (see :meth:`ReadAhead._buffer`).
+_free: list[bytearray] = []
+_free_lock = threading.Lock()  # given back by the threads of pieces dropped while fetched, taken by other read-aheads
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -90,10 +96,39 @@ def map_ahead(fn: Callable[[T], R], items: Iterable[T], *, remote: Callable[[T],
 
 @dataclass(eq=False)
 class _Piece:
+    """A range of a file fetched into ``buffer``, readable as it arrives: ``filled`` bytes are in
+    (told by the fetch as they land), ``future`` gives the bytes fetched once the fetch ends."""
+
     start: int
     end: int
     buffer: bytearray
-    future: Future[int]  # the bytes fetched into ``buffer``
+    future: Future[int] = field(init=False)
+    filled: int = 0
+    ended: bool = False
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def fetch(self, storage: UrlStorage, path: str) -> int:
+        """Fetch the piece (on a read-ahead thread), telling a reader waiting in :meth:`ready` of each part."""
+        try:
+            return storage.read_range_into(path, self.start, memoryview(self.buffer)[: self.end - self.start], self._landed)
+        finally:
+            with self.arrived:
+                self.ended = True
+                self.arrived.notify_all()
+
+    def _landed(self, n: int) -> None:
+        with self.arrived:
+            self.filled = max(self.filled, n)
+            self.arrived.notify_all()
+
+    def ready(self, at: int) -> int:
+        """The bytes of the piece readable from its start, once byte ``at`` is (waiting for it to
+        arrive), or the fetch has ended: then the bytes it fetched (its error raised)."""
+        with self.arrived:
+            self.arrived.wait_for(lambda: self.filled > at or self.ended)
+            if self.filled > at and not self.ended:
+                return self.filled
+        return self.future.result()
 
 
 @dataclass(eq=False)
@@ -129,8 +164,7 @@ class ReadAhead:
         self._sending = 0  # index in _todo of the range whose pieces are being asked for
         self._held = 0  # bytes asked for and not yet read
         self._count = 0  # pieces asked for and not yet read
-        self._free: list[bytearray] = []  # buffers of pieces read, for the next pieces
-        self._free_lock = threading.Lock()  # given back by the threads of pieces dropped while fetched
+        self._arriving: list[_Piece] = []  # pieces being read whose fetch had not ended when last looked at
         self._fill()
 
     def __enter__(self) -> ReadAhead:
@@ -148,7 +182,8 @@ class ReadAhead:
     def _fill(self) -> None:
         """Ask for the next pieces while the bounds allow."""
         todo = self._todo
-        while self._sending < len(todo) and self._count < MAX_REQUESTS:
+        self._arriving = [p for p in self._arriving if not p.ended]  # a piece read as it arrives is still a request in flight
+        while self._sending < len(todo) and self._count + len(self._arriving) < MAX_REQUESTS:
             r = todo[self._sending]
             if r.unsent >= r.end:
                 self._sending += 1
@@ -160,9 +195,9 @@ class ReadAhead:
     def _send(self, r: _Range) -> None:
         """Ask for ``r``'s next piece, fetched into a buffer of an earlier piece when one is free."""
         size = r.next_size()
-        buffer = self._buffer(size)
-        future = _executor().submit(r.storage.read_range_into, r.path, r.unsent, memoryview(buffer)[:size])
-        r.pieces.append(_Piece(r.unsent, r.unsent + size, buffer, future))
+        piece = _Piece(r.unsent, r.unsent + size, self._buffer(size))
+        piece.future = _executor().submit(piece.fetch, r.storage, r.path)
+        r.pieces.append(piece)
         r.unsent += size
         self._held += size
         self._count += 1
@@ -172,20 +207,24 @@ class ReadAhead:
         power of two from 1 MiB: freed, it fits the next pieces). Memory a process has written to
         before costs nothing to write again; fresh memory costs a page fault per page, which for a
         piece fetched over loopback costs more than its bytes' copy."""
-        with self._free_lock:
-            fits = [b for b in self._free if len(b) >= size]
+        with _free_lock:
+            fits = [b for b in _free if len(b) >= size]
             if fits:
                 best = min(fits, key=len)
-                self._free.remove(best)
+                _free.remove(best)
                 return best
         return bytearray(max(1 << 20, 1 << (size - 1).bit_length()))
 
     def _recycle(self, buffer: bytearray) -> None:
-        """``buffer`` is no longer read: kept for the next pieces while the free ones stay within
-        :data:`BUDGET_BYTES`."""
-        with self._free_lock:
-            if sum(map(len, self._free)) + len(buffer) <= BUDGET_BYTES:
-                self._free.append(buffer)
+        """``buffer`` is no longer read: kept for the next pieces, of this read-ahead or a later one
+        (a process's next scan, the read-ahead of each partition of a scan with ``workers``), the
+        largest while the free ones stay within :data:`BUDGET_BYTES`: that much memory stays
+        with the process once a scan of object storage has used it."""
+        with _free_lock:
+            _free.append(buffer)
+            _free.sort(key=len)
+            while sum(map(len, _free)) > BUDGET_BYTES:
+                del _free[0]
 
     def _release(self, piece: _Piece, read: bool = True) -> None:
         """``piece`` leaves the bounds; ``read``: its buffer is being read (given back by its file),
@@ -215,23 +254,18 @@ class ReadAhead:
         self._sending = max(0, self._sending - k)
         return _RangeFile(self, todo[0], size)
 
-    def _take(self, r: _Range) -> tuple[int, bytearray, int] | None:
-        """The next piece of ``r`` (its start, buffer and the bytes fetched into it), fetched; None
-        when none is left. The caller gives the buffer back (:meth:`_recycle`) once read."""
+    def _take(self, r: _Range) -> _Piece | None:
+        """The next piece of ``r``, asked for (its bytes read as they arrive: :meth:`_Piece.ready`);
+        None when none is left. The caller gives its buffer back (:meth:`_recycle`) once read."""
         if not r.pieces:
             if r.unsent >= r.end or r.closed:
                 return None
             self._send(r)  # not asked for yet (the bounds were full)
         piece = r.pieces.popleft()
-        try:
-            n = piece.future.result()
-        except BaseException:
-            self._release(piece, read=False)
-            self._fill()
-            raise
         self._release(piece)
+        self._arriving.append(piece)
         self._fill()
-        return piece.start, piece.buffer, n
+        return piece
 
     def _finish(self, r: _Range) -> None:
         """``r``'s file was closed: it leaves the read-ahead, with what is left of it."""
@@ -253,30 +287,32 @@ class _RangeFile(RemoteFile):
         super().__init__(r.storage.display(r.path), size)
         self._ahead = ahead
         self._range = r
-        self._buffer: bytearray | None = None  # the piece being read: its buffer, given back when done
-        self._buf = memoryview(b"")  # its bytes
-        self._buf_start = r.start
+        self._piece: _Piece | None = None  # the piece being read; its buffer is given back when done
 
-    def _piece_at(self, pos: int) -> bool:
-        """Make ``pos`` fall in the piece held, reading on; False when the read-ahead does not reach it."""
+    def _piece_at(self, pos: int) -> tuple[memoryview, int] | None:
+        """The bytes of the piece that ``pos`` falls in that have arrived, once ``pos`` has (reading
+        on to that piece), and where ``pos`` is in them; None when the read-ahead does not reach it."""
         r = self._range
-        while not (self._buf_start <= pos < self._buf_start + len(self._buf)):
-            if pos < self._buf_start or pos >= r.end:
-                return False
+        while (p := self._piece) is None or pos >= p.end:
+            if pos < (r.start if p is None else p.start) or pos >= r.end:
+                return None
             self._let_go()
-            got = self._ahead._take(r)
-            if got is None:
-                return False
-            self._buf_start, self._buffer, n = got
-            self._buf = memoryview(self._buffer)[:n]
-        return True
+            self._piece = self._ahead._take(r)
+            if self._piece is None:
+                return None
+        if pos < p.start:
+            return None
+        at = pos - p.start
+        n = p.ready(at)
+        return (memoryview(p.buffer)[:n], at) if at < n else None
 
     def _let_go(self) -> None:
-        """Give the piece's buffer back to the read-ahead."""
-        if self._buffer is not None:
-            self._buf = memoryview(b"")
-            self._ahead._recycle(self._buffer)
-            self._buffer = None
+        """Give the piece's buffer back to the read-ahead, once its fetch has ended (a file closed
+        before reading a piece to its end leaves it still arriving)."""
+        p = self._piece
+        if p is not None:
+            self._piece = None
+            p.future.add_done_callback(lambda _f: self._ahead._recycle(p.buffer))
 
     def readinto(self, b: memoryview | bytearray) -> int:  # type: ignore[override]
         view = memoryview(b).cast("B")
@@ -284,10 +320,11 @@ class _RangeFile(RemoteFile):
         done = 0
         while done < want:
             pos = self._pos + done
-            if self._piece_at(pos):
-                at = pos - self._buf_start
-                n = min(want - done, len(self._buf) - at)
-                view[done : done + n] = self._buf[at : at + n]
+            got = self._piece_at(pos)
+            if got is not None:
+                buf, at = got
+                n = min(want - done, len(buf) - at)
+                view[done : done + n] = buf[at : at + n]
             else:  # not in what is read ahead (before the range, or read again): a request of its own
                 data = self._range.storage.read_range(self._range.path, pos, pos + want - done)
                 n = len(data)

@@ -36,6 +36,8 @@ from kafkalog.log.reads import log_start_offset
 if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
 
+    from kafkalog.log.s3get import DirectGets
+
 __all__ = [
     "Entry",
     "LocalStorage",
@@ -182,6 +184,11 @@ class UrlStorage:
         self._kept: dict[str, bytes] = {}  # the last small files read, oldest first
         self._kept_bytes = 0
         self._lock = threading.Lock()
+        self._direct: DirectGets | None = None  # s3fs called from outside its event loop: GETs received into the caller's buffer
+        if callable(getattr(fs, "_call_s3", None)) and not getattr(fs, "asynchronous", True):
+            from kafkalog.log.s3get import DirectGets
+
+            self._direct = DirectGets(fs)
 
     def _find(self, top: str) -> dict[str, dict]:
         """Every file under ``top`` with its details: one recursive listing, however many objects."""
@@ -260,15 +267,18 @@ class UrlStorage:
             return kept
         return _listed(path, lambda p: self._call(p, lambda: self.fs.cat_file(p, start=start, end=end))) + kept  # type: ignore[operator]
 
-    def read_range_into(self, path: str, start: int, view: memoryview) -> int:
+    def read_range_into(self, path: str, start: int, view: memoryview, progress: Callable[[int], None] | None = None) -> int:
         """:meth:`read_range` of ``[start, start + len(view))`` written into ``view``; the bytes
-        written (fewer at the file's end). From S3 (s3fs), the response body is copied into
+        written (fewer at the file's end). From S3 (s3fs), the response body is written into
         ``view`` as it arrives: no bytes object of the whole range is made, so a caller that
-        reuses its buffers (:class:`kafkalog.log.ranges.ReadAhead`) touches no new memory."""
+        reuses its buffers (:class:`kafkalog.log.ranges.ReadAhead`) touches no new memory; and
+        ``progress(n)`` is told, as they arrive, that the first ``n`` bytes are in ``view``, for a
+        reader to read them before the rest (should a request fail part-way and be sent again,
+        the same bytes are written again)."""
         end, kept = self._held_tail(path, start, start + len(view))
         n = 0
         if end > start:
-            n = _listed(path, lambda p: self._call(p, lambda: _fetch_into(self.fs, p, start, view[: end - start])))  # type: ignore[assignment]
+            n = _listed(path, lambda p: self._call(p, lambda: _fetch_into(self.fs, p, start, view[: end - start], self._direct, progress)))  # type: ignore[assignment]
             if n < end - start:  # the file ends there
                 return n
         view[n : n + len(kept)] = kept
@@ -354,25 +364,32 @@ class _TailFile(RemoteFile):
         super().close()
 
 
-def _fetch_into(fs: AbstractFileSystem, path: str, start: int, view: memoryview) -> int:
+def _fetch_into(fs: AbstractFileSystem, path: str, start: int, view: memoryview, direct: DirectGets | None,
+                progress: Callable[[int], None] | None = None) -> int:
     """Bytes ``[start, start + len(view))`` of ``path`` on ``fs`` written into ``view`` with one
-    ranged request; the bytes written. s3fs's response body is read as it arrives (a bytes object
-    of the whole range, as ``cat_file`` makes by joining the chunks, costs a copy and fresh memory:
-    on loopback, most of a client's CPU); any other filesystem's ``cat_file`` is copied in."""
+    ranged request; the bytes written. From s3fs (``direct``: :class:`~kafkalog.log.s3get.DirectGets`
+    of ``fs``), the body is received into ``view``, else s3fs's response body is copied in as it
+    arrives (a bytes object of the whole range, as ``cat_file`` makes by joining the chunks, costs a
+    copy and fresh memory: on loopback, most of a client's CPU); any other filesystem's
+    ``cat_file`` is copied in. ``progress``: as :meth:`UrlStorage.read_range_into`."""
     if not len(view):
         return 0
-    if not callable(getattr(fs, "_call_s3", None)) or getattr(fs, "asynchronous", True):  # not s3fs, or one in an event loop of its own
+    if direct is None:  # not s3fs, or one in an event loop of its own
         data = fs.cat_file(path, start=start, end=start + len(view))
         view[: len(data)] = data
         return len(data)
+    n = direct.get_into(path, start, view, progress)
+    if n is not None:
+        return n
     from fsspec.asyn import sync
 
-    return sync(fs.loop, _s3_get_into, fs, path, start, view)
+    return sync(fs.loop, _s3_get_into, fs, path, start, view, progress)
 
 
-async def _s3_get_into(fs: AbstractFileSystem, path: str, start: int, view: memoryview) -> int:
+async def _s3_get_into(fs: AbstractFileSystem, path: str, start: int, view: memoryview,
+                       progress: Callable[[int], None] | None = None) -> int:
     """One ranged GetObject of s3fs's ``fs`` (its retries, error translation and request options),
-    its body copied into ``view`` chunk by chunk."""
+    its body copied into ``view`` chunk by chunk (``progress``: told of each)."""
     bucket, key, version = fs.split_path(path)  # type: ignore[attr-defined]
     resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{start + len(view) - 1}",  # type: ignore[attr-defined]
                              **({"VersionId": version} if version else {}))
@@ -392,6 +409,8 @@ async def _s3_get_into(fs: AbstractFileSystem, path: str, start: int, view: memo
                 raise OSError(f"{fs.unstrip_protocol(path)}: the server sent more than the {len(view)} bytes asked for from byte {start}")
             view[n : n + len(chunk)] = chunk
             n += len(chunk)
+            if progress:
+                progress(n)
         return n
     finally:
         body.close()
