@@ -209,6 +209,8 @@ class PartitionLog:
         parent = _parent(r.dir)
         if parent not in log_dirs:
             log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
+        if r.whole:
+            return []  # every segment's .log is there: nothing orphaned (as find_gaps would answer)
         return find_gaps(r.dir, fs=self.fs, files=r.names, checkpoints=log_dirs[parent], tail=False)
 
     @property
@@ -426,7 +428,7 @@ class PartitionLog:
             hi = p.hi if end is None else end if p.hi is None else min(p.hi, end)
             if (hi is not None and lo >= hi) or p.seg.size == 0:
                 continue
-            mine = tuple(a for a in aborted if a[2] >= lo and (hi is None or a[1] < hi))
+            mine = tuple(a for a in aborted if a[2] >= lo and (hi is None or a[1] < hi)) if aborted else ()
             out.extend(self._cut(fsref, p, lo, hi, ts_lo, mine, split))
         return out
 
