@@ -39,8 +39,8 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, UrlStore, parse_object_key
-from kafkalog.log.leftovers import as_loaded, renamed_name
-from kafkalog.log.source import LocalStorage, UrlStorage, storage_of
+from kafkalog.log.leftovers import as_loaded, has_leftovers, renamed_name
+from kafkalog.log.source import Entry, LocalStorage, UrlStorage, storage_of
 from kafkalog.log.unified import topic_name_problem
 
 from .errors import LayoutError
@@ -128,6 +128,10 @@ class Replica:
     #: every file name of the directory's listing (the data-loss check reads orphaned index files
     #: and ``.deleted``/``.swap`` names, which ``segments`` leaves out)
     names: tuple[str, ...] = ()
+    #: the listing names plain segments only with their ``.log`` and holds no leftover of an
+    #: interrupted operation: no offsets can be orphaned (:func:`kafkalog.log.gaps.find_gaps` without
+    #: the tail finds none), so planning need not ask (False: ask)
+    whole: bool = False
 
     @property
     def key(self) -> tuple[str, int]:
@@ -163,26 +167,40 @@ def _open_listed(fs: AbstractFileSystem, path: str) -> BinaryIO:
         return fs.open(renamed_name(path), "rb")  # type: ignore[return-value]
 
 
-def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[dict]) -> Replica | None:
-    """The replica a listing describes, or None when the directory holds no segment files."""
+def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[Entry], name: str | None = None,
+             broker: tuple[str, int, str | None] | None = None) -> Replica | None:
+    """The replica a listing describes, or None when the directory holds no segment files.
+    ``name`` and ``broker``: the directory's name and its :func:`parse_partition_dir` as a broker's
+    dir, when the caller parsed them already (a tiered copy's names are parsed here)."""
     groups: dict[tuple[int, str | None], dict[str, tuple[str, int]]] = {}
     snapshots = []
-    files = {_basename(e["name"]): e for e in entries if e.get("type") == "file"}
-    names = list(files)
-    for name, e in as_loaded(files, lambda e: _open_listed(fs, e["name"])):  # as the broker has them after loading
-        m = _SEGMENT_FILE.match(name)
+    files = {e.name: e for e in entries}
+    names = sorted(files)
+    leftovers = has_leftovers(names)
+    # as the broker has them after loading (without a leftover: as listed)
+    loaded = as_loaded(files, lambda e: _open_listed(fs, e.path)) if leftovers else [(n, files[n]) for n in names]
+    # the pre-test of :attr:`Replica.whole`: a listing as loaded (no leftover) naming plain segments, each with its .log
+    plain_bases: set[int] = set()
+    plain_logs: set[int] = set()
+    for fname, e in loaded:
+        m = _SEGMENT_FILE.match(fname)
         if not m:
             continue
         base, seg_id, suffix = int(m[1]), m[2], m[3]
         if suffix == "snapshot":
-            snapshots.append((base, e["name"]))
-        else:
-            groups.setdefault((base, seg_id), {})[suffix] = (e["name"], int(e.get("size") or 0))
+            snapshots.append((base, e.path))
+            continue
+        groups.setdefault((base, seg_id), {})[suffix] = (e.path, e.size or 0)
+        if seg_id is None:
+            plain_bases.add(base)
+            if suffix == "log":
+                plain_logs.add(base)
     if not groups and not snapshots:
         return None
-    name = _basename(dir_path)
+    if name is None:
+        name = _basename(dir_path)
     tiered = any(seg_id is not None for _, seg_id in groups)
-    parsed = parse_partition_dir(name, tiered)
+    parsed = broker if broker is not None and not tiered else parse_partition_dir(name, tiered)
     if parsed is None:
         log.info("kafkalog source: skipping %s: %r is not a <topic>-<partition> directory name", dir_path, name)
         return None
@@ -190,20 +208,23 @@ def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[dict]) -> Repl
     if (problem := _topic_name_problem(topic)) is not None:
         log.warning("kafkalog source: %s: %s; read anyway", dir_path, problem)
     segments = []
-    for (base, seg_id), files in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
-        if "log" not in files:
+    for (base, seg_id), found in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        if "log" not in found:
             continue  # indexes without their .log (a segment being deleted): nothing to read
-        path, size = files["log"]
+        path, size = found["log"]
+        index, timeindex, txnindex = found.get("index"), found.get("timeindex"), found.get("txnindex")
         segments.append(
             SegmentFiles(
                 base, path, size,
-                index=files.get("index", (None,))[0],
-                timeindex=files.get("timeindex", (None,))[0],
-                txnindex=files.get("txnindex", (None,))[0],
+                index=index[0] if index else None,
+                timeindex=timeindex[0] if timeindex else None,
+                txnindex=txnindex[0] if txnindex else None,
                 segment_id=seg_id,
             )
         )
-    return Replica(topic, partition, dir_path, tuple(segments), tuple(sorted(snapshots)), topic_id, tuple(sorted(names)))
+    whole = bool(plain_bases) and len(plain_logs) == len(plain_bases) and not leftovers
+    snapshots.sort()
+    return Replica(topic, partition, dir_path, tuple(segments), tuple(snapshots), topic_id, tuple(names), whole)
 
 
 def _expand(fs: AbstractFileSystem, path: str) -> list[str]:
@@ -231,31 +252,35 @@ def filesystem_for(paths: Iterable[str], storage_options: tuple[tuple[str, objec
     return ref, stripped
 
 
-def _unwanted(name: str, wants: Callable[[str, int], bool] | None) -> bool:
+def _unwanted(name: str, broker: tuple[str, int, str | None] | None, wants: Callable[[str, int], bool] | None) -> bool:
     """Whether a directory named ``name`` is a partition directory ``wants`` refuses (read as a
-    broker's and as a tiered copy's name), so that it need not be listed."""
+    broker's, ``broker`` being :func:`parse_partition_dir` of it as one, and as a tiered copy's
+    name), so that it need not be listed."""
     if wants is None:
         return False
-    parsed = [p for p in (parse_partition_dir(name, False), parse_partition_dir(name, True)) if p is not None]
-    return bool(parsed) and not any(wants(topic, part) for topic, part, _ in parsed)
+    if broker is not None and wants(broker[0], broker[1]):
+        return False
+    tiered = parse_partition_dir(name, True)  # only asked when the broker's reading of the name is refused
+    if tiered is not None and tiered != broker:
+        return not wants(tiered[0], tiered[1])
+    return broker is not None
 
 
-def _tree(fs: AbstractFileSystem, root: str) -> tuple[list[dict], dict[str, list[dict]]]:
+def _tree(fs: AbstractFileSystem, root: str) -> tuple[list[Entry], dict[str, list[Entry]]]:
     """``root``'s files and those of every directory under it, at any depth, as kafkalog's own
     discovery lists them (:meth:`kafkalog.log.source.LocalStorage.tree`; on object storage one
     paginated listing of every key under the prefix, 1,000 a request on S3, where listing each
     partition directory would be a request apiece). Directories ending in ``-delete``, ``-future``
     or ``-stray`` are not entered."""
     storage = LocalStorage() if isinstance(fs, LocalFileSystem) else UrlStorage(fs)
-    top = root.rstrip("/") if isinstance(storage, UrlStorage) else root
-    own: list[dict] = []
-    children: dict[str, list[dict]] = {}
+    top = root.rstrip("/")
+    own: list[Entry] = []
+    children: dict[str, list[Entry]] = {}
     for d, files in sorted(storage.tree(root).items()):
-        entries = [{"name": e.path, "size": e.size, "type": "file"} for e in files]
-        if d.rstrip("/") == top.rstrip("/"):
-            own = entries
+        if d.rstrip("/") == top:
+            own = files
         else:
-            children[d] = entries
+            children[d] = files
     return own, children
 
 
@@ -319,13 +344,15 @@ def discover(
                 replicas[own.dir] = own
                 found += 1
                 continue
-            for child in children:
-                if _SKIPPED_DIR.search(_basename(child)):
+            for child, files in children.items():
+                name = _basename(child)
+                if _SKIPPED_DIR.search(name):
                     continue
-                if _unwanted(_basename(child), wants):
+                broker = parse_partition_dir(name, False)
+                if _unwanted(name, broker, wants):
                     found += 1
                     continue
-                rep = _replica(fs, child, children[child])
+                rep = _replica(fs, child, files, name, broker)
                 if rep is not None:
                     replicas[rep.dir] = rep
                     found += 1

@@ -209,6 +209,8 @@ class PartitionLog:
         parent = _parent(r.dir)
         if parent not in log_dirs:
             log_dirs[parent] = LogDirOffsets.read(parent, self.fs)
+        if r.whole:
+            return []  # every segment's .log is there: nothing orphaned (as find_gaps would answer)
         return find_gaps(r.dir, fs=self.fs, files=r.names, checkpoints=log_dirs[parent], tail=False)
 
     @property
@@ -238,7 +240,8 @@ class PartitionLog:
             # a segment answers for offsets up to the next segment's base, also one whose .log is
             # missing (its offsets are lost, or held by another replica: SPEC §6.8); a tiered
             # segment's manifest says where it ends
-            bases = sorted({g.start for g in self._orphans[r.dir]}.union(s.base_offset for s in segs))
+            orphans = self._orphans[r.dir]
+            bases = sorted({g.start for g in orphans}.union(s.base_offset for s in segs)) if orphans or len(segs) > 1 else [segs[0].base_offset]
             for s in segs:
                 j = bisect.bisect_right(bases, s.base_offset)
                 if s.next_offset is not None:
@@ -248,7 +251,8 @@ class PartitionLog:
                 else:
                     end = self.tail(r).next_offset if several else None
                 items.append((s.base_offset, end, s, j < len(bases) or s.next_offset is not None))
-        items.sort(key=lambda it: (it[0], -math.inf if it[1] is None else -it[1]))
+        if len(items) > 1:
+            items.sort(key=lambda it: (it[0], -math.inf if it[1] is None else -it[1]))
         pieces: list[Piece] = []
         covered: int | None = None
         for base, end, seg, closed in items:
@@ -276,7 +280,9 @@ class PartitionLog:
         for r in replicas:
             parent = _parent(r.dir)
             found.extend((r, g) for g in self._orphans[r.dir])
-            if r.segments and (c := claimed_end(r.dir, r.names, log_dirs[parent])) is not None:
+            # a name read as a broker's (no topic id in it) is read as find_gaps reads it: its parse is passed on
+            tp = r.key if r.topic_id is None else None
+            if r.segments and (c := claimed_end(r.dir, r.names, log_dirs[parent], partition=tp)) is not None:
                 claims.append(c)
         #: the furthest claimed log end, for the read of the last segment (single replica)
         self.claim = max(claims, default=None)
@@ -358,7 +364,6 @@ class PartitionLog:
 
     def resolve(self, spec: OffsetSpec, *, is_start: bool) -> int | None:
         """The offset ``spec`` designates for this partition (None: no end), checked for data loss."""
-        default_start = self.earliest
         kind = spec.kind
         if kind == "earliest":
             return self.earliest
@@ -368,7 +373,7 @@ class PartitionLog:
             return self.offset_for_timestamp(spec.timestamp, is_start=is_start)  # type: ignore[arg-type]
         value = spec.partitions().get((self.topic, self.partition))
         if value is None:
-            return default_start if is_start else None
+            return self.earliest if is_start else None
         if kind == "timestamps":
             return self.offset_for_timestamp(value, is_start=is_start)
         if value == EARLIEST:
@@ -426,7 +431,7 @@ class PartitionLog:
             hi = p.hi if end is None else end if p.hi is None else min(p.hi, end)
             if (hi is not None and lo >= hi) or p.seg.size == 0:
                 continue
-            mine = tuple(a for a in aborted if a[2] >= lo and (hi is None or a[1] < hi))
+            mine = tuple(a for a in aborted if a[2] >= lo and (hi is None or a[1] < hi)) if aborted else ()
             out.extend(self._cut(fsref, p, lo, hi, ts_lo, mine, split))
         return out
 
@@ -467,13 +472,15 @@ class PartitionLog:
                     cuts.append(pos)  # the gap from the previous entry alone is wider than ``max_bytes``
                     chunk_start = pos
                 prev = pos
-        bounds = [start_pos, *cuts, end_pos]
         claim = self.claim if hi is None and p.hi is None and not p.closed else None  # the last segment, read to its end
-        return [
-            SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a), seg.tiered,
-                         *((claim[0], claim[1]) if claim is not None and b is None else (None, "")))
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
+        out = []
+        a = start_pos
+        for b in [*cuts, end_pos]:
+            claimed, what = claim if claim is not None and b is None else (None, "")
+            out.append(SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a),
+                                    seg.tiered, claimed, what))
+            a = b
+        return out
 
 
 @functools.lru_cache(maxsize=64)  # asked three times for each replica in turn

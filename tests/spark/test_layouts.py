@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from helpers import GOLDEN, read_jsonl
+from kafkalog.log.gaps import find_gaps
 from kafkalog_spark import DataLossError, LayoutError
 from kafkalog_spark.layout import discover, parse_partition_dir
 
@@ -140,6 +141,20 @@ def test_discovery_skips_deleted_future_and_cleaner_files(layouts) -> None:  # n
     (layouts["tmp"] / "nothing" / "deeper" / "notes.txt").write_text("no Kafka files here")
     with pytest.raises(LayoutError, match="no Kafka partition directories"):
         discover(fs, [str(layouts["tmp"] / "nothing")])
+
+
+def test_only_a_listing_find_gaps_clears_is_whole(layouts) -> None:  # noqa: ANN001 - fixture
+    """Planning does not ask find_gaps about a replica marked whole: a listing whose plain segments
+    each have their .log, without leftovers; an orphaned index, leftovers or a tiered copy are asked."""
+    fs = fsspec.filesystem("file")
+    tmp = layouts["tmp"]
+    found = {r.dir.split("/")[-2]: r.whole for r in discover(fs, [str(tmp / d) for d in ("broker1", "broker2", "gap2")])}
+    assert found == {"broker1": True, "broker2": False, "gap2": False}  # broker2: leftovers; gap2: 0's .index without its .log
+    assert not any(r.whole for r in discover(fs, [str(tmp / "tiered")]))
+    whole = [r for r in discover(fs, [str(LOGDIR)]) if r.whole]
+    assert whole
+    for r in whole:
+        assert find_gaps(r.dir, fs=fs, files=r.names, tail=False) == []
 
 
 @pytest.mark.parametrize(

@@ -358,11 +358,14 @@ def find_gaps(
     return gaps
 
 
-def claimed_end(directory: str, files: Iterable[str], checkpoints: LogDirOffsets) -> tuple[int, str] | None:
+def claimed_end(
+    directory: str, files: Iterable[str], checkpoints: LogDirOffsets, *, partition: tuple[str, int] | None = None
+) -> tuple[int, str] | None:
     """The furthest log end that the names in a listing and the log dir's checkpoints claim (a
     producer snapshot's name, a clean shutdown's recovery point: R-LOSS-03), with what claims it,
-    read from no file; None when nothing does."""
-    tp = _topic_partition(directory)
+    read from no file; None when nothing does. ``partition``: the directory's (topic, partition)
+    when the caller has parsed its name already (a planner of many partitions), else read from it."""
+    tp = partition if partition is not None else _topic_partition(directory)
     if tp is None:
         return None
     snapshots = [int(m[1]) for n in files if (m := _SEGMENT.match(n)) and m[2] == "snapshot"]
