@@ -42,6 +42,7 @@ __all__ = [
     "OffsetIndex",
     "TimeIndex",
     "base_offset_of",
+    "last_offset",
 ]
 
 #: Kafka's default ``segment.index.bytes`` (10 MiB)
@@ -112,21 +113,28 @@ _SMALL = 4096
 _ENTRY = {"OFFSET_INDEX_DTYPE": struct.Struct(">ii"), "TIME_INDEX_DTYPE": struct.Struct(">qi")}
 
 
+def _small_slots(data: bytes, dtype_name: str) -> tuple[list[int], list[int], int]:
+    """:func:`_slots` of a few entries' bytes, as lists, unpacked without numpy (whose cost per call
+    would be most of the read), with the bytes after the last whole slot."""
+    entry = _ENTRY[dtype_name]
+    n = len(data) // entry.size
+    a, b = [list(c) for c in zip(*entry.iter_unpack(data[: n * entry.size]), strict=True)] or [[], []]
+    return a, b, len(data) - n * entry.size
+
+
 def _used(path: str | os.PathLike[str] | None, data: bytes | None, dtype_name: str, base: int, rel_field: int) -> tuple[np.ndarray, np.ndarray, int, int]:
     """The used entries of an index file (or its bytes) as two native int64 arrays, field 0 and
     field 1 (field ``rel_field``, the relative offset, made absolute by adding ``base``), with the
-    slot count and the bytes after the last whole slot: :func:`_slots` cut at :func:`_used_entries`.
-    A few entries' bytes are unpacked without numpy."""
+    slot count and the bytes after the last whole slot: :func:`_slots` cut at :func:`_used_entries`."""
     import numpy as np
 
     if data is not None and len(data) <= _SMALL:
-        entry = _ENTRY[dtype_name]
-        n = len(data) // entry.size
-        cols = [list(c) for c in zip(*entry.iter_unpack(data[: n * entry.size]), strict=True)] or [[], []]
+        a, b, trailing = _small_slots(data, dtype_name)
+        cols = [a, b]
         used = _used_entries(cols[rel_field], cols[1 - rel_field])
         cols = [c[:used] for c in cols]
         cols[rel_field] = [r + base for r in cols[rel_field]]
-        return np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64), n, len(data) - n * entry.size
+        return np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64), len(a), trailing
     a, b, n, trailing = _slots(path, data, _dtype(dtype_name))
     used = _used_entries((a, b)[rel_field], (a, b)[1 - rel_field])
     out = [a[:used], b[:used]]
@@ -201,6 +209,20 @@ class TimeIndex:
         if i < 0:
             return -1, self.base_offset
         return int(self.timestamps[i]), int(self.offsets[i])
+
+
+def last_offset(data: bytes, *, base_offset: int, time: bool = False) -> int | None:
+    """The offset of the last used entry of an index file's bytes (``time``: a ``.timeindex``'s),
+    None when it has none: the last of ``OffsetIndex.read(data=...).offsets`` (or ``TimeIndex``'s),
+    without making the arrays when the file holds a few entries (the claim a last segment's index
+    makes, which planning reads for every partition: SPEC R-LOSS-03)."""
+    dtype_name, rel_field = ("TIME_INDEX_DTYPE", 1) if time else ("OFFSET_INDEX_DTYPE", 0)
+    if len(data) > _SMALL:
+        offsets = (TimeIndex if time else OffsetIndex).read(data=data, base_offset=base_offset).offsets
+        return int(offsets[-1]) if len(offsets) else None
+    cols = _small_slots(data, dtype_name)
+    used = _used_entries(cols[rel_field], cols[1 - rel_field])
+    return cols[rel_field][used - 1] + base_offset if used else None
 
 
 def _used_entries(rel: np.ndarray | list[int], other: np.ndarray | list[int]) -> int:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 from kafkalog.errors import DataLossError, KafkaLogError, ReplicaDivergenceError
 from kafkalog.format.checkpoints import read_offset_checkpoint
 from kafkalog.format.files import is_url, open_url, url_filesystem
-from kafkalog.format.index import OffsetIndex, TimeIndex
+from kafkalog.format.index import OffsetIndex, last_offset
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.log.reads import log_start_offset
@@ -179,9 +179,10 @@ class _Files:
         self.fs = fs
         self.dir = directory.rstrip("/") if fs is not None else directory
         self.local = fs is None and open_log is None  # a .log is read with the file system calls alone
+        self._prefix = f"{self.dir}/" if fs is not None else os.path.join(directory, "")  # what join puts before a name
 
     def join(self, name: str) -> str:
-        return f"{self.dir}/{name}" if self.fs is not None else os.path.join(self.dir, name)
+        return self._prefix + name
 
     def parent(self) -> str:
         if self.fs is not None:
@@ -292,7 +293,12 @@ class LogDirOffsets:
 
 
 def _topic_partition(directory: str) -> tuple[str, int] | None:
-    m = _PARTITION_DIR.match(directory.replace(os.sep, "/").rstrip("/").rsplit("/", 1)[-1])
+    """The topic and partition a partition dir's name says (``<topic>-<partition>``), None for another name."""
+    name = directory.replace(os.sep, "/").rstrip("/").rsplit("/", 1)[-1]
+    topic, _, partition = name.rpartition("-")
+    if topic and partition.isascii() and partition.isdigit():  # as the pattern reads the usual name, without it
+        return topic, int(partition)
+    m = _PARTITION_DIR.match(name)
     return (m["topic"], int(m["partition"])) if m else None
 
 
@@ -328,8 +334,9 @@ def find_gaps(
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
     # a file listed empty holds no entry to read (a live one may have grown since, but only with
     # data its .log, listed earlier or read later, holds too): the usual empty partition opens nothing
-    sizes: Mapping[str, int | None] = listed if isinstance(listed, Mapping) else {}
-    names = listed if isinstance(listed, Mapping) else list(listed)
+    sized = isinstance(listed, (dict, Mapping))  # dict first: a Mapping check of its own is a call into abc
+    sizes: Mapping[str, int | None] = listed if sized else {}  # type: ignore[assignment]
+    names = listed if sized else list(listed)
     if checkpoints is None:
         checkpoints = LogDirOffsets.read(access.parent(), access.fs)
     tp = _topic_partition(shown)
@@ -366,7 +373,8 @@ def find_gaps(
     start = log_start_offset(checkpoints.log_start.get(tp), bases[0] if bases else None) or 0  # R-RCV-08
     last = bases[-1] if bases else None
 
-    last_files = {x for x in by_base[last] if sizes.get(f"{last:020d}.{x}") != 0} if last is not None else set()
+    last_stem = f"{last:020d}." if last is not None else ""
+    last_files = {x for x in by_base[last] if sizes.get(last_stem + x) != 0} if last is not None else set()
     indexes: dict[int, OffsetIndex] = {}
     # the claims are weighed against a last segment without its .log, or against the last .log's
     # end (``tail``); otherwise none is needed, and the last segment's indexes are not opened
@@ -396,13 +404,13 @@ def find_gaps(
     if last is None:
         gaps.append(Gap(shown, start, claim.end, f"the directory has no segment at all, and {claim.what}"))
         return gaps
-    log_end = _log_end(access, last, by_base[last], indexes.get(last), listed=f"{last:020d}.log" in names)
+    log_end = _log_end(access, last, by_base[last], indexes.get(last), listed=last_stem + "log" in names)
     lo = max(log_end, start)
     # a writer may have rolled and then cleaned the segment since the listing (only a segment that
     # is no longer the last is cleaned): its records past log_end were then compacted away, and the
     # offsets up to the new segment's base are explained (R-LOSS-02); the claims stand otherwise
     if claim.end > lo and not access.has_segment_above(last):
-        log_name = f"{last:020d}.log"
+        log_name = last_stem + "log"
         gaps.append(Gap(shown, lo, claim.end, f"the last segment {log_name} ends at offset {log_end}, and {claim.what}"))
     return gaps
 
@@ -445,9 +453,8 @@ def _claims(
             o = int(idx.offsets[-1])
             claims.append(_Claim(o + 1, f"{stem}.index has an entry for offset {o}"))
     if "timeindex" in last_files:
-        tidx = _parsed(access, access.join(stem + ".timeindex"), lambda data: TimeIndex.read(data=data, base_offset=last))
-        if tidx is not None and len(tidx):
-            o = int(tidx.offsets[-1])
+        o = _parsed(access, access.join(stem + ".timeindex"), lambda data: last_offset(data, base_offset=last, time=True))
+        if o is not None:
             claims.append(_Claim(o + 1, f"{stem}.timeindex has an entry for offset {o}"))
     if "txnindex" in last_files:
         txns = _parsed(access, access.join(stem + ".txnindex"), lambda data: read_txn_index(data=data))
