@@ -379,7 +379,7 @@ def find_gaps(
     # the claims are weighed against a last segment without its .log, or against the last .log's
     # end (``tail``); otherwise none is needed, and the last segment's indexes are not opened
     weighed = last is None or tail or "log" not in by_base[last]
-    claims = _claims(access, tp, checkpoints, snapshots, last, last_files, indexes) if weighed else []
+    claim = _furthest_claim(access, tp, checkpoints, snapshots, last, last_files, indexes) if weighed else None
     gaps: list[Gap] = []
     for i, base in enumerate(bases):
         if "log" in by_base[base]:
@@ -388,7 +388,6 @@ def find_gaps(
         if i + 1 < len(bases):
             hi, why = bases[i + 1], f"the next segment starts at {bases[i + 1]}"
         else:
-            claim = max(claims, key=lambda c: c.end, default=None)
             if claim is None or claim.end <= base:
                 continue  # an empty last segment: nothing it held is known
             hi, why = claim.end, claim.what
@@ -397,10 +396,8 @@ def find_gaps(
             gaps.append(Gap(shown, lo, hi, f"segment {base} has {shown_files} but no .log, and {why}"))
     if (last is not None and "log" not in by_base[last]) or (last is not None and not tail):
         return gaps
-    reach = [c for c in claims if c.end > max(start, last if last is not None else start)]
-    if not reach:
-        return gaps
-    claim = max(reach, key=lambda c: c.end)
+    if claim is None or claim.end <= max(start, last if last is not None else start):
+        return gaps  # no claim reaches past the log start and the last segment's base
     if last is None:
         gaps.append(Gap(shown, start, claim.end, f"the directory has no segment at all, and {claim.what}"))
         return gaps
@@ -423,45 +420,52 @@ def claimed_end(directory: str, files: Iterable[str], checkpoints: LogDirOffsets
     if tp is None:
         return None
     snapshots = [k[0] for n in files if (k := segment_file(n)) is not None and k[1] == "snapshot"]
-    claims = _claims(None, tp, checkpoints, snapshots, None, set())  # no file is read: no access to them
-    best = max(claims, key=lambda c: c.end, default=None)
-    return None if best is None else (best.end, best.what)
+    claim = _furthest_claim(None, tp, checkpoints, snapshots, None, set())  # no file is read: no access to them
+    return None if claim is None else (claim.end, claim.what)
 
 
-def _claims(
+def _furthest_claim(
     access: _Files | None, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: list[int], last: int | None, last_files: set[str],
     indexes: dict[int, OffsetIndex] | None = None,
-) -> list[_Claim]:
-    """Where the files say the log reached: each claim is an offset the log end was at or past.
+) -> _Claim | None:
+    """Where the files say the log reached, the furthest claim (the first of the furthest, in the
+    order below; None: nothing claims): each claim is an offset the log end was at or past.
     Only files a writer makes after the data they claim count (R-LOSS-03): a producer snapshot is
     written after the segment it is named by exists (a roll) or at close, an index entry after
     the batch it points at, and a clean shutdown's recovery point after the last write. The last
-    segment's offset index, once read, is left in ``indexes`` for :func:`_log_end`."""
-    claims = [_Claim(s, f"the producer snapshot {s:020d}.snapshot says the log reached offset {s}") for s in snapshots]
+    segment's offset index, once read, is left in ``indexes`` for :func:`_log_end`. Only the
+    furthest claim's words are written: a reader asks for them of each partition it plans."""
+    claims: list[tuple[int, str, int]] = []  # the end claimed, the words saying so ({0}: an offset, {1}: the segment), the offset
+    if snapshots:
+        s = max(snapshots)
+        claims.append((s, "the producer snapshot {0:020d}.snapshot says the log reached offset {0}", s))
     if tp in checkpoints.log_end_at_shutdown:
         end = checkpoints.log_end_at_shutdown[tp]
-        claims.append(_Claim(end, f"the log dir's {RECOVERY_POINT} says the log ended at offset {end} at its clean shutdown"))
-    if last is None or access is None:
-        return claims
-    stem = f"{last:020d}"
-    # an empty file (a listing that did not size it: :class:`kafkalog.log.source.Entry`) holds no entry: nothing to parse
-    if "index" in last_files:
-        idx = _parsed(access, access.join(stem + ".index"), lambda data: OffsetIndex.read(data=data, base_offset=last))
-        if idx is not None and indexes is not None:
-            indexes[last] = idx
-        if idx is not None and len(idx):
-            o = int(idx.offsets[-1])
-            claims.append(_Claim(o + 1, f"{stem}.index has an entry for offset {o}"))
-    if "timeindex" in last_files:
-        o = _parsed(access, access.join(stem + ".timeindex"), lambda data: last_offset(data, base_offset=last, time=True))
-        if o is not None:
-            claims.append(_Claim(o + 1, f"{stem}.timeindex has an entry for offset {o}"))
-    if "txnindex" in last_files:
-        txns = _parsed(access, access.join(stem + ".txnindex"), lambda data: read_txn_index(data=data))
-        if txns:
-            o = max(t.last_offset for t in txns)
-            claims.append(_Claim(o + 1, f"{stem}.txnindex has an aborted transaction ending at offset {o}"))
-    return claims
+        claims.append((end, f"the log dir's {RECOVERY_POINT} says the log ended at offset {{0}} at its clean shutdown", end))
+    stem = ""
+    if last is not None and access is not None:
+        stem = f"{last:020d}"
+        # an empty file (a listing that did not size it: :class:`kafkalog.log.source.Entry`) holds no entry: nothing to parse
+        if "index" in last_files:
+            idx = _parsed(access, access.join(stem + ".index"), lambda data: OffsetIndex.read(data=data, base_offset=last))
+            if idx is not None and indexes is not None:
+                indexes[last] = idx
+            if idx is not None and len(idx):
+                o = int(idx.offsets[-1])
+                claims.append((o + 1, "{1}.index has an entry for offset {0}", o))
+        if "timeindex" in last_files:
+            o = _parsed(access, access.join(stem + ".timeindex"), lambda data: last_offset(data, base_offset=last, time=True))
+            if o is not None:
+                claims.append((o + 1, "{1}.timeindex has an entry for offset {0}", o))
+        if "txnindex" in last_files:
+            txns = _parsed(access, access.join(stem + ".txnindex"), lambda data: read_txn_index(data=data))
+            if txns:
+                o = max(t.last_offset for t in txns)
+                claims.append((o + 1, "{1}.txnindex has an aborted transaction ending at offset {0}", o))
+    if not claims:
+        return None
+    end, words, offset = max(claims, key=lambda c: c[0])
+    return _Claim(end, words.format(offset, stem))
 
 
 def _parsed(access: _Files, path: str, parse: Callable[[bytes], T]) -> T | None:
@@ -477,7 +481,7 @@ def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None
     """The offset after the last whole batch of segment ``base``'s ``.log`` (its base offset when it
     holds none). The walk starts at the last index entry that lies inside the file, and steps back
     an entry at a time when no whole batch follows it (a torn or zero-filled tail). ``idx``: the
-    segment's offset index as :func:`_claims` read it (None: absent, listed empty or unreadable,
+    segment's offset index as :func:`_furthest_claim` read it (None: absent, listed empty or unreadable,
     so the walk starts at the first byte). ``listed``: the listing named the
     ``.log`` itself (not only its ``.swap``), so it is opened without asking whether it is there
     (a request apiece on object storage); renamed since, it is not found either way."""

@@ -18,6 +18,7 @@ Reading never writes: files are opened read-only and nothing is created.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import glob
 import os
@@ -559,7 +560,16 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
         segments.append(SegmentFiles(base, log, size, found.get("index", (None,))[0], found.get("timeindex", (None,))[0],
                                      found.get("txnindex", (None,))[0]))
     return PartitionFiles(storage, *topic_partition, directory, tuple(segments), tuple(sorted(snapshots)), log_dir,
-                          tuple([(e.name, e.size) for e in files]))
+                          tuple([_listed_pair(e.name, e.size) for e in files]))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _listed_pair(name: str, size: int | None) -> tuple[str, int | None]:
+    """A (name, size) of a :attr:`PartitionFiles.listing`, one tuple for every partition dir that
+    lists the file alike (most do: ``partition.metadata``, an unsized ``00000000000000000000.index``):
+    over 100,000 partition dirs, a few shared tuples rather than 600,000 for the memory to hold and
+    Python's cyclic garbage collector to walk."""
+    return name, size
 
 
 def _is_kafka_file(name: str) -> bool:
