@@ -167,7 +167,36 @@ def read_offset_checkpoint(path: str | os.PathLike[str] | None = None, *, data: 
     """(topic, partition) -> offset of a recovery-point/replication/log-start/cleaner checkpoint.
     As in Kafka, a line starting with whitespace has an empty topic name."""
     text, name = _text(path, data)
+    plain = _plain_offset_entries(text)
+    if plain is not None:
+        return plain
     return {(t, _int(p, name, at, 32)): _int(o, name, at) for (t, p, o), at in _checkpoint_lines(text, name, 3)}
+
+
+#: A checkpoint as Kafka writes one (CheckpointFile.write): the version 0 and the entry count on
+#: lines of their own, then the entries' lines (``topic partition offset``, single spaces, LF ends).
+_PLAIN_HEAD = re.compile(r"0\n([0-9]{1,9})\n")
+#: One such entry line: a topic of visible ASCII, a partition of at most 9 digits and an offset of at
+#: most 18 (a Java int and a Java long whatever the digits).
+_PLAIN_ENTRY = re.compile(r"^([!-~]+) ([0-9]{1,9}) ([0-9]{1,18})$", re.M)
+
+
+def _plain_offset_entries(text: str) -> dict[tuple[str, int], int] | None:
+    """The entries of an offset checkpoint written as Kafka writes it, read with one regular
+    expression; None for any other text, which :func:`_checkpoint_lines` then reads line by line
+    (and judges). Both readings give the same entries: a line the pattern takes is one that
+    line-by-line reading splits into the same three fields and numbers. A data dir's checkpoint has
+    a line per partition: over 100,000 partitions, line-by-line reading was most of the time
+    planning spent in a data dir's files."""
+    head = _PLAIN_HEAD.match(text)
+    if head is None:
+        return None
+    body = text[head.end() :]
+    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
+    entries = _PLAIN_ENTRY.findall(body)
+    if len(entries) != lines or lines != int(head[1]):
+        return None
+    return {(t, int(p)): int(o) for t, p, o in entries}
 
 
 def _int(field: str, name: str | None, position: int, bits: int = 64) -> int:

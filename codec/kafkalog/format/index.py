@@ -42,6 +42,7 @@ __all__ = [
     "OffsetIndex",
     "TimeIndex",
     "base_offset_of",
+    "last_offset",
 ]
 
 #: Kafka's default ``segment.index.bytes`` (10 MiB)
@@ -105,6 +106,42 @@ def _slots(
     return arr[dtype.names[0]].astype(np.int64), arr[dtype.names[1]].astype(np.int64), n, total - n * dtype.itemsize
 
 
+#: The most bytes of index read without numpy (a few entries, as in a last segment's trimmed index,
+#: which planning reads for each partition): numpy's cost per call would be most of such a read.
+_SMALL = 4096
+#: The struct formats of schemas.OFFSET_INDEX_ENTRY and schemas.TIME_INDEX_ENTRY (the dtypes' fields).
+_ENTRY = {"OFFSET_INDEX_DTYPE": struct.Struct(">ii"), "TIME_INDEX_DTYPE": struct.Struct(">qi")}
+
+
+def _small_slots(data: bytes, dtype_name: str) -> tuple[list[int], list[int], int]:
+    """:func:`_slots` of a few entries' bytes, as lists, unpacked without numpy (whose cost per call
+    would be most of the read), with the bytes after the last whole slot."""
+    entry = _ENTRY[dtype_name]
+    n = len(data) // entry.size
+    a, b = [list(c) for c in zip(*entry.iter_unpack(data[: n * entry.size]), strict=True)] or [[], []]
+    return a, b, len(data) - n * entry.size
+
+
+def _used(path: str | os.PathLike[str] | None, data: bytes | None, dtype_name: str, base: int, rel_field: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The used entries of an index file (or its bytes) as two native int64 arrays, field 0 and
+    field 1 (field ``rel_field``, the relative offset, made absolute by adding ``base``), with the
+    slot count and the bytes after the last whole slot: :func:`_slots` cut at :func:`_used_entries`."""
+    import numpy as np
+
+    if data is not None and len(data) <= _SMALL:
+        a, b, trailing = _small_slots(data, dtype_name)
+        cols = [a, b]
+        used = _used_entries(cols[rel_field], cols[1 - rel_field])
+        cols = [c[:used] for c in cols]
+        cols[rel_field] = [r + base for r in cols[rel_field]]
+        return np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64), len(a), trailing
+    a, b, n, trailing = _slots(path, data, _dtype(dtype_name))
+    used = _used_entries((a, b)[rel_field], (a, b)[1 - rel_field])
+    out = [a[:used], b[:used]]
+    out[rel_field] += base
+    return out[0], out[1], n, trailing
+
+
 @dataclass
 class OffsetIndex:
     """An offset index: ``offsets[i]`` (absolute) is at byte ``positions[i]`` of the ``.log``.
@@ -126,11 +163,8 @@ class OffsetIndex:
         """Read an index file (or its bytes)."""
         name = None if path is None else os.fspath(path)
         base = base_offset if base_offset is not None else base_offset_of(path)  # type: ignore[arg-type]
-        rel, pos, n, trailing = _slots(path, data, _dtype("OFFSET_INDEX_DTYPE"))
-        used = _used_entries(rel, pos)
-        rel = rel[:used]
-        rel += base
-        return cls(base, rel, pos[:used], n, name, trailing)
+        offsets, positions, n, trailing = _used(path, data, "OFFSET_INDEX_DTYPE", base, 0)
+        return cls(base, offsets, positions, n, name, trailing)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -161,11 +195,8 @@ class TimeIndex:
         """Read a time index file (or its bytes)."""
         name = None if path is None else os.fspath(path)
         base = base_offset if base_offset is not None else base_offset_of(path)  # type: ignore[arg-type]
-        ts, rel, n, trailing = _slots(path, data, _dtype("TIME_INDEX_DTYPE"))
-        used = _used_entries(rel, ts)
-        rel = rel[:used]
-        rel += base
-        return cls(base, ts[:used], rel, n, name, trailing)
+        timestamps, offsets, n, trailing = _used(path, data, "TIME_INDEX_DTYPE", base, 1)
+        return cls(base, timestamps, offsets, n, name, trailing)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -180,14 +211,32 @@ class TimeIndex:
         return int(self.timestamps[i]), int(self.offsets[i])
 
 
-def _used_entries(rel: np.ndarray, other: np.ndarray) -> int:
-    import numpy as np
+def last_offset(data: bytes, *, base_offset: int, time: bool = False) -> int | None:
+    """The offset of the last used entry of an index file's bytes (``time``: a ``.timeindex``'s),
+    None when it has none: the last of ``OffsetIndex.read(data=...).offsets`` (or ``TimeIndex``'s),
+    without making the arrays when the file holds a few entries (the claim a last segment's index
+    makes, which planning reads for every partition: SPEC R-LOSS-03)."""
+    dtype_name, rel_field = ("TIME_INDEX_DTYPE", 1) if time else ("OFFSET_INDEX_DTYPE", 0)
+    if len(data) > _SMALL:
+        offsets = (TimeIndex if time else OffsetIndex).read(data=data, base_offset=base_offset).offsets
+        return int(offsets[-1]) if len(offsets) else None
+    cols = _small_slots(data, dtype_name)
+    used = _used_entries(cols[rel_field], cols[1 - rel_field])
+    return cols[rel_field][used - 1] + base_offset if used else None
 
+
+def _used_entries(rel: np.ndarray | list[int], other: np.ndarray | list[int]) -> int:
+    """The entries before the zero-filled preallocated tail (see :class:`OffsetIndex`), of numpy
+    arrays or of lists (a few entries, unpacked without numpy)."""
     n = len(rel)
     if n == 0:
         return 0
     if rel[0] == 0 and other[0] == 0:
         return 0
+    if isinstance(rel, list):
+        return next((i for i in range(1, n) if rel[i] == 0), n)
+    import numpy as np
+
     zeros = np.flatnonzero(rel[1:] == 0)
     return int(zeros[0]) + 1 if len(zeros) else n
 

@@ -27,18 +27,19 @@ snapshots, so a live directory is not reported for data being written.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import posixpath
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 from kafkalog.errors import DataLossError, KafkaLogError, ReplicaDivergenceError
 from kafkalog.format.checkpoints import read_offset_checkpoint
 from kafkalog.format.files import is_url, open_url, url_filesystem
-from kafkalog.format.index import OffsetIndex, TimeIndex
+from kafkalog.format.index import OffsetIndex, last_offset
 from kafkalog.format.records.stream import LogReader
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.log.reads import log_start_offset
@@ -47,15 +48,21 @@ if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
 
 __all__ = [
-    "Divergence", "Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "last_next_offset", "raise_on_gaps", "segment_bases",
-    "subtract_spans",
+    "Divergence", "Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "last_next_offset", "raise_on_gaps", "read_local",
+    "segment_bases", "segment_file", "subtract_spans",
 ]
 
-#: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged)
-_SEGMENT = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
-_SWAPPED_LOG = re.compile(r"^(\d{20})\.log\.swap$")
-_DELETED_LOG = re.compile(r"^(\d{20})\.log\.deleted$")
+T = TypeVar("T")
+
+#: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged),
+#: and a ``.log`` renamed ``.log.swap`` (an interrupted swap) or ``.log.deleted`` (leaving the log)
+_SEGMENT = re.compile(r"^(\d{20})\.(?:(log|index|timeindex|txnindex|snapshot)|log\.(swap|deleted))$")
+#: ``<topic>-<partition>``: any topic part is read (Kafka's naming rule is the writer's concern)
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
+#: the kinds :func:`segment_file` gives a plain segment file (not a renamed ``.log``)
+SEGMENT_KINDS = frozenset({"log", "index", "timeindex", "txnindex", "snapshot"})
+#: the kinds of file that make a segment (a producer snapshot is named by an offset, not a segment)
+_INDEXED = frozenset({"log", "index", "timeindex", "txnindex"})
 
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
@@ -122,11 +129,24 @@ def subtract_spans(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -
     return out
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def segment_file(name: str) -> tuple[int, str] | None:
+    """The base offset and kind of a plain segment file's name (``00000000000000000042.log``:
+    ``(42, "log")``; the kinds are :data:`SEGMENT_KINDS`), of a ``.log`` renamed ``.log.swap`` or
+    ``.log.deleted`` (kind ``"log.swap"``, ``"log.deleted"``); None for any other name. Every
+    listing of a partition is read through this one parse, and the same names recur in each
+    partition dir (``00000000000000000000.log``, ``partition.metadata``): the answers are kept."""
+    m = _SEGMENT.match(name)
+    if m is None:
+        return None
+    return int(m[1]), m[2] or f"log.{m[3]}"
+
+
 def segment_bases(names: Iterable[str]) -> list[int]:
     """The base offsets that a directory listing's segment files (``.log``, ``.index``,
     ``.timeindex``, ``.txnindex``) name, sorted: each segment answers for the offsets up to the
     next one's base offset (R-ROLL-03), whether or not its ``.log`` is there."""
-    return sorted({int(m[1]) for n in names if (m := _SEGMENT.match(n)) and m[2] != "snapshot"})
+    return sorted({k[0] for n in names if (k := segment_file(n)) is not None and k[1] in _INDEXED})
 
 
 def gaps_error(gaps: list[Gap]) -> DataLossError:
@@ -158,9 +178,11 @@ class _Files:
             fs, directory = url_filesystem(directory)
         self.fs = fs
         self.dir = directory.rstrip("/") if fs is not None else directory
+        self.local = fs is None and open_log is None  # a .log is read with the file system calls alone
+        self._prefix = f"{self.dir}/" if fs is not None else os.path.join(directory, "")  # what join puts before a name
 
     def join(self, name: str) -> str:
-        return f"{self.dir}/{name}" if self.fs is not None else os.path.join(self.dir, name)
+        return self._prefix + name
 
     def parent(self) -> str:
         if self.fs is not None:
@@ -191,8 +213,7 @@ class _Files:
             return self.read_file(path)
         if self.fs is not None:
             return self.fs.cat_file(path)
-        with open(path, "rb", buffering=0) as f:  # read whole at once: a buffer would be one more object per small file
-            return f.readall()
+        return read_local(path)
 
     def open(self, path: str) -> BinaryIO:
         if self.open_log is not None:
@@ -203,6 +224,36 @@ class _Files:
 
     def exists(self, path: str) -> bool:
         return self.fs.exists(path) if self.fs is not None else os.path.exists(path)
+
+
+def read_local(path: str) -> bytes:
+    """A whole local file, read with the file system calls alone: open, fstat, one read, close. A
+    file object (``open(path, "rb")``) makes as many calls again, and planning reads a few small
+    files (the last segment's indexes, its ``.log``'s end) of every partition."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _read_fd(fd, os.fstat(fd).st_size, None)
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int, size: int, pos: int | None) -> bytes:
+    """The ``size`` bytes of an open local file from ``pos`` on (None: from where it stands, and on
+    to its end if it has grown past ``size`` since), fewer when it ends first. One read when the
+    system gives all that is asked, as it does for a regular file short of its end."""
+    want = size if pos is not None else size + 1  # one byte more: a read to the end tells it has not grown
+    data = os.read(fd, want) if pos is None else os.pread(fd, want, pos)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size or pos is None:
+        more = os.read(fd, max(size - got, 1 << 16)) if pos is None else os.pread(fd, size - got, pos + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
 
 
 # ------------------------------------------------------------------------------- checkpoints
@@ -242,7 +293,12 @@ class LogDirOffsets:
 
 
 def _topic_partition(directory: str) -> tuple[str, int] | None:
-    m = _PARTITION_DIR.match(posixpath.basename(directory.replace(os.sep, "/").rstrip("/")))
+    """The topic and partition a partition dir's name says (``<topic>-<partition>``), None for another name."""
+    name = directory.replace(os.sep, "/").rstrip("/").rsplit("/", 1)[-1]
+    topic, _, partition = name.rpartition("-")
+    if topic and partition.isascii() and partition.isdigit():  # as the pattern reads the usual name, without it
+        return topic, int(partition)
+    m = _PARTITION_DIR.match(name)
     return (m["topic"], int(m["partition"])) if m else None
 
 
@@ -276,10 +332,11 @@ def find_gaps(
     shown = os.fspath(directory)
     access = _Files(shown, fs, open_log, read_file)
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
-    names = list(listed)
     # a file listed empty holds no entry to read (a live one may have grown since, but only with
     # data its .log, listed earlier or read later, holds too): the usual empty partition opens nothing
-    empty = {n for n, size in listed.items() if size == 0} if isinstance(listed, Mapping) else set()
+    sized = isinstance(listed, (dict, Mapping))  # dict first: a Mapping check of its own is a call into abc
+    sizes: Mapping[str, int | None] = listed if sized else {}  # type: ignore[assignment]
+    names = listed if sized else list(listed)
     if checkpoints is None:
         checkpoints = LogDirOffsets.read(access.parent(), access.fs)
     tp = _topic_partition(shown)
@@ -290,16 +347,15 @@ def find_gaps(
     snapshots: list[int] = []
     deleted: set[int] = set()
     for name in names:
-        if m := _SEGMENT.match(name):
-            base, suffix = int(m[1]), m[2]
-            if suffix == "snapshot":
-                snapshots.append(base)
-            else:
-                by_base.setdefault(base, set()).add(suffix)
-        elif m := _SWAPPED_LOG.match(name):  # an interrupted swap: the .swap stands for the .log (R-RCV-04)
-            by_base.setdefault(int(m[1]), set()).add("log")
-        elif m := _DELETED_LOG.match(name):
-            deleted.add(int(m[1]))
+        if (k := segment_file(name)) is None:
+            continue
+        base, kind = k
+        if kind == "snapshot":
+            snapshots.append(base)
+        elif kind == "log.deleted":
+            deleted.add(base)
+        else:  # an interrupted swap's .log.swap stands for the .log (R-RCV-04)
+            by_base.setdefault(base, set()).add("log" if kind == "log.swap" else kind)
     # a segment whose .log was renamed .deleted is leaving the log (retention R-RET-08, cleaner R-CMP-14):
     # its index files may not be renamed yet
     for base in deleted:
@@ -317,12 +373,13 @@ def find_gaps(
     start = log_start_offset(checkpoints.log_start.get(tp), bases[0] if bases else None) or 0  # R-RCV-08
     last = bases[-1] if bases else None
 
-    last_files = {x for x in by_base.get(last, set()) if f"{last:020d}.{x}" not in empty} if last is not None else set()
+    last_stem = f"{last:020d}." if last is not None else ""
+    last_files = {x for x in by_base[last] if sizes.get(last_stem + x) != 0} if last is not None else set()
     indexes: dict[int, OffsetIndex] = {}
     # the claims are weighed against a last segment without its .log, or against the last .log's
     # end (``tail``); otherwise none is needed, and the last segment's indexes are not opened
     weighed = last is None or tail or "log" not in by_base[last]
-    claims = _claims(access, tp, checkpoints, snapshots, last, last_files, indexes) if weighed else []
+    claim = _furthest_claim(access, tp, checkpoints, snapshots, last, last_files, indexes) if weighed else None
     gaps: list[Gap] = []
     for i, base in enumerate(bases):
         if "log" in by_base[base]:
@@ -331,7 +388,6 @@ def find_gaps(
         if i + 1 < len(bases):
             hi, why = bases[i + 1], f"the next segment starts at {bases[i + 1]}"
         else:
-            claim = max(claims, key=lambda c: c.end, default=None)
             if claim is None or claim.end <= base:
                 continue  # an empty last segment: nothing it held is known
             hi, why = claim.end, claim.what
@@ -340,20 +396,18 @@ def find_gaps(
             gaps.append(Gap(shown, lo, hi, f"segment {base} has {shown_files} but no .log, and {why}"))
     if (last is not None and "log" not in by_base[last]) or (last is not None and not tail):
         return gaps
-    reach = [c for c in claims if c.end > max(start, last if last is not None else start)]
-    if not reach:
-        return gaps
-    claim = max(reach, key=lambda c: c.end)
+    if claim is None or claim.end <= max(start, last if last is not None else start):
+        return gaps  # no claim reaches past the log start and the last segment's base
     if last is None:
         gaps.append(Gap(shown, start, claim.end, f"the directory has no segment at all, and {claim.what}"))
         return gaps
-    log_end = _log_end(access, last, by_base[last], indexes.get(last), listed=f"{last:020d}.log" in names)
+    log_end = _log_end(access, last, by_base[last], indexes.get(last), listed=last_stem + "log" in names)
     lo = max(log_end, start)
     # a writer may have rolled and then cleaned the segment since the listing (only a segment that
     # is no longer the last is cleaned): its records past log_end were then compacted away, and the
     # offsets up to the new segment's base are explained (R-LOSS-02); the claims stand otherwise
     if claim.end > lo and not access.has_segment_above(last):
-        log_name = f"{last:020d}.log"
+        log_name = last_stem + "log"
         gaps.append(Gap(shown, lo, claim.end, f"the last segment {log_name} ends at offset {log_end}, and {claim.what}"))
     return gaps
 
@@ -368,59 +422,69 @@ def claimed_end(
     tp = partition if partition is not None else _topic_partition(directory)
     if tp is None:
         return None
-    snapshots = [int(m[1]) for n in files if (m := _SEGMENT.match(n)) and m[2] == "snapshot"]
-    claims = _claims(_Files(directory, None), tp, checkpoints, snapshots, None, set())
-    best = max(claims, key=lambda c: c.end, default=None)
-    return None if best is None else (best.end, best.what)
+    snapshots = [k[0] for n in files if (k := segment_file(n)) is not None and k[1] == "snapshot"]
+    claim = _furthest_claim(None, tp, checkpoints, snapshots, None, set())  # no file is read: no access to them
+    return None if claim is None else (claim.end, claim.what)
 
 
-def _claims(
-    access: _Files, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: list[int], last: int | None, last_files: set[str],
+def _furthest_claim(
+    access: _Files | None, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: list[int], last: int | None, last_files: set[str],
     indexes: dict[int, OffsetIndex] | None = None,
-) -> list[_Claim]:
-    """Where the files say the log reached: each claim is an offset the log end was at or past.
+) -> _Claim | None:
+    """Where the files say the log reached, the furthest claim (the first of the furthest, in the
+    order below; None: nothing claims): each claim is an offset the log end was at or past.
     Only files a writer makes after the data they claim count (R-LOSS-03): a producer snapshot is
     written after the segment it is named by exists (a roll) or at close, an index entry after
     the batch it points at, and a clean shutdown's recovery point after the last write. The last
-    segment's offset index, once read, is left in ``indexes`` for :func:`_log_end`."""
-    claims = [_Claim(s, f"the producer snapshot {s:020d}.snapshot says the log reached offset {s}") for s in snapshots]
+    segment's offset index, once read, is left in ``indexes`` for :func:`_log_end`. Only the
+    furthest claim's words are written: a reader asks for them of each partition it plans."""
+    claims: list[tuple[int, str, int]] = []  # the end claimed, the words saying so ({0}: an offset, {1}: the segment), the offset
+    if snapshots:
+        s = max(snapshots)
+        claims.append((s, "the producer snapshot {0:020d}.snapshot says the log reached offset {0}", s))
     if tp in checkpoints.log_end_at_shutdown:
         end = checkpoints.log_end_at_shutdown[tp]
-        claims.append(_Claim(end, f"the log dir's {RECOVERY_POINT} says the log ended at offset {end} at its clean shutdown"))
-    if last is None:
-        return claims
-    stem = f"{last:020d}"
-    # an empty file (a listing that did not size it: :class:`kafkalog.log.source.Entry`) holds no entry: nothing to parse
-    if "index" in last_files:
-        with contextlib.suppress(OSError, KafkaLogError):
-            data = access.read(access.join(stem + ".index"))
-            idx = OffsetIndex.read(data=data, base_offset=last) if data else None
+        claims.append((end, f"the log dir's {RECOVERY_POINT} says the log ended at offset {{0}} at its clean shutdown", end))
+    stem = ""
+    if last is not None and access is not None:
+        stem = f"{last:020d}"
+        # an empty file (a listing that did not size it: :class:`kafkalog.log.source.Entry`) holds no entry: nothing to parse
+        if "index" in last_files:
+            idx = _parsed(access, access.join(stem + ".index"), lambda data: OffsetIndex.read(data=data, base_offset=last))
             if idx is not None and indexes is not None:
                 indexes[last] = idx
             if idx is not None and len(idx):
                 o = int(idx.offsets[-1])
-                claims.append(_Claim(o + 1, f"{stem}.index has an entry for offset {o}"))
-    if "timeindex" in last_files:
-        with contextlib.suppress(OSError, KafkaLogError):
-            data = access.read(access.join(stem + ".timeindex"))
-            tidx = TimeIndex.read(data=data, base_offset=last) if data else None
-            if tidx is not None and len(tidx):
-                o = int(tidx.offsets[-1])
-                claims.append(_Claim(o + 1, f"{stem}.timeindex has an entry for offset {o}"))
-    if "txnindex" in last_files:
-        with contextlib.suppress(OSError, KafkaLogError):
-            txns = read_txn_index(data=access.read(access.join(stem + ".txnindex")))
+                claims.append((o + 1, "{1}.index has an entry for offset {0}", o))
+        if "timeindex" in last_files:
+            o = _parsed(access, access.join(stem + ".timeindex"), lambda data: last_offset(data, base_offset=last, time=True))
+            if o is not None:
+                claims.append((o + 1, "{1}.timeindex has an entry for offset {0}", o))
+        if "txnindex" in last_files:
+            txns = _parsed(access, access.join(stem + ".txnindex"), lambda data: read_txn_index(data=data))
             if txns:
                 o = max(t.last_offset for t in txns)
-                claims.append(_Claim(o + 1, f"{stem}.txnindex has an aborted transaction ending at offset {o}"))
-    return claims
+                claims.append((o + 1, "{1}.txnindex has an aborted transaction ending at offset {0}", o))
+    if not claims:
+        return None
+    end, words, offset = max(claims, key=lambda c: c[0])
+    return _Claim(end, words.format(offset, stem))
+
+
+def _parsed(access: _Files, path: str, parse: Callable[[bytes], T]) -> T | None:
+    """``parse`` of a file's bytes; None when it is empty, absent, unreadable or damaged: it claims nothing."""
+    try:
+        data = access.read(path)
+        return parse(data) if data else None
+    except (OSError, KafkaLogError):
+        return None
 
 
 def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None, *, listed: bool = False) -> int:
     """The offset after the last whole batch of segment ``base``'s ``.log`` (its base offset when it
     holds none). The walk starts at the last index entry that lies inside the file, and steps back
     an entry at a time when no whole batch follows it (a torn or zero-filled tail). ``idx``: the
-    segment's offset index as :func:`_claims` read it (None: absent, listed empty or unreadable,
+    segment's offset index as :func:`_furthest_claim` read it (None: absent, listed empty or unreadable,
     so the walk starts at the first byte). ``listed``: the listing named the
     ``.log`` itself (not only its ``.swap``), so it is opened without asking whether it is there
     (a request apiece on object storage); renamed since, it is not found either way."""
@@ -428,19 +492,45 @@ def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None
     path = access.join(stem + ".log")
     if "log" in files and not listed and not access.exists(path):
         path += ".swap"
-    positions = [0]
-    if idx is not None:
-        positions += [int(p) for p in idx.positions.tolist()]
+    positions = [0] if idx is None else [0, *idx.positions.tolist()]
+    if access.local:
+        return _local_log_end(path, positions, base)
     try:
         fh = access.open(path)
     except FileNotFoundError:
         return base  # renamed away since the listing (R-LIVE-03): nothing of it is known
     with fh:
         size = fh.seek(0, io.SEEK_END)
-        for pos in sorted({p for p in positions if p < size}, reverse=True):
+        for pos in _walk_from(positions, size):
             end = last_next_offset(fh, pos)
             if end is not None:
                 return end
+    return base
+
+
+def _walk_from(positions: list[int], size: int) -> list[int]:
+    """Where :func:`_log_end` walks from, in the order tried: the positions inside the file, last first."""
+    return sorted({p for p in positions if p < size}, reverse=True)
+
+
+def _local_log_end(path: str, positions: list[int], base: int) -> int:
+    """:func:`_log_end` of a local ``.log``, read with the file system calls alone (as :func:`read_local`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return base  # renamed away since the listing (R-LIVE-03): nothing of it is known
+    try:
+        size = os.fstat(fd).st_size
+        for pos in _walk_from(positions, size):
+            if size - pos <= WHOLE_TAIL:
+                end = _last_end(LogReader(_read_fd(fd, size - pos, pos)))
+            else:
+                with open(fd, "rb", closefd=False) as fh:
+                    end = last_next_offset(fh, pos)
+            if end is not None:
+                return end
+    finally:
+        os.close(fd)
     return base
 
 
@@ -450,9 +540,15 @@ def last_next_offset(fh: BinaryIO, pos: int) -> int | None:
     segment's rest past its last index entry: one read, not two a batch)."""
     size = fh.seek(0, io.SEEK_END)
     fh.seek(pos)
+    return _last_end(LogReader(fh.read(size - pos)) if size - pos <= WHOLE_TAIL else LogReader(fh, start=pos))
+
+
+def _last_end(reader: LogReader) -> int | None:
+    """The offset after the last whole batch ``reader`` gives before its end or a damaged batch (None: no batch)."""
     end = None
-    reader = LogReader(fh.read(size - pos)) if size - pos <= WHOLE_TAIL else LogReader(fh, start=pos)
-    with contextlib.suppress(KafkaLogError):
+    try:
         for batch in reader.batches():
             end = batch.last_offset + 1
+    except KafkaLogError:
+        pass
     return end

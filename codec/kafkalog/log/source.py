@@ -18,6 +18,7 @@ Reading never writes: files are opened read-only and nothing is created.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import glob
 import os
@@ -25,11 +26,11 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, Protocol, TypeVar
 
 from kafkalog.errors import KafkaLogError, LogNotFoundError
 from kafkalog.format.files import RemoteFile, UrlFile, is_url, url_filesystem
-from kafkalog.log.gaps import Gap, LogDirOffsets, find_gaps
+from kafkalog.log.gaps import _PARTITION_DIR, SEGMENT_KINDS, Gap, LogDirOffsets, find_gaps, read_local, segment_file
 from kafkalog.log.leftovers import as_loaded, renamed_name
 from kafkalog.log.reads import log_start_offset
 
@@ -54,9 +55,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
-#: ``<topic>-<partition>``: any topic part is read (Kafka's naming rule is the writer's concern)
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
 #: a pending delete, a future replica, a stray: Kafka reads none of them as the partition's log
 _SKIPPED_DIR = re.compile(r"-(delete|future|stray)$")
 #: files that make a directory a partition dir even when it holds no segment (an empty partition)
@@ -68,21 +66,29 @@ _PARTITION_FILES = frozenset({"partition.metadata", "leader-epoch-checkpoint"})
 _SIZED = (".log", ".log.swap")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One directory entry: its full path (as the storage names it), size and whether it is a
-    directory, and its ``name`` (the last part of the path, found from it when not given).
-    ``size`` is None when the listing did not ask for it: a local listing stats only the files
-    named in :data:`_SIZED`."""
-
+class _EntryFields(NamedTuple):
     path: str
     size: int | None
     is_dir: bool
-    name: str = field(default="", compare=False)
+    name: str
 
-    def __post_init__(self) -> None:
-        if not self.name:
-            object.__setattr__(self, "name", self.path.rstrip("/").rsplit("/", 1)[-1])
+
+class Entry(_EntryFields):
+    """One directory entry: its full path (as the storage names it), size and whether it is a
+    directory, and its ``name`` (the last part of the path, found from it when not given).
+    ``size`` is None when the listing did not ask for it: a local listing stats only the files
+    named in :data:`_SIZED`.
+
+    A named tuple: a listing of 100,000 partition dirs makes an entry per file, and a tuple is made
+    in a fraction of a frozen dataclass's time (which sets each field through ``object.__setattr__``)."""
+
+    __slots__ = ()
+
+    def __new__(cls, path: str, size: int | None, is_dir: bool, name: str = "") -> Entry:  # noqa: D102
+        return _new_tuple(cls, (path, size, is_dir, name or path.rstrip("/").rsplit("/", 1)[-1]))
+
+
+_new_tuple = tuple.__new__
 
 
 class Storage(Protocol):
@@ -122,17 +128,7 @@ class LocalStorage:
     """The local file system."""
 
     def listdir(self, path: str) -> list[Entry]:
-        out = []
-        with os.scandir(path) as it:
-            for e in it:
-                name = e.name
-                try:
-                    is_dir = e.is_dir()
-                    size = 0 if is_dir else e.stat().st_size if name.endswith(_SIZED) else None
-                except FileNotFoundError:
-                    continue  # removed while listed
-                out.append(Entry(e.path, size, is_dir, name))
-        return out
+        return _local_entries(path, None)
 
     def tree(self, path: str) -> dict[str, list[Entry]]:
         return dict(self.walk(path))
@@ -141,21 +137,21 @@ class LocalStorage:
         todo = [path]
         while todo:
             d = todo.pop()
+            subdirs: list[str] = []
             try:
-                entries = self.listdir(d)
+                files = _local_entries(d, subdirs)
             except (FileNotFoundError, NotADirectoryError):
                 if d == path:
                     raise
                 continue  # removed while walked
-            todo.extend(e.path for e in entries if e.is_dir and not _SKIPPED_DIR.search(e.name))
-            yield d, [e for e in entries if not e.is_dir]
+            todo.extend(subdirs)
+            yield d, files
 
     def open(self, path: str, size: int | None = None) -> BinaryIO:
         return _listed(path, lambda p: open(p, "rb"))
 
     def read(self, path: str) -> bytes:
-        with open(path, "rb") as f:
-            return f.read()
+        return read_local(path)
 
     def isdir(self, path: str) -> bool:
         return os.path.isdir(path)
@@ -171,6 +167,28 @@ class LocalStorage:
 
     def display(self, path: str) -> str:
         return path
+
+
+def _local_entries(path: str, subdirs: list[str] | None) -> list[Entry]:
+    """The entries of a local directory, in one pass: with ``subdirs``, only its files, the paths of
+    the directories under it that a walk enters (not ``-delete``, ``-future`` or ``-stray`` ones)
+    being added to ``subdirs`` instead."""
+    out = []
+    with os.scandir(path) as it:
+        for e in it:
+            name = e.name
+            try:
+                if e.is_dir():
+                    if subdirs is None:
+                        out.append(_new_tuple(Entry, (e.path, 0, True, name)))
+                    elif not _SKIPPED_DIR.search(name):
+                        subdirs.append(e.path)
+                    continue
+                size = e.stat().st_size if name.endswith(_SIZED) else None
+            except FileNotFoundError:
+                continue  # removed while listed
+            out.append(_new_tuple(Entry, (e.path, size, False, name)))
+    return out
 
 
 class UrlStorage:
@@ -527,38 +545,57 @@ class PartitionFiles:
         return [Gap(shown, g.start, g.end, g.evidence) for g in found] if shown != self.dir else found
 
 
-def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: LogDirOffsets) -> PartitionFiles | None:
-    """The partition a directory's files describe, or None when they hold no Kafka partition file."""
+def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: LogDirOffsets,
+               topic_partition: tuple[str, int] | None = None) -> PartitionFiles | None:
+    """The partition a directory's files describe, or None when they hold no Kafka partition file.
+    ``topic_partition``: what the directory's name says, when the caller has read it already."""
     groups: dict[int, dict[str, tuple[str, int]]] = {}
     snapshots = []
     partition_file = False
     for name, e in as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path, e.size)):  # as the broker has them after loading
-        m = _SEGMENT_FILE.match(name)
-        if m is None:
+        k = segment_file(name)
+        if k is None or k[1] not in SEGMENT_KINDS:
             partition_file |= name in _PARTITION_FILES
             continue
-        base, suffix = int(m[1]), m[2]
+        base, suffix = k
         if suffix == "snapshot":
             snapshots.append((base, e.path))
         else:
             groups.setdefault(base, {})[suffix] = (e.path, e.size)
     if not groups and not snapshots and not partition_file:
         return None
-    name = directory.rstrip("/").rsplit("/", 1)[-1]
-    if os.sep != "/":
-        name = name.rsplit(os.sep, 1)[-1]
-    m = _PARTITION_DIR.match(name)
-    if m is None:
-        raise KafkaLogError("holds Kafka files but its name is not <topic>-<partition>, so its topic and partition are unknown",
-                            file=storage.display(directory))
-    topic, partition = m["topic"], int(m["partition"])
+    if topic_partition is None:
+        name = directory.rstrip("/").rsplit("/", 1)[-1]
+        if os.sep != "/":
+            name = name.rsplit(os.sep, 1)[-1]
+        m = _PARTITION_DIR.match(name)
+        if m is None:
+            raise KafkaLogError("holds Kafka files but its name is not <topic>-<partition>, so its topic and partition are unknown",
+                                file=storage.display(directory))
+        topic_partition = m["topic"], int(m["partition"])
     segments = []
     for base, found in sorted(groups.items()):
         log, size = found.get("log", (None, 0))
         segments.append(SegmentFiles(base, log, size, found.get("index", (None,))[0], found.get("timeindex", (None,))[0],
                                      found.get("txnindex", (None,))[0]))
-    return PartitionFiles(storage, topic, partition, directory, tuple(segments), tuple(sorted(snapshots)), log_dir,
-                          tuple([(e.name, e.size) for e in files]))
+    return PartitionFiles(storage, *topic_partition, directory, tuple(segments), tuple(sorted(snapshots)), log_dir,
+                          tuple([_listed_pair(e.name, e.size) for e in files]))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _listed_pair(name: str, size: int | None) -> tuple[str, int | None]:
+    """A (name, size) of a :attr:`PartitionFiles.listing`, one tuple for every partition dir that
+    lists the file alike (most do: ``partition.metadata``, an unsized ``00000000000000000000.index``):
+    over 100,000 partition dirs, a few shared tuples rather than 600,000 for the memory to hold and
+    Python's cyclic garbage collector to walk."""
+    return name, size
+
+
+def _is_kafka_file(name: str) -> bool:
+    """Whether a file makes its directory a partition dir: a segment file, a producer snapshot, or
+    one of :data:`_PARTITION_FILES`."""
+    k = segment_file(name)
+    return (k is not None and k[1] in SEGMENT_KINDS) or name in _PARTITION_FILES
 
 
 def _log_dir(storage: Storage, directory: str, listed: list[Entry] | None) -> LogDirOffsets:
@@ -656,7 +693,8 @@ def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], boo
             for d, files in (tree.items() if tree is not None else storage.walk(root)):  # the result is sorted below
                 name = d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1]
                 is_root = d.rstrip("/") == top
-                if (not is_root and not _PARTITION_DIR.match(name)) or not any(_SEGMENT_FILE.match(e.name) or e.name in _PARTITION_FILES for e in files):
+                m = None if is_root else _PARTITION_DIR.match(name)
+                if (not is_root and m is None) or not any(_is_kafka_file(e.name) for e in files):
                     continue
                 if is_root:
                     parent = _parent(storage, d)
@@ -668,7 +706,7 @@ def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], boo
                 if parent not in log_dirs:
                     covered = tree is not None and (parent == top or parent.startswith(top + "/"))  # the listing reached it
                     log_dirs[parent] = _log_dir(storage, parent, tree.get(parent, []) if covered else None)
-                p = _partition(storage, d, files, log_dirs[parent])
+                p = _partition(storage, d, files, log_dirs[parent], None if m is None else (m["topic"], int(m["partition"])))
                 if p is None:
                     continue
                 count += 1
