@@ -70,6 +70,9 @@ class SegmentSlice:
     #: claim and what claims it (SPEC R-LOSS-03), checked against what the read finds
     claimed_end: int | None = None
     claim: str = ""
+    #: for that slice too: the segment's base offset and which of its indexes the listing named,
+    #: whose own claims (:func:`kafkalog.log.gaps.segment_claim`) the read weighs as well
+    claim_indexes: tuple[int, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ class PartitionLog:
             segs = tuple(source.SegmentFiles(s.base_offset, s.log, s.size, s.index, s.timeindex, s.txnindex) for s in r.segments)
             by_log.update((s.log, (r, s)) for s in r.segments)
             copies.append(source.PartitionFiles(storage, r.topic, r.partition, r.dir, segs, r.snapshots, log_dirs[parent],
-                                                tuple((n, 0) for n in r.names)))
+                                                tuple((n, None) for n in r.names)))  # sizes unknown: not "listed empty"
         merged = one_view(copies)
         pieces = []
         for n, seg in enumerate(merged.logs):
@@ -472,15 +475,23 @@ class PartitionLog:
                     cuts.append(pos)  # the gap from the previous entry alone is wider than ``max_bytes``
                     chunk_start = pos
                 prev = pos
-        claim = self.claim if hi is None and p.hi is None and not p.closed else None  # the last segment, read to its end
+        to_end = hi is None and p.hi is None and not p.closed  # the last segment, read to its end
+        claim = self.claim if to_end else None
+        # one copy's last segment: its read weighs its indexes' claims too (copies in broker dirs: one_view weighs them)
+        indexes = (seg.base_offset, _index_kinds(seg)) if to_end and len(self.replicas) < 2 and not seg.tiered and _index_kinds(seg) else None
         out = []
         a = start_pos
         for b in [*cuts, end_pos]:
             claimed, what = claim if claim is not None and b is None else (None, "")
             out.append(SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a),
-                                    seg.tiered, claimed, what))
+                                    seg.tiered, claimed, what, indexes if b is None else None))
             a = b
         return out
+
+
+def _index_kinds(seg: SegmentFiles) -> tuple[str, ...]:
+    """Which of a segment's indexes its listing named."""
+    return tuple(k for k, path in (("index", seg.index), ("timeindex", seg.timeindex), ("txnindex", seg.txnindex)) if path is not None)
 
 
 @functools.lru_cache(maxsize=64)  # asked three times for each replica in turn

@@ -8,6 +8,7 @@ converted and yielded before the next is read, so memory is bounded by one chunk
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -20,6 +21,7 @@ from kafkalog.fast.columnar import BatchColumns, ChunkBatches, ChunkColumns, ite
 from kafkalog.format.records.stream import LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.tiered_aiven import Keyring
+from kafkalog.log.gaps import segment_claim
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog_spark.arrow import count_rows, pieces_to_arrow
 from kafkalog_spark.filters import RowFilter
@@ -133,9 +135,15 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
             chunks.close()
         if reader.tail is not None and sl.end is None:
             log.info("kafkalog source: %s", reader.tail.message())
-    if sl.claimed_end is not None and reached < sl.claimed_end:  # R-LOSS-03: the files say the log went further
-        report_data_loss(f"offsets {reached} to {sl.claimed_end - 1} are in no .log: the last segment ends at offset {reached}, "
-                         f"and {sl.claim}", name, settings.fail_on_data_loss)
+    claims = [] if sl.claimed_end is None else [(sl.claimed_end, sl.claim)]
+    if sl.claim_indexes is not None:  # the last segment's own indexes, read now that its .log was read to its end
+        base, kinds = sl.claim_indexes
+        if (c := segment_claim(posixpath.dirname(sl.log), base, kinds, fs=fs)) is not None:
+            claims.append(c)
+    claim = max(claims, key=lambda c: c[0], default=None)  # the first of the furthest: the names' claims before the indexes'
+    if claim is not None and reached < claim[0]:  # R-LOSS-03: the files say the log went further
+        report_data_loss(f"offsets {reached} to {claim[0] - 1} are in no .log: the last segment ends at offset {reached}, "
+                         f"and {claim[1]}", name, settings.fail_on_data_loss)
 
 
 def _release_of(release: str, f: BinaryIO, name: str, topic: str) -> str | None:

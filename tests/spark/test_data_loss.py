@@ -97,3 +97,44 @@ def test_a_last_log_ending_before_its_snapshot_fails_the_read(tmp_path: Path) ->
     assert_same_rows(rows_of(table), _kafka_rows(lost=range(234, 265)))
     table, _, _ = read_in_process({"path": str(d), "endingOffsets": '{"golden": {"0": 234}}', "includeHeaders": "true"})
     assert_same_rows(rows_of(table), _kafka_rows(lost=range(234, 265)))  # a read that stops before needs nothing more
+
+
+def _tail_claimed_by_timeindex_only(d: Path) -> Path:
+    """golden-0 with its last batch (offset 264, from byte 1277 of 00000000000000000234.log) cut off
+    and its 265.snapshot gone: only that segment's .timeindex, whose last entry is for offset 264,
+    says the log reached 265 (as :func:`helpers.many_partitions` damages ``lost_tail``)."""
+    shutil.copytree(LOGDIR / "golden-0", d)
+    (d / "00000000000000000265.snapshot").unlink()
+    log = d / "00000000000000000234.log"
+    log.write_bytes(log.read_bytes()[:1277])
+    return d
+
+
+@pytest.mark.rule("R-LOSS-03")
+def test_a_lost_tail_only_the_last_indexes_claim_fails_the_read_as_scan_fails(tmp_path: Path) -> None:
+    """The claim of the last segment's own .timeindex is weighed where the read reaches the .log's
+    end, as kafkalog.scan weighs it: the same offsets, the same evidence."""
+    import kafkalog
+
+    d = _tail_claimed_by_timeindex_only(tmp_path / "golden-0")
+    with pytest.raises(KafkaLogDataLoss, match=r"00000000000000000234\.timeindex has an entry for offset 264") as by_scan:
+        kafkalog.scan(str(d))
+    assert (by_scan.value.gaps[0].start, by_scan.value.gaps[0].end) == (264, 265)
+    with pytest.raises(DataLossError, match=r"offsets 264 to 264 are in no \.log.*00000000000000000234\.timeindex has an entry for offset 264"):
+        read_in_process({"path": str(d)})
+    table, _, _ = read_in_process({"path": str(d), "failOnDataLoss": "false", "includeHeaders": "true"})
+    assert_same_rows(rows_of(table), _kafka_rows(lost=range(264, 265)))
+
+
+@pytest.mark.rule("R-LOSS-03")
+def test_copies_that_all_lost_the_tail_their_indexes_claim_fail_the_read(tmp_path: Path) -> None:
+    """Two copies, each cut the same way: the tails read while merging them end at 264, and the
+    last segments' .timeindex files say 265. One whole copy beside a cut one: no loss."""
+    for broker in ("broker-1", "broker-2"):
+        _tail_claimed_by_timeindex_only(tmp_path / "cut" / broker / "golden-0")
+    with pytest.raises(DataLossError, match=r"00000000000000000234\.timeindex has an entry for offset 264"):
+        read_in_process({"path": f"{tmp_path}/cut/broker-*"})
+    _tail_claimed_by_timeindex_only(tmp_path / "one-cut" / "broker-1" / "golden-0")
+    shutil.copytree(LOGDIR / "golden-0", tmp_path / "one-cut" / "broker-2" / "golden-0")
+    table, _, _ = read_in_process({"path": f"{tmp_path}/one-cut/broker-*", "includeHeaders": "true"})
+    assert_same_rows(rows_of(table), _kafka_rows())

@@ -427,6 +427,17 @@ def claimed_end(
     return None if claim is None else (claim.end, claim.what)
 
 
+def segment_claim(directory: str, base: int, kinds: Collection[str], *, fs: AbstractFileSystem | None = None) -> tuple[int, str] | None:
+    """The furthest log end that segment ``base``'s own indexes claim (R-LOSS-03: its ``.index``'s
+    and ``.timeindex``'s last entries, its ``.txnindex``'s last aborted transaction), with what
+    claims it; None when none does. ``kinds``: which of ``index``, ``timeindex`` and ``txnindex``
+    the directory's listing named (no other is asked for). For a reader that checks a last
+    segment's tail where it reads that ``.log`` to its end (the Spark source's executors), as
+    :func:`find_gaps` checks it with ``tail``: the two then weigh the same claims."""
+    claim = _furthest_claim(_Files(directory, fs), ("", -1), LogDirOffsets(), [], base, set(kinds))
+    return None if claim is None else (claim.end, claim.what)
+
+
 def _furthest_claim(
     access: _Files | None, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: list[int], last: int | None, last_files: set[str],
     indexes: dict[int, OffsetIndex] | None = None,
