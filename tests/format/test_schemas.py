@@ -10,7 +10,7 @@ import pytest
 from helpers import GOLDEN
 from kafkalog import LogReader, RecordBatch
 from kafkalog.format import schemas as S
-from kafkalog.format.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex
+from kafkalog.format.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex, last_offset
 from kafkalog.format.records.legacy import LegacyBatch
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
@@ -58,20 +58,24 @@ def _index_files(suffix: str) -> list[Path]:
 def test_offset_index_agrees_with_construct(path: Path) -> None:
     data = path.read_bytes()
     entries = [S.OFFSET_INDEX_ENTRY.parse(data[i : i + 8]) for i in range(0, len(data), 8)]
-    idx = OffsetIndex.read(path)
     assert OFFSET_INDEX_DTYPE.itemsize == S.OFFSET_INDEX_ENTRY.sizeof()
-    assert idx.offsets.tolist() == [idx.base_offset + e.relativeOffset for e in entries]
-    assert idx.positions.tolist() == [e.position for e in entries]
+    by_path = OffsetIndex.read(path)
+    # the bytes of a small index are unpacked without numpy (struct formats of their own): held to construct too
+    for idx in (by_path, OffsetIndex.read(data=data, base_offset=by_path.base_offset)):
+        assert idx.offsets.tolist() == [idx.base_offset + e.relativeOffset for e in entries]
+        assert idx.positions.tolist() == [e.position for e in entries]
 
 
 @pytest.mark.parametrize("path", _index_files(".timeindex"), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_time_index_agrees_with_construct(path: Path) -> None:
     data = path.read_bytes()
     entries = [S.TIME_INDEX_ENTRY.parse(data[i : i + 12]) for i in range(0, len(data), 12)]
-    idx = TimeIndex.read(path)
     assert TIME_INDEX_DTYPE.itemsize == S.TIME_INDEX_ENTRY.sizeof()
-    assert idx.timestamps.tolist() == [e.timestamp for e in entries]
-    assert idx.offsets.tolist() == [idx.base_offset + e.relativeOffset for e in entries]
+    by_path = TimeIndex.read(path)
+    for idx in (by_path, TimeIndex.read(data=data, base_offset=by_path.base_offset)):
+        assert idx.timestamps.tolist() == [e.timestamp for e in entries]
+        assert idx.offsets.tolist() == [idx.base_offset + e.relativeOffset for e in entries]
+    assert last_offset(data, base_offset=by_path.base_offset, time=True) == by_path.base_offset + entries[-1].relativeOffset
 
 
 @pytest.mark.parametrize("path", _index_files(".txnindex"), ids=lambda p: f"{p.parent.name}/{p.name}")
