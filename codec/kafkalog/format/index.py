@@ -113,13 +113,20 @@ _SMALL = 4096
 _ENTRY = {"OFFSET_INDEX_DTYPE": struct.Struct(">ii"), "TIME_INDEX_DTYPE": struct.Struct(">qi")}
 
 
-def _small_slots(data: bytes, dtype_name: str) -> tuple[list[int], list[int], int]:
-    """:func:`_slots` of a few entries' bytes, as lists, unpacked without numpy (whose cost per call
-    would be most of the read), with the bytes after the last whole slot."""
+def _small_used(data: bytes, dtype_name: str, rel_field: int) -> tuple[list[tuple[int, int]], int]:
+    """The used slots of a few entries' bytes (see :class:`OffsetIndex`), unpacked without numpy
+    (whose cost per call would be most of the read), with the count of every whole slot: each
+    used slot as its two fields, the relative offset (field ``rel_field``) not yet made absolute."""
     entry = _ENTRY[dtype_name]
     n = len(data) // entry.size
-    a, b = [list(c) for c in zip(*entry.iter_unpack(data[: n * entry.size]), strict=True)] or [[], []]
-    return a, b, len(data) - n * entry.size
+    whole = n * entry.size
+    rows = list(entry.iter_unpack(data if whole == len(data) else data[:whole]))
+    if not rows or (rows[0][0] == 0 and rows[0][1] == 0):
+        return [], n
+    for i in range(1, n):
+        if rows[i][rel_field] == 0:
+            return rows[:i], n
+    return rows, n
 
 
 def _used(path: str | os.PathLike[str] | None, data: bytes | None, dtype_name: str, base: int, rel_field: int) -> tuple[np.ndarray, np.ndarray, int, int]:
@@ -129,12 +136,10 @@ def _used(path: str | os.PathLike[str] | None, data: bytes | None, dtype_name: s
     import numpy as np
 
     if data is not None and len(data) <= _SMALL:
-        a, b, trailing = _small_slots(data, dtype_name)
-        cols = [a, b]
-        used = _used_entries(cols[rel_field], cols[1 - rel_field])
-        cols = [c[:used] for c in cols]
+        rows, n = _small_used(data, dtype_name, rel_field)
+        cols = [[r[0] for r in rows], [r[1] for r in rows]]
         cols[rel_field] = [r + base for r in cols[rel_field]]
-        return np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64), len(a), trailing
+        return np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64), n, len(data) - n * _ENTRY[dtype_name].size
     a, b, n, trailing = _slots(path, data, _dtype(dtype_name))
     used = _used_entries((a, b)[rel_field], (a, b)[1 - rel_field])
     out = [a[:used], b[:used]]
@@ -216,29 +221,33 @@ def last_offset(data: bytes, *, base_offset: int, time: bool = False) -> int | N
     None when it has none: the last of ``OffsetIndex.read(data=...).offsets`` (or ``TimeIndex``'s),
     without making the arrays when the file holds a few entries (the claim a last segment's index
     makes, which planning reads for every partition: SPEC R-LOSS-03)."""
-    dtype_name, rel_field = ("TIME_INDEX_DTYPE", 1) if time else ("OFFSET_INDEX_DTYPE", 0)
     if len(data) > _SMALL:
         offsets = (TimeIndex if time else OffsetIndex).read(data=data, base_offset=base_offset).offsets
         return int(offsets[-1]) if len(offsets) else None
-    cols = _small_slots(data, dtype_name)
-    used = _used_entries(cols[rel_field], cols[1 - rel_field])
-    return cols[rel_field][used - 1] + base_offset if used else None
+    rel_field = 1 if time else 0
+    rows, _ = _small_used(data, "TIME_INDEX_DTYPE" if time else "OFFSET_INDEX_DTYPE", rel_field)
+    return rows[-1][rel_field] + base_offset if rows else None
 
 
-def _used_entries(rel: np.ndarray | list[int], other: np.ndarray | list[int]) -> int:
-    """The entries before the zero-filled preallocated tail (see :class:`OffsetIndex`), of numpy
-    arrays or of lists (a few entries, unpacked without numpy)."""
-    n = len(rel)
-    if n == 0:
-        return 0
-    if rel[0] == 0 and other[0] == 0:
-        return 0
-    if isinstance(rel, list):
-        return next((i for i in range(1, n) if rel[i] == 0), n)
+def offsets_and_positions(data: bytes, *, base_offset: int) -> tuple[list[int], list[int]]:
+    """The used entries of an ``.index`` file's bytes as lists, absolute offsets and positions:
+    ``OffsetIndex.read(data=...)``'s arrays, without making them when the file holds a few entries
+    (a last segment's index, whose last entry planning weighs and walks the ``.log`` from)."""
+    if len(data) > _SMALL:
+        idx = OffsetIndex.read(data=data, base_offset=base_offset)
+        return idx.offsets.tolist(), idx.positions.tolist()
+    rows, _ = _small_used(data, "OFFSET_INDEX_DTYPE", 0)
+    return [r[0] + base_offset for r in rows], [r[1] for r in rows]
+
+
+def _used_entries(rel: np.ndarray, other: np.ndarray) -> int:
+    """The entries before the zero-filled preallocated tail (see :class:`OffsetIndex`) of numpy arrays."""
     import numpy as np
 
+    if len(rel) == 0 or (rel[0] == 0 and other[0] == 0):
+        return 0
     zeros = np.flatnonzero(rel[1:] == 0)
-    return int(zeros[0]) + 1 if len(zeros) else n
+    return int(zeros[0]) + 1 if len(zeros) else len(rel)
 
 
 # ------------------------------------------------------------------------------------ write side

@@ -34,13 +34,13 @@ import posixpath
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, BinaryIO
 
 from kafkalog.errors import DataLossError, KafkaLogError, ReplicaDivergenceError
 from kafkalog.format.checkpoints import read_offset_checkpoint
 from kafkalog.format.files import is_url, open_url, url_filesystem
-from kafkalog.format.index import OffsetIndex, last_offset
-from kafkalog.format.records.stream import LogReader
+from kafkalog.format.index import last_offset, offsets_and_positions
+from kafkalog.format.records.stream import LogReader, next_offset_of
 from kafkalog.format.txnindex import read_txn_index
 from kafkalog.log.reads import log_start_offset
 
@@ -51,8 +51,6 @@ __all__ = [
     "Divergence", "Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "last_next_offset", "raise_on_gaps", "read_local",
     "segment_bases", "segment_file", "subtract_spans",
 ]
-
-T = TypeVar("T")
 
 #: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged),
 #: and a ``.log`` renamed ``.log.swap`` (an interrupted swap) or ``.log.deleted`` (leaving the log)
@@ -227,33 +225,24 @@ class _Files:
 
 
 def read_local(path: str) -> bytes:
-    """A whole local file, read with the file system calls alone: open, fstat, one read, close. A
-    file object (``open(path, "rb")``) makes as many calls again, and planning reads a few small
-    files (the last segment's indexes, its ``.log``'s end) of every partition."""
+    """A whole local file, read with the file system calls alone: open, one read, close, for a file
+    of less than :data:`WHOLE_TAIL` bytes (a read that comes back short has reached the end of a
+    regular file; a larger file is sized then and read on). A file object (``open(path, "rb")``)
+    makes as many calls again, and planning reads a few small files (the last segment's indexes,
+    its ``.log``'s end) of every partition."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return _read_fd(fd, os.fstat(fd).st_size, None)
+        data = os.read(fd, WHOLE_TAIL)
+        if len(data) < WHOLE_TAIL:
+            return data
+        parts = [data]
+        rest = os.fstat(fd).st_size - len(data)
+        while more := os.read(fd, max(rest + 1, WHOLE_TAIL)):  # one byte more: a read to the end tells it has not grown
+            parts.append(more)
+            rest -= len(more)
+        return b"".join(parts)
     finally:
         os.close(fd)
-
-
-def _read_fd(fd: int, size: int, pos: int | None) -> bytes:
-    """The ``size`` bytes of an open local file from ``pos`` on (None: from where it stands, and on
-    to its end if it has grown past ``size`` since), fewer when it ends first. One read when the
-    system gives all that is asked, as it does for a regular file short of its end."""
-    want = size if pos is not None else size + 1  # one byte more: a read to the end tells it has not grown
-    data = os.read(fd, want) if pos is None else os.pread(fd, want, pos)
-    if len(data) == size or not data:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < size or pos is None:
-        more = os.read(fd, max(size - got, 1 << 16)) if pos is None else os.pread(fd, size - got, pos + got)
-        if not more:
-            break
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
 
 
 # ------------------------------------------------------------------------------- checkpoints
@@ -375,11 +364,11 @@ def find_gaps(
 
     last_stem = f"{last:020d}." if last is not None else ""
     last_files = {x for x in by_base[last] if sizes.get(last_stem + x) != 0} if last is not None else set()
-    indexes: dict[int, OffsetIndex] = {}
+    indexed: dict[int, list[int]] = {}
     # the claims are weighed against a last segment without its .log, or against the last .log's
     # end (``tail``); otherwise none is needed, and the last segment's indexes are not opened
     weighed = last is None or tail or "log" not in by_base[last]
-    claim = _furthest_claim(access, tp, checkpoints, snapshots, last, last_files, indexes) if weighed else None
+    claim = _furthest_claim(access, tp, checkpoints, snapshots, last, last_files, indexed) if weighed else None
     gaps: list[Gap] = []
     for i, base in enumerate(bases):
         if "log" in by_base[base]:
@@ -401,7 +390,7 @@ def find_gaps(
     if last is None:
         gaps.append(Gap(shown, start, claim.end, f"the directory has no segment at all, and {claim.what}"))
         return gaps
-    log_end = _log_end(access, last, by_base[last], indexes.get(last), listed=last_stem + "log" in names)
+    log_end = _log_end(access, last, by_base[last], indexed.get(last), listed=last_stem + "log" in names)
     lo = max(log_end, start)
     # a writer may have rolled and then cleaned the segment since the listing (only a segment that
     # is no longer the last is cleaned): its records past log_end were then compacted away, and the
@@ -440,15 +429,16 @@ def segment_claim(directory: str, base: int, kinds: Collection[str], *, fs: Abst
 
 def _furthest_claim(
     access: _Files | None, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: list[int], last: int | None, last_files: set[str],
-    indexes: dict[int, OffsetIndex] | None = None,
+    indexed: dict[int, list[int]] | None = None,
 ) -> _Claim | None:
     """Where the files say the log reached, the furthest claim (the first of the furthest, in the
     order below; None: nothing claims): each claim is an offset the log end was at or past.
     Only files a writer makes after the data they claim count (R-LOSS-03): a producer snapshot is
     written after the segment it is named by exists (a roll) or at close, an index entry after
-    the batch it points at, and a clean shutdown's recovery point after the last write. The last
-    segment's offset index, once read, is left in ``indexes`` for :func:`_log_end`. Only the
-    furthest claim's words are written: a reader asks for them of each partition it plans."""
+    the batch it points at, and a clean shutdown's recovery point after the last write. The
+    positions of the last segment's offset index, once read, are left in ``indexed`` for
+    :func:`_log_end`. Only the furthest claim's words are written: a reader asks for them of each
+    partition it plans."""
     claims: list[tuple[int, str, int]] = []  # the end claimed, the words saying so ({0}: an offset, {1}: the segment), the offset
     if snapshots:
         s = max(snapshots)
@@ -460,19 +450,21 @@ def _furthest_claim(
     if last is not None and access is not None:
         stem = f"{last:020d}"
         # an empty file (a listing that did not size it: :class:`kafkalog.log.source.Entry`) holds no entry: nothing to parse
-        if "index" in last_files:
-            idx = _parsed(access, access.join(stem + ".index"), lambda data: OffsetIndex.read(data=data, base_offset=last))
-            if idx is not None and indexes is not None:
-                indexes[last] = idx
-            if idx is not None and len(idx):
-                o = int(idx.offsets[-1])
-                claims.append((o + 1, "{1}.index has an entry for offset {0}", o))
-        if "timeindex" in last_files:
-            o = _parsed(access, access.join(stem + ".timeindex"), lambda data: last_offset(data, base_offset=last, time=True))
+        if "index" in last_files and (data := _read(access, stem + ".index")):
+            offsets, positions = offsets_and_positions(data, base_offset=last)
+            if indexed is not None:
+                indexed[last] = positions
+            if offsets:
+                claims.append((offsets[-1] + 1, "{1}.index has an entry for offset {0}", offsets[-1]))
+        if "timeindex" in last_files and (data := _read(access, stem + ".timeindex")):
+            o = last_offset(data, base_offset=last, time=True)
             if o is not None:
                 claims.append((o + 1, "{1}.timeindex has an entry for offset {0}", o))
-        if "txnindex" in last_files:
-            txns = _parsed(access, access.join(stem + ".txnindex"), lambda data: read_txn_index(data=data))
+        if "txnindex" in last_files and (data := _read(access, stem + ".txnindex")):
+            try:
+                txns = read_txn_index(data=data)
+            except KafkaLogError:
+                txns = []  # damaged: it claims nothing
             if txns:
                 o = max(t.last_offset for t in txns)
                 claims.append((o + 1, "{1}.txnindex has an aborted transaction ending at offset {0}", o))
@@ -482,62 +474,59 @@ def _furthest_claim(
     return _Claim(end, words.format(offset, stem))
 
 
-def _parsed(access: _Files, path: str, parse: Callable[[bytes], T]) -> T | None:
-    """``parse`` of a file's bytes; None when it is empty, absent, unreadable or damaged: it claims nothing."""
+def _read(access: _Files, name: str) -> bytes:
+    """The bytes of the directory's file ``name``; none when it is absent or unreadable: it claims nothing."""
     try:
-        data = access.read(path)
-        return parse(data) if data else None
+        return access.read(access.join(name))
     except (OSError, KafkaLogError):
-        return None
+        return b""
 
 
-def _log_end(access: _Files, base: int, files: set[str], idx: OffsetIndex | None, *, listed: bool = False) -> int:
+def _log_end(access: _Files, base: int, files: set[str], positions: list[int] | None, *, listed: bool = False) -> int:
     """The offset after the last whole batch of segment ``base``'s ``.log`` (its base offset when it
     holds none). The walk starts at the last index entry that lies inside the file, and steps back
-    an entry at a time when no whole batch follows it (a torn or zero-filled tail). ``idx``: the
-    segment's offset index as :func:`_furthest_claim` read it (None: absent, listed empty or unreadable,
-    so the walk starts at the first byte). ``listed``: the listing named the
+    an entry at a time when no whole batch follows it (a torn or zero-filled tail). ``positions``:
+    the segment's offset index entries' as :func:`_furthest_claim` read them (None: absent, listed
+    empty or unreadable, so the walk starts at the first byte). ``listed``: the listing named the
     ``.log`` itself (not only its ``.swap``), so it is opened without asking whether it is there
     (a request apiece on object storage); renamed since, it is not found either way."""
     stem = f"{base:020d}"
     path = access.join(stem + ".log")
     if "log" in files and not listed and not access.exists(path):
         path += ".swap"
-    positions = [0] if idx is None else [0, *idx.positions.tolist()]
+    starts = [0] if not positions else sorted({0, *positions}, reverse=True)  # where the walk may start, last first
     if access.local:
-        return _local_log_end(path, positions, base)
+        return _local_log_end(path, starts, base)
     try:
         fh = access.open(path)
     except FileNotFoundError:
         return base  # renamed away since the listing (R-LIVE-03): nothing of it is known
     with fh:
         size = fh.seek(0, io.SEEK_END)
-        for pos in _walk_from(positions, size):
-            end = last_next_offset(fh, pos)
-            if end is not None:
+        for pos in starts:
+            if pos < size and (end := last_next_offset(fh, pos)) is not None:
                 return end
     return base
 
 
-def _walk_from(positions: list[int], size: int) -> list[int]:
-    """Where :func:`_log_end` walks from, in the order tried: the positions inside the file, last first."""
-    return sorted({p for p in positions if p < size}, reverse=True)
-
-
-def _local_log_end(path: str, positions: list[int], base: int) -> int:
-    """:func:`_log_end` of a local ``.log``, read with the file system calls alone (as :func:`read_local`)."""
+def _local_log_end(path: str, starts: list[int], base: int) -> int:
+    """:func:`_log_end` of a local ``.log``, read with the file system calls alone (as :func:`read_local`):
+    the rest from a start of up to :data:`WHOLE_TAIL` bytes in one read (a read that comes back
+    short has reached the end; an empty one, a start past it), a longer one a batch at a time."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return base  # renamed away since the listing (R-LIVE-03): nothing of it is known
     try:
-        size = os.fstat(fd).st_size
-        for pos in _walk_from(positions, size):
-            if size - pos <= WHOLE_TAIL:
-                end = _last_end(LogReader(_read_fd(fd, size - pos, pos)))
+        for pos in starts:
+            data = os.pread(fd, WHOLE_TAIL + 1, pos)
+            if not data:
+                continue
+            if len(data) <= WHOLE_TAIL:
+                end = next_offset_of(data)
             else:
                 with open(fd, "rb", closefd=False) as fh:
-                    end = last_next_offset(fh, pos)
+                    end = LogReader(fh, start=pos).next_offset()
             if end is not None:
                 return end
     finally:
@@ -550,16 +539,7 @@ def last_next_offset(fh: BinaryIO, pos: int) -> int | None:
     rest of up to :data:`WHOLE_TAIL` bytes is read at once and walked in memory (the usual last
     segment's rest past its last index entry: one read, not two a batch)."""
     size = fh.seek(0, io.SEEK_END)
-    fh.seek(pos)
-    return _last_end(LogReader(fh.read(size - pos)) if size - pos <= WHOLE_TAIL else LogReader(fh, start=pos))
-
-
-def _last_end(reader: LogReader) -> int | None:
-    """The offset after the last whole batch ``reader`` gives before its end or a damaged batch (None: no batch)."""
-    end = None
-    try:
-        for batch in reader.batches():
-            end = batch.last_offset + 1
-    except KafkaLogError:
-        pass
-    return end
+    if size - pos <= WHOLE_TAIL:
+        fh.seek(pos)
+        return next_offset_of(fh.read(size - pos))
+    return LogReader(fh, start=pos).next_offset()
