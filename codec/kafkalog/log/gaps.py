@@ -34,7 +34,7 @@ import posixpath
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from kafkalog.errors import DataLossError, KafkaLogError, ReplicaDivergenceError
 from kafkalog.format.checkpoints import read_offset_checkpoint
@@ -171,13 +171,19 @@ class _Files:
                  read_file: Callable[[str], bytes] | None = None) -> None:
         self.shown = directory
         self.open_log = open_log
-        self.read_file = read_file
         if fs is None and is_url(directory):
             fs, directory = url_filesystem(directory)
         self.fs = fs
         self.dir = directory.rstrip("/") if fs is not None else directory
         self.local = fs is None and open_log is None  # a .log is read with the file system calls alone
-        self._prefix = f"{self.dir}/" if fs is not None else os.path.join(directory, "")  # what join puts before a name
+        #: a whole file's bytes, by path
+        self.read: Callable[[str], bytes] = read_file if read_file is not None else fs.cat_file if fs is not None else read_local
+        if fs is not None:
+            self._prefix = f"{self.dir}/"  # what join puts before a name
+        elif os.sep == "/":  # os.path.join(directory, "") without its calls: planning makes one per partition
+            self._prefix = directory if not directory or directory[-1] == "/" else directory + "/"
+        else:
+            self._prefix = os.path.join(directory, "")
 
     def join(self, name: str) -> str:
         return self._prefix + name
@@ -205,13 +211,6 @@ class _Files:
         if self.fs is not None:
             self.fs.invalidate_cache(self.dir)
         return any(b > base for b in segment_bases(self.names()))
-
-    def read(self, path: str) -> bytes:
-        if self.read_file is not None:
-            return self.read_file(path)
-        if self.fs is not None:
-            return self.fs.cat_file(path)
-        return read_local(path)
 
     def open(self, path: str) -> BinaryIO:
         if self.open_log is not None:
@@ -292,10 +291,65 @@ def _topic_partition(directory: str) -> tuple[str, int] | None:
 
 
 # ---------------------------------------------------------------------------------- detector
-@dataclass
-class _Claim:
+class _Claim(NamedTuple):
     end: int  # the log reached at least this offset (the offset after the last one it held)
-    what: str
+    words: str  # what claims it ({0}: ``offset``, {1}: ``stem``), written out only when asked: a gap is rare
+    offset: int
+    stem: str
+
+    @property
+    def what(self) -> str:
+        return self.words.format(self.offset, self.stem)
+
+
+class _Listed(NamedTuple):
+    """What the segment file names of a partition dir's listing say, before any file is read."""
+
+    kinds: Mapping[int, frozenset[str]]  # base offset -> the kinds of its files (a .log.swap counted as its .log); not to be changed
+    bases: tuple[int, ...]  # sorted
+    snapshots: tuple[int, ...]  # the offsets producer snapshots are named by
+    orphans: tuple[int, ...]  # the segments listed without a .log
+    stem: str  # the last segment's file names without their suffix ("" without a segment)
+    log_listed: bool  # the listing named the last segment's .log itself (not only its .swap)
+
+
+def _listed(names: frozenset[str]) -> _Listed:
+    """:class:`_Listed` of a listing's names. The same small listings recur in many partition dirs
+    (a topic's partitions that all hold segment 0 and the same snapshot): their answers are kept
+    (:func:`_listed_small`), a large listing's are not (it would be kept in memory whole)."""
+    return _listed_small(names) if len(names) <= _SMALL_LISTING else _read_listed(names)
+
+
+#: the most names of a listing whose :class:`_Listed` is kept (a few segments and snapshots)
+_SMALL_LISTING = 24
+
+
+def _read_listed(names: frozenset[str]) -> _Listed:
+    by_base: dict[int, set[str]] = {}
+    snapshots: list[int] = []
+    deleted: list[int] = []
+    for name in names:
+        if (k := segment_file(name)) is None:
+            continue
+        base, kind = k
+        if kind == "snapshot":
+            snapshots.append(base)
+        elif kind == "log.deleted":
+            deleted.append(base)
+        else:  # an interrupted swap's .log.swap stands for the .log (R-RCV-04)
+            by_base.setdefault(base, set()).add("log" if kind == "log.swap" else kind)
+    # a segment whose .log was renamed .deleted is leaving the log (retention R-RET-08, cleaner R-CMP-14):
+    # its index files may not be renamed yet
+    for base in deleted:
+        if "log" not in by_base.get(base, set()):
+            by_base.pop(base, None)
+    bases = tuple(sorted(by_base))
+    stem = f"{bases[-1]:020d}" if bases else ""
+    return _Listed({b: frozenset(k) for b, k in by_base.items()}, bases, tuple(snapshots),
+                   tuple(b for b in bases if "log" not in by_base[b]), stem, f"{stem}.log" in names)
+
+
+_listed_small = functools.lru_cache(maxsize=1 << 10)(_read_listed)
 
 
 def find_gaps(
@@ -307,6 +361,7 @@ def find_gaps(
     tail: bool = True,
     open_log: Callable[[str], BinaryIO] | None = None,
     read_file: Callable[[str], bytes] | None = None,
+    partition: tuple[str, int] | None = None,
 ) -> list[Gap]:
     """The offset ranges of one partition directory that its files say existed but no ``.log``
     holds, in offset order (empty: nothing is missing).
@@ -317,58 +372,47 @@ def find_gaps(
     the tail of a last segment whose ``.log`` is there (no ``.log`` is opened): a reader that reads
     that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself. ``open_log``
     opens the ``.log`` read for that, and ``read_file`` reads a whole file (an index, a snapshot)
-    (defaults: as any file of the directory)."""
+    (defaults: as any file of the directory). ``partition``: the directory's (topic, partition)
+    when the caller has parsed its name already (a planner of many partitions), else read from it."""
     shown = os.fspath(directory)
     access = _Files(shown, fs, open_log, read_file)
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
     # a file listed empty holds no entry to read (a live one may have grown since, but only with
     # data its .log, listed earlier or read later, holds too): the usual empty partition opens nothing
-    sized = isinstance(listed, (dict, Mapping))  # dict first: a Mapping check of its own is a call into abc
-    sizes: Mapping[str, int | None] = listed if sized else {}  # type: ignore[assignment]
-    names = listed if sized else list(listed)
+    sizes: Mapping[str, int | None] = listed if isinstance(listed, (dict, Mapping)) else {}  # dict first: a Mapping check of its own is a call into abc
+    names = frozenset(listed)
     if checkpoints is None:
         checkpoints = LogDirOffsets.read(access.parent(), access.fs)
-    tp = _topic_partition(shown)
+    tp = partition if partition is not None else _topic_partition(shown)
     if tp is None:
         return []
 
-    by_base: dict[int, set[str]] = {}
-    snapshots: list[int] = []
-    deleted: set[int] = set()
-    for name in names:
-        if (k := segment_file(name)) is None:
-            continue
-        base, kind = k
-        if kind == "snapshot":
-            snapshots.append(base)
-        elif kind == "log.deleted":
-            deleted.add(base)
-        else:  # an interrupted swap's .log.swap stands for the .log (R-RCV-04)
-            by_base.setdefault(base, set()).add("log" if kind == "log.swap" else kind)
-    # a segment whose .log was renamed .deleted is leaving the log (retention R-RET-08, cleaner R-CMP-14):
-    # its index files may not be renamed yet
-    for base in deleted:
-        if "log" not in by_base.get(base, set()):
-            by_base.pop(base, None)
+    seen = _listed(names)
+    by_base: Mapping[int, Collection[str]] = seen.kinds
+    bases = seen.bases
     # a listing may lose a file renamed while it was taken (fsspec's local ls drops an entry whose
     # stat fails): an orphan stands only if its .log is still absent under every name now
-    for base in [b for b, found in by_base.items() if "log" not in found]:
-        stem = access.join(f"{base:020d}")
-        if access.exists(stem + ".log") or access.exists(stem + ".log.swap"):
-            by_base[base].add("log")
-        elif access.exists(stem + ".log.deleted"):
-            del by_base[base]  # leaving the log (R-RET-08, R-CMP-14)
-    bases = sorted(by_base)
+    if seen.orphans:
+        found = {b: set(k) for b, k in by_base.items()}
+        for base in seen.orphans:
+            stem = access.join(f"{base:020d}")
+            if access.exists(stem + ".log") or access.exists(stem + ".log.swap"):
+                found[base].add("log")
+            elif access.exists(stem + ".log.deleted"):
+                del found[base]  # leaving the log (R-RET-08, R-CMP-14)
+        by_base, bases = found, tuple(sorted(found))
     start = log_start_offset(checkpoints.log_start.get(tp), bases[0] if bases else None) or 0  # R-RCV-08
     last = bases[-1] if bases else None
+    # the last segment's file names and whether its .log was listed: the listing's, unless its last segment was an orphan that has left since
+    last_stem, log_listed = (seen.stem, seen.log_listed) if last is None or last == seen.bases[-1] else (f"{last:020d}", f"{last:020d}.log" in names)
 
-    last_stem = f"{last:020d}." if last is not None else ""
-    last_files = {x for x in by_base[last] if sizes.get(last_stem + x) != 0} if last is not None else set()
     indexed: dict[int, list[int]] = {}
     # the claims are weighed against a last segment without its .log, or against the last .log's
     # end (``tail``); otherwise none is needed, and the last segment's indexes are not opened
-    weighed = last is None or tail or "log" not in by_base[last]
-    claim = _furthest_claim(access, tp, checkpoints, snapshots, last, last_files, indexed) if weighed else None
+    last_logged = last is not None and "log" in by_base[last]
+    weighed = tail or not last_logged
+    claim = _furthest_claim(access, tp, checkpoints, seen.snapshots, last, by_base[last] if last is not None else (), indexed,
+                            stem=last_stem, sizes=sizes) if weighed else None
     gaps: list[Gap] = []
     for i, base in enumerate(bases):
         if "log" in by_base[base]:
@@ -383,21 +427,20 @@ def find_gaps(
         lo = max(base, start)
         if hi > lo:
             gaps.append(Gap(shown, lo, hi, f"segment {base} has {shown_files} but no .log, and {why}"))
-    if (last is not None and "log" not in by_base[last]) or (last is not None and not tail):
+    if (last is not None and not last_logged) or (last is not None and not tail):
         return gaps
     if claim is None or claim.end <= max(start, last if last is not None else start):
         return gaps  # no claim reaches past the log start and the last segment's base
     if last is None:
         gaps.append(Gap(shown, start, claim.end, f"the directory has no segment at all, and {claim.what}"))
         return gaps
-    log_end = _log_end(access, last, by_base[last], indexed.get(last), listed=last_stem + "log" in names)
+    log_end = _log_end(access, last, last_stem, indexed.get(last), listed=log_listed)
     lo = max(log_end, start)
     # a writer may have rolled and then cleaned the segment since the listing (only a segment that
     # is no longer the last is cleaned): its records past log_end were then compacted away, and the
     # offsets up to the new segment's base are explained (R-LOSS-02); the claims stand otherwise
     if claim.end > lo and not access.has_segment_above(last):
-        log_name = last_stem + "log"
-        gaps.append(Gap(shown, lo, claim.end, f"the last segment {log_name} ends at offset {log_end}, and {claim.what}"))
+        gaps.append(Gap(shown, lo, claim.end, f"the last segment {last_stem}.log ends at offset {log_end}, and {claim.what}"))
     return gaps
 
 
@@ -428,8 +471,8 @@ def segment_claim(directory: str, base: int, kinds: Collection[str], *, fs: Abst
 
 
 def _furthest_claim(
-    access: _Files | None, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: list[int], last: int | None, last_files: set[str],
-    indexed: dict[int, list[int]] | None = None,
+    access: _Files | None, tp: tuple[str, int], checkpoints: LogDirOffsets, snapshots: Collection[int], last: int | None,
+    last_files: Collection[str], indexed: dict[int, list[int]] | None = None, *, stem: str = "", sizes: Mapping[str, int | None] | None = None,
 ) -> _Claim | None:
     """Where the files say the log reached, the furthest claim (the first of the furthest, in the
     order below; None: nothing claims): each claim is an offset the log end was at or past.
@@ -437,62 +480,64 @@ def _furthest_claim(
     written after the segment it is named by exists (a roll) or at close, an index entry after
     the batch it points at, and a clean shutdown's recovery point after the last write. The
     positions of the last segment's offset index, once read, are left in ``indexed`` for
-    :func:`_log_end`. Only the furthest claim's words are written: a reader asks for them of each
-    partition it plans."""
-    claims: list[tuple[int, str, int]] = []  # the end claimed, the words saying so ({0}: an offset, {1}: the segment), the offset
+    :func:`_log_end`. ``stem``: the last segment's file names without their suffix (default: made
+    from ``last``); ``sizes``: the listing's, where a file listed empty is not read (it holds no
+    entry; a listing that did not size it, :class:`kafkalog.log.source.Entry`, gives None). Only
+    the furthest claim's words are written: a reader asks for them of each partition it plans."""
+    best: tuple[int, str, int] | None = None  # the furthest end claimed, the words saying so, the offset they name
     if snapshots:
         s = max(snapshots)
-        claims.append((s, "the producer snapshot {0:020d}.snapshot says the log reached offset {0}", s))
+        best = (s, "the producer snapshot {0:020d}.snapshot says the log reached offset {0}", s)
     if tp in checkpoints.log_end_at_shutdown:
         end = checkpoints.log_end_at_shutdown[tp]
-        claims.append((end, f"the log dir's {RECOVERY_POINT} says the log ended at offset {{0}} at its clean shutdown", end))
-    stem = ""
+        if best is None or end > best[0]:
+            best = (end, f"the log dir's {RECOVERY_POINT} says the log ended at offset {{0}} at its clean shutdown", end)
     if last is not None and access is not None:
-        stem = f"{last:020d}"
-        # an empty file (a listing that did not size it: :class:`kafkalog.log.source.Entry`) holds no entry: nothing to parse
-        if "index" in last_files and (data := _read(access, stem + ".index")):
+        stem = stem or f"{last:020d}"
+        sizes = sizes or {}
+        if "index" in last_files and (data := _read(access, stem + ".index", sizes)):
             offsets, positions = offsets_and_positions(data, base_offset=last)
             if indexed is not None:
                 indexed[last] = positions
-            if offsets:
-                claims.append((offsets[-1] + 1, "{1}.index has an entry for offset {0}", offsets[-1]))
-        if "timeindex" in last_files and (data := _read(access, stem + ".timeindex")):
+            if offsets and (best is None or offsets[-1] + 1 > best[0]):
+                best = (offsets[-1] + 1, "{1}.index has an entry for offset {0}", offsets[-1])
+        if "timeindex" in last_files and (data := _read(access, stem + ".timeindex", sizes)):
             o = last_offset(data, base_offset=last, time=True)
-            if o is not None:
-                claims.append((o + 1, "{1}.timeindex has an entry for offset {0}", o))
-        if "txnindex" in last_files and (data := _read(access, stem + ".txnindex")):
+            if o is not None and (best is None or o + 1 > best[0]):
+                best = (o + 1, "{1}.timeindex has an entry for offset {0}", o)
+        if "txnindex" in last_files and (data := _read(access, stem + ".txnindex", sizes)):
             try:
                 txns = read_txn_index(data=data)
             except KafkaLogError:
                 txns = []  # damaged: it claims nothing
-            if txns:
-                o = max(t.last_offset for t in txns)
-                claims.append((o + 1, "{1}.txnindex has an aborted transaction ending at offset {0}", o))
-    if not claims:
-        return None
-    end, words, offset = max(claims, key=lambda c: c[0])
-    return _Claim(end, words.format(offset, stem))
+            o = max((t.last_offset for t in txns), default=None)
+            if o is not None and (best is None or o + 1 > best[0]):
+                best = (o + 1, "{1}.txnindex has an aborted transaction ending at offset {0}", o)
+    return None if best is None else _Claim(*best, stem)
 
 
-def _read(access: _Files, name: str) -> bytes:
-    """The bytes of the directory's file ``name``; none when it is absent or unreadable: it claims nothing."""
+def _read(access: _Files, name: str, sizes: Mapping[str, int | None]) -> bytes:
+    """The bytes of the directory's file ``name``; none when it is listed empty (``sizes``), absent
+    or unreadable: it claims nothing."""
+    if sizes.get(name) == 0:
+        return b""
     try:
-        return access.read(access.join(name))
+        return access.read(access._prefix + name)
     except (OSError, KafkaLogError):
         return b""
 
 
-def _log_end(access: _Files, base: int, files: set[str], positions: list[int] | None, *, listed: bool = False) -> int:
-    """The offset after the last whole batch of segment ``base``'s ``.log`` (its base offset when it
-    holds none). The walk starts at the last index entry that lies inside the file, and steps back
+def _log_end(access: _Files, base: int, stem: str, positions: list[int] | None, *, listed: bool = False) -> int:
+    """The offset after the last whole batch of segment ``base``'s ``.log`` or, when the listing did
+    not name it, its ``.log.swap`` (its base offset when it holds none); ``stem``: its file names
+    without their suffix. The walk starts at the last index entry that lies inside the file, and steps back
     an entry at a time when no whole batch follows it (a torn or zero-filled tail). ``positions``:
     the segment's offset index entries' as :func:`_furthest_claim` read them (None: absent, listed
     empty or unreadable, so the walk starts at the first byte). ``listed``: the listing named the
     ``.log`` itself (not only its ``.swap``), so it is opened without asking whether it is there
     (a request apiece on object storage); renamed since, it is not found either way."""
-    stem = f"{base:020d}"
     path = access.join(stem + ".log")
-    if "log" in files and not listed and not access.exists(path):
+    if not listed and not access.exists(path):
         path += ".swap"
     starts = [0] if not positions else sorted({0, *positions}, reverse=True)  # where the walk may start, last first
     if access.local:
