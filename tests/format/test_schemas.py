@@ -12,6 +12,7 @@ from kafkalog import LogReader, RecordBatch
 from kafkalog.format import schemas as S
 from kafkalog.format.index import OFFSET_INDEX_DTYPE, TIME_INDEX_DTYPE, OffsetIndex, TimeIndex, last_offset
 from kafkalog.format.records.legacy import LegacyBatch
+from kafkalog.format.records.stream import _V2_MIN_LENGTH, _V2_TO_LAST_DELTA, LOG_OVERHEAD
 from kafkalog.format.snapshot import read_producer_snapshot
 from kafkalog.format.txnindex import read_txn_index
 
@@ -30,6 +31,10 @@ def test_batches_and_records_agree_with_construct(path: Path) -> None:
                         h.baseSequence, h.recordsCount) == (
                     batch.last_offset_delta, batch.base_timestamp, batch.max_timestamp, batch.producer_id,
                     batch.producer_epoch, batch.base_sequence, batch.count)
+                # the log end planning finds steps over headers with a struct of its own (stream.next_offset_of)
+                assert _V2_TO_LAST_DELTA.unpack_from(batch.data) == (
+                    h.baseOffset, h.batchLength, h.partitionLeaderEpoch, h.magic, h.lastOffsetDelta)
+                assert S.RECORD_BATCH_V2_HEADER.sizeof() == _V2_MIN_LENGTH + LOG_OVERHEAD
                 buf = batch.records_buffer()
                 pos = 0
                 for rec in batch.records():
