@@ -197,10 +197,14 @@ def test_only_partition_directories_are_judged(tmp_path: Path) -> None:
     assert find_gaps(pdir) == []
 
 
-def test_an_interrupted_swap_stands_for_its_log(tmp_path: Path) -> None:
+@pytest.mark.usefixtures("tail_walk")
+@pytest.mark.parametrize("segment", ["00000000000000000102", "00000000000000000234"])
+def test_an_interrupted_swap_stands_for_its_log(tmp_path: Path, segment: str) -> None:
+    """A middle segment's .log, or the last one's, whose end is then read from the .swap (265, the snapshot's offset)."""
     pdir = _copy(tmp_path)
-    (pdir / "00000000000000000102.log").rename(pdir / "00000000000000000102.log.swap")
+    (pdir / f"{segment}.log").rename(pdir / f"{segment}.log.swap")
     assert find_gaps(pdir) == []
+    assert find_gaps(pdir, files={p.name: None for p in pdir.iterdir()}) == []
 
 
 def test_nothing_known_past_an_empty_last_segment_is_not_loss(tmp_path: Path) -> None:
