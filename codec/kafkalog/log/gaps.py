@@ -325,6 +325,7 @@ _SMALL_LISTING = 24
 
 
 def _read_listed(names: frozenset[str]) -> _Listed:
+    """:class:`_Listed` of a listing's names, read afresh."""
     by_base: dict[int, set[str]] = {}
     snapshots: list[int] = []
     deleted: list[int] = []
