@@ -116,6 +116,8 @@ def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | No
                 while todo:
                     d = todo.pop()
                     entries = storage.listdir(d)
+                    if len(entries) >= PARALLEL_PLANNING:
+                        _start_server()
                     files = [e for e in entries if not e.is_dir]
                     if d != root:
                         found.append((d, files, None))
@@ -147,6 +149,19 @@ def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | No
 
 
 _LEFTOVERS = (".deleted", ".cleaned", ".swap")
+#: the modules the workers' server imports before it forks them (ordered_map's own, then this one)
+_PRELOAD = ["kafkalog.dataset.processes", __name__]
+
+
+def _start_server() -> None:
+    """Start the server the workers are forked from now, as :func:`kafkalog.dataset.processes.ordered_map`
+    would (with the same modules preloaded), so that its imports (pyspark's, most of a second) run
+    while this process lists the partition dirs."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        from multiprocessing import forkserver
+
+        multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+        forkserver.ensure_running()
 
 
 class _Context:
@@ -309,7 +324,7 @@ def plan_in_processes(planner: _Planner) -> list[InputPartition] | None:
     keys = sorted(by_key)
     ctx = _Context(planner.opts, planner.row_filter, planner.fsref, planner.least_split, _lowest_level())
     tasks = [(ctx, sorted((step, walk.delegated[step][0]) for k in run for step in by_key[k])) for run in runs(keys, [len(by_key[k]) for k in keys], jobs)]
-    results = list(ordered_map(_plan_run, tasks, jobs, names=lambda i: span([d for _, d in tasks[i][1]]), preload=[__name__]))
+    results = list(ordered_map(_plan_run, tasks, jobs, names=lambda i: span([d for _, d in tasks[i][1]]), preload=_PRELOAD[1:]))
     if any(r == BAIL for r in results):
         return None
     dirs: dict[int, tuple] = {}
