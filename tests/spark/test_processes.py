@@ -28,13 +28,15 @@ NO_LOG_ALONE = 31  # only in d1: offsets 102 to 145 lost
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two data dirs: d1 of ``COUNT`` partitions with lost offsets, d2 with copies of the first ten,
-    a topic name Kafka would refuse, and a dir that holds no partition."""
+    in both a topic name Kafka would refuse, and in d1 dirs that hold no partition."""
     root = tmp_path_factory.mktemp("processes")
     d1 = many_partitions(root / "d1", COUNT, no_log=NO_LOG, lost_tail=LOST_TAIL)
     (d1 / f"many-{NO_LOG_ALONE}" / "00000000000000000102.log").unlink()
     for k in range(10):
         shutil.copytree(GOLDEN_0, root / "d2" / f"many-{k}", copy_function=os.link)
-    shutil.copytree(GOLDEN_0, d1 / "bad topic!-0", copy_function=os.link)
+    for d in (d1, root / "d2"):
+        shutil.copytree(GOLDEN_0, d / "bad topic!-0", copy_function=os.link)
+    shutil.copytree(GOLDEN_0, d1 / "junk", copy_function=os.link)  # segment files under a name that is no partition's: skipped, logged
     (d1 / "notes").mkdir()
     return root
 
@@ -84,7 +86,10 @@ def test_data_loss_fails_both_plannings_at_the_first_partition(data: Path, caplo
     "options",
     [
         {"failOnDataLoss": "false"},
-        {"failOnDataLoss": "false", "openCostInBytes": "1900", "maxBytesPerPartition": "1900"},  # segments of 2 KB cut, of 1.8 KB not
+        # a split of 1,950 bytes: segments of 2 KB cut here, of 1.8 KB (at most openCostInBytes) by the workers
+        {"failOnDataLoss": "false", "openCostInBytes": "1900", "maxBytesPerPartition": "1950", "minPartitions": "1"},
+        # a split of 3,000 bytes: no segment cut, but those above openCostInBytes cut here
+        {"failOnDataLoss": "false", "openCostInBytes": "1000", "maxBytesPerPartition": "3000", "minPartitions": "1"},
         {"failOnDataLoss": "false", "maxBytesPerPartition": "700"},  # the least split below openCostInBytes: every segment cut
         # many-12 starts beyond its log end (a warning)
         {"subscribe": "many", "startingOffsets": '{"many": {"3": 60, "12": 400}}', "endingOffsets": '{"many": {"5": 120}}', "failOnDataLoss": "false"},
@@ -113,8 +118,8 @@ def test_few_dirs_a_root_that_is_a_partition_or_a_dir_inside_one_are_planned_ser
     def parallel(path: str) -> object:
         return processes.plan_in_processes(KafkaLogReader({"path": path, "planningJobs": "2", "failOnDataLoss": "false"}, source_schema())._planner)
 
-    monkeypatch.setattr(processes, "PARALLEL_PLANNING", 11)
-    assert parallel(f"{data}/d2") is None  # 10 partition dirs: too few
+    monkeypatch.setattr(processes, "PARALLEL_PLANNING", 12)
+    assert parallel(f"{data}/d2") is None  # 11 partition dirs: too few
     monkeypatch.setattr(processes, "PARALLEL_PLANNING", 8)
     assert parallel(f"{data}/d2") is not None
     assert parallel(f"{data}/d1/many-3") is None  # a partition dir
