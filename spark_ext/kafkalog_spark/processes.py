@@ -26,7 +26,7 @@ import pickle
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -324,9 +324,15 @@ def plan_in_processes(planner: _Planner) -> list[InputPartition] | None:
     keys = sorted(by_key)
     ctx = _Context(planner.opts, planner.row_filter, planner.fsref, planner.least_split, _lowest_level())
     tasks = [(ctx, sorted((step, walk.delegated[step][0]) for k in run for step in by_key[k])) for run in runs(keys, [len(by_key[k]) for k in keys], jobs)]
-    results = list(ordered_map(_plan_run, tasks, jobs, names=lambda i: span([d for _, d in tasks[i][1]]), preload=_PRELOAD[1:]))
-    if any(r == BAIL for r in results):
-        return None
+    results = []
+    with closing(ordered_map(_plan_run, tasks, jobs, names=lambda i: span([d for _, d in tasks[i][1]]), preload=_PRELOAD[1:])) as mapped:
+        for result in mapped:
+            if result == BAIL:
+                return None  # the runs under way finish, no other starts
+            for o in result[2]:  # the slices made while the workers plan the next runs
+                if o[4] is not None:
+                    o[4] = [_slice(planner.fsref, t) for t in o[4]]
+            results.append(result)
     dirs: dict[int, tuple] = {}
     dir_errors: dict[int, Exception] = {}
     done: dict[Key, list] = {}
@@ -409,7 +415,7 @@ def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, dirs: dict[in
             slices.extend(plog.slices(planner.fsref, start, end, split=split, ts_lo=ts_lo))
         else:
             _replay(done[key][1][2])
-            slices.extend(_slice(planner.fsref, t) for t in done[key][4])
+            slices.extend(done[key][4])
     return list(pack(slices, split, planner.open_cost))
 
 
