@@ -4,7 +4,8 @@ Planning costs some 140 us of Python a partition dir, all of it per partition: l
 its :class:`~.layout.Replica`, its :class:`~.planning.PartitionLog` (merge, data-loss check),
 offsets, bytes and slices. With :data:`PARALLEL_PLANNING` or more partition dirs, this process
 lists only the directories above them and hands the dirs whose names say their partition to worker
-processes (:func:`kafkalog.dataset.processes.ordered_map`), in runs that hold every copy of a
+processes (forked from this one when it runs no other thread, :func:`_forkable`; else those of
+:func:`kafkalog.dataset.processes.ordered_map`), in runs that hold every copy of a
 partition; each worker does all of the above for its partitions and returns plain values: what was
 logged and raised at each step, the bytes planned and the slices. The slices of a partition whose
 segments are no larger than the least split size do not depend on the split (:meth:`PartitionLog.fixed_slices`);
@@ -24,6 +25,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -156,8 +158,8 @@ _PRELOAD = ["kafkalog.dataset.processes", __name__]
 def _start_server() -> None:
     """Start the server the workers are forked from now, as :func:`kafkalog.dataset.processes.ordered_map`
     would (with the same modules preloaded), so that its imports (pyspark's, most of a second) run
-    while this process lists the partition dirs."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
+    while this process lists the partition dirs; none when the workers are forked from this process."""
+    if not _forkable() and "forkserver" in multiprocessing.get_all_start_methods():
         from multiprocessing import forkserver
 
         multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
@@ -325,7 +327,9 @@ def plan_in_processes(planner: _Planner) -> list[InputPartition] | None:
     ctx = _Context(planner.opts, planner.row_filter, planner.fsref, planner.least_split, _lowest_level())
     tasks = [(ctx, sorted((step, walk.delegated[step][0]) for k in run for step in by_key[k])) for run in runs(keys, [len(by_key[k]) for k in keys], jobs)]
     results = []
-    with closing(ordered_map(_plan_run, tasks, jobs, names=lambda i: span([d for _, d in tasks[i][1]]), preload=_PRELOAD[1:])) as mapped:
+    names = lambda i: span([d for _, d in tasks[i][1]])  # noqa: E731 - one line
+    mapped = _forked(tasks, jobs, names) if _forkable() else ordered_map(_plan_run, tasks, jobs, names=names, preload=_PRELOAD[1:])
+    with closing(mapped):
         for result in mapped:
             if result == BAIL:
                 return None  # the runs under way finish, no other starts
@@ -346,6 +350,57 @@ def plan_in_processes(planner: _Planner) -> list[InputPartition] | None:
             errors[key_error[:2]] = key_error
     del results
     return _replayed(planner, fs, walk, dirs, dir_errors, done, errors)
+
+
+def _forkable() -> bool:
+    """Whether the workers may be forked from this process as it is: it runs no other Python thread
+    (none can hold a lock the workers would need; the native threads of jemalloc and OpenBLAS
+    make themselves safe at a fork). Forked workers start with every module this process
+    imported and cost no pickling of their tasks; else they come from
+    :func:`kafkalog.dataset.processes.ordered_map`'s server."""
+    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+
+
+#: in a forked worker: the runs of the planning that forked it
+_runs: list = []
+
+
+def _forked(tasks: list, jobs: int, names: Any) -> Iterator[Any]:
+    """:func:`_plan_run` of each task in order, by ``jobs`` workers forked from this process."""
+    global _runs
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from kafkalog.dataset.processes import WorkerDied
+
+    _runs = tasks
+    try:
+        # every worker is forked at the first submission, before the pool starts its own thread
+        with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=multiprocessing.get_context("fork"), initializer=_quiet) as pool:
+            futures = [pool.submit(_plan_forked, i) for i in range(len(tasks))]
+            try:
+                for i, f in enumerate(futures):
+                    try:
+                        yield f.result()
+                    except BrokenProcessPool:
+                        raise WorkerDied(f"a worker process died (killed by a signal, or out of memory) while planning {names(i)}", {}) from None
+            finally:
+                for f in futures:
+                    f.cancel()
+    finally:
+        _runs = []
+
+
+def _quiet() -> None:
+    """A forked worker's start: the handlers it inherited removed (what it logs is recorded and
+    logged by the planning process, once)."""
+    for logger in [logging.getLogger(), *logging.root.manager.loggerDict.values()]:
+        if isinstance(logger, logging.Logger):
+            logger.handlers = []
+
+
+def _plan_forked(i: int) -> Any:
+    return _plan_run(_runs[i])
 
 
 def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, dirs: dict[int, tuple], dir_errors: dict[int, Exception],

@@ -103,6 +103,14 @@ def test_planning_in_processes_plans_as_the_serial_planning(data: Path, options:
     assert isinstance(out, list) and out
 
 
+def test_workers_from_the_server_of_a_process_that_runs_threads(data: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a process that runs another thread is not forked: its workers come from ordered_map's server
+    monkeypatch.setattr(processes, "_forkable", lambda: False)
+    _assert_same({"path": f"{data}/d1,{data}/d2", "failOnDataLoss": "false", "openCostInBytes": "1900", "maxBytesPerPartition": "1950"}, caplog)
+    err = _assert_same({"path": str(data)}, caplog)
+    assert err[0] is DataLossError  # type: ignore[index]
+
+
 def test_pushed_filters_and_a_named_partition_missing(data: Path, caplog: pytest.LogCaptureFixture) -> None:
     from pyspark.sql.datasource import EqualTo, GreaterThan, In
 
