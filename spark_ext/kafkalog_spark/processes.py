@@ -59,8 +59,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PARALLEL_PLANNING", "plan_in_processes", "planning_jobs"]
 
-#: Partition dirs from which a batch read plans in worker processes: starting them (about 1 s: the
-#: server that forks them imports pyspark) costs less than half the planning of that many (0.14 ms each).
+#: Partition dirs from which a batch read plans in worker processes: at about 0.14 ms a dir, half
+#: their planning is more than the workers' start costs where they come from a server (about 1 s of
+#: imports: pyspark's) and the planning process's listing and replay.
 PARALLEL_PLANNING = 16384
 
 Key = tuple[str, int]
