@@ -416,7 +416,8 @@ def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, dirs: dict[in
         if step[0] == "dir":
             if i in walk.delegated:
                 _, logged, key, counted = dirs[i]
-                _replay(logged)
+                if logged:
+                    _replay(logged)
                 if i in dir_errors:
                     raise dir_errors[i]
                 if key is not None:
@@ -443,21 +444,25 @@ def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, dirs: dict[in
     logs: dict[Key, PartitionLog] = {}
     log_dirs: dict[str, LogDirOffsets] = {}
     for key in keys:
-        _raise_if_failed(errors, 0, key)
+        if errors:
+            _raise_if_failed(errors, 0, key)
         if key in here:
             logs[key] = PartitionLog(fs, here[key], opts, None, log_dirs)
         else:
-            _replay(done[key][1][0])
+            if done[key][1][0]:
+                _replay(done[key][1][0])
     requests = {}
     total = files = 0
     for key in keys:
-        _raise_if_failed(errors, 1, key)
+        if errors:
+            _raise_if_failed(errors, 1, key)
         if key in logs:
             requests[key] = plog, start, end, _ = batch_request(logs[key], opts, rf)
             b, n = plog.planned_bytes(start, end)
         else:
             o = done[key]
-            _replay(o[1][1])
+            if o[1][1]:
+                _replay(o[1][1])
             b, n = o[2], o[3]
             if o[5] is not None:
                 requests[key] = o[5]
@@ -465,12 +470,14 @@ def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, dirs: dict[in
     split = planner.split(total, files)
     slices: list[SegmentSlice] = []
     for key in keys:
-        _raise_if_failed(errors, 2, key)
+        if errors:
+            _raise_if_failed(errors, 2, key)
         if key in requests:
             plog, start, end, ts_lo = requests[key]
             slices.extend(plog.slices(planner.fsref, start, end, split=split, ts_lo=ts_lo))
         else:
-            _replay(done[key][1][2])
+            if done[key][1][2]:
+                _replay(done[key][1][2])
             slices.extend(done[key][4])
     return list(pack(slices, split, planner.open_cost))
 
