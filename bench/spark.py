@@ -301,8 +301,16 @@ def plan_once(which: str, path: str, options: dict[str, str]) -> dict[str, float
         planned = 0
     else:
         planned = len(KafkaLogReader({"path": path, **options}, source_schema()).partitions())
-    return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
-            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "planned": planned}
+    seconds, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    # worker processes (planning many partitions) are forked by multiprocessing's server: stopped, it
+    # and the workers it waited for count in this process's children
+    from multiprocessing import forkserver
+
+    if forkserver._forkserver._forkserver_pid is not None:
+        forkserver._forkserver._stop()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"seconds": seconds, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "planned": planned,
+            "workers_cpu": children.ru_utime + children.ru_stime, "worker_rss_mb": children.ru_maxrss / 1024}
 
 
 def _plan_in_child(which: str, path: str, options: dict[str, str], env: dict[str, str]) -> dict[str, float]:
@@ -320,7 +328,7 @@ def planning_table(args: argparse.Namespace) -> bool:
     """Planning time and peak RSS of scan and of the Spark source over many partition dirs, locally and on S3."""
     sizes = [int(n) for n in args.planning.split(",") if n.strip()]
     print(f"\nplanning only (no Spark session), each in a fresh process; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
-    print("| partition dirs | storage | planner | seconds | CPU seconds | peak RSS MB | planned |")
+    print("| partition dirs | storage | planner | seconds | CPU seconds (planning process + workers) | peak RSS MB (largest worker's) | planned |")
     print("|---|---|---|---|---|---|---|")
     runs: list[tuple[int, str, str, dict[str, str], dict[str, str]]] = []
     for n in sizes:
@@ -342,7 +350,8 @@ def planning_table(args: argparse.Namespace) -> bool:
                 r = _plan_in_child(which, path, options, env)
                 name = "kafkalog.scan" if which == "scan" else "Spark source partitions()"
                 planned = f"{r['planned']:,} input partitions" if which == "spark" else "every partition"
-                print(f"| {n:,} | {where} | {name} | {r['seconds']:.2f} | {r['cpu']:.2f} | {r['rss_mb']:.0f} | {planned} |", flush=True)
+                print(f"| {n:,} | {where} | {name} | {r['seconds']:.2f} | {r['cpu']:.2f} + {r['workers_cpu']:.2f} | {r['rss_mb']:.0f} "
+                      f"({r['worker_rss_mb']:.0f}) | {planned} |", flush=True)
     finally:
         if server is not None:
             server.stop()

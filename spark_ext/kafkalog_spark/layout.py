@@ -345,21 +345,36 @@ def discover(
                 found += 1
                 continue
             for child, files in children.items():
-                name = _basename(child)
-                if _SKIPPED_DIR.search(name):
-                    continue
-                broker = parse_partition_dir(name, False)
-                if _unwanted(name, broker, wants):
-                    found += 1
-                    continue
-                rep = _replica(fs, child, files, name, broker)
+                counted, rep = _child(fs, child, files, wants)
+                found += counted
                 if rep is not None:
                     replicas[rep.dir] = rep
-                    found += 1
             if not found:
                 for rep in _aiven_replicas(fs, root, keys, wants):
                     replicas[rep.dir] = rep
                     found += 1
         if roots and not found and not allow_empty:
-            raise LayoutError("no Kafka partition directories (<topic>-<partition> with segment files) found", file=raw)
-    return sorted(replicas.values(), key=lambda r: (r.topic, r.partition, r.dir))
+            raise _nothing_found(raw)
+    return sorted(replicas.values(), key=_replica_order)
+
+
+def _replica_order(r: Replica) -> tuple[str, int, str]:
+    return r.topic, r.partition, r.dir
+
+
+def _nothing_found(path: str) -> LayoutError:
+    return LayoutError("no Kafka partition directories (<topic>-<partition> with segment files) found", file=path)
+
+
+def _child(fs: AbstractFileSystem, child: str, files: list[Entry], wants: Callable[[str, int], bool] | None) -> tuple[bool, Replica | None]:
+    """What :func:`discover` finds in a directory under a path (``files``: its listing): whether it
+    counts as a partition directory found (one ``wants`` refuses by its name counts, unread), and
+    its replica (None: none to read)."""
+    name = _basename(child)
+    if _SKIPPED_DIR.search(name):
+        return False, None
+    broker = parse_partition_dir(name, False)
+    if _unwanted(name, broker, wants):
+        return True, None
+    rep = _replica(fs, child, files, name, broker)
+    return rep is not None, rep

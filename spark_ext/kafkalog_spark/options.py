@@ -35,7 +35,7 @@ _KNOWN = {
     "includedeleted",
     "kafkaversion",
     "failondataloss", "ignorecorruptfiles", "verifycrc", "maxbytesperpartition", "opencostinbytes", "minpartitions",
-    "maxoffsetspertrigger", "privatekeys",
+    "maxoffsetspertrigger", "privatekeys", "planningjobs",
     "keyformat", "valueformat", "schemastopic", "schemaregistry", "onundecodable", "validate",  # keys and values as data (kafkalog_spark.source)
 }
 
@@ -82,6 +82,8 @@ class SourceOptions:
     open_cost_in_bytes: int | None = None  # None: the session's spark.sql.files.openCostInBytes
     min_partitions: int | None = None  # None: spark.sql.files.minPartitionNum, else the default parallelism
     max_offsets_per_trigger: int | None = None
+    #: ``planningJobs``: the processes a batch planning of many partition dirs on local disk may use (None: the CPUs available)
+    planning_jobs: int | None = None
     #: (key-pair id, PEM file on the driver) for encrypted tiered segments (SPEC Appendix D); paths only, no key material
     private_keys: tuple[tuple[str, str], ...] = ()
     _pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
@@ -271,7 +273,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
         raise SourceOptionError(f"option isolationLevel must be read_uncommitted or read_committed, got {isolation!r}")
     sizes: dict[str, int | None] = {}
     for key, name, least in (("maxbytesperpartition", "maxBytesPerPartition", 1), ("opencostinbytes", "openCostInBytes", 0),
-                             ("minpartitions", "minPartitions", 1)):
+                             ("minpartitions", "minPartitions", 1), ("planningjobs", "planningJobs", 1)):
         sizes[key] = None if key not in opts else _int(opts[key], name)
         if sizes[key] is not None and sizes[key] < least:  # type: ignore[operator]
             raise SourceOptionError(f"option {name} must be {'positive' if least else 'zero or more'}, got {sizes[key]}")
@@ -304,6 +306,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Sou
         open_cost_in_bytes=sizes["opencostinbytes"],
         min_partitions=sizes["minpartitions"],
         max_offsets_per_trigger=max_offsets,
+        planning_jobs=sizes["planningjobs"],
         private_keys=_private_keys(opts.get("privatekeys", "")),
         _pattern=compiled,
     )

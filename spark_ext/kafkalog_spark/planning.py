@@ -41,7 +41,7 @@ from .segments import (
     read_time_index,
 )
 
-__all__ = ["PartitionLog", "Piece", "SegmentSlice", "SlicePack", "group_replicas", "pack", "report_data_loss", "split_bytes"]
+__all__ = ["PartitionLog", "Piece", "SegmentSlice", "SlicePack", "batch_request", "group_replicas", "pack", "report_data_loss", "split_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -438,6 +438,17 @@ class PartitionLog:
             out.extend(self._cut(fsref, p, lo, hi, ts_lo, mine, split))
         return out
 
+    def fixed_slices(self, fsref: FileSystemRef, start: int, end: int | None, *, least_split: int, ts_lo: int | None = None) -> list[SegmentSlice] | None:
+        """:meth:`slices` as they are whatever split size planning chooses at or above ``least_split``
+        (known before the split is: planning in worker processes), or None when they depend on it.
+        They do not when every segment is at most ``least_split`` bytes (its offset index is then
+        read for the start position alone) and none is cut at ``least_split``: no index entry then
+        lies more than ``least_split`` bytes past a slice's start, so none is cut at a larger split."""
+        if any(p.seg.size > least_split for p in self.pieces):
+            return None
+        out = self.slices(fsref, start, end, split=least_split, ts_lo=ts_lo)
+        return out if len({sl.log for sl in out}) == len(out) else None  # a segment's .log is one piece's: two slices of one are a cut
+
     def _cut(
         self, fsref: FileSystemRef, p: Piece, lo: int, hi: int | None, ts_lo: int | None, aborted: tuple[AbortedRange, ...], max_bytes: int
     ) -> list[SegmentSlice]:
@@ -487,6 +498,23 @@ class PartitionLog:
                                     seg.tiered, claimed, what, indexes if b is None else None))
             a = b
         return out
+
+
+def batch_request(plog: PartitionLog, opts: SourceOptions, row_filter: RowFilter) -> tuple[PartitionLog, int, int | None, int | None]:
+    """What a batch read asks of one partition: (log, start, end, lowest timestamp), its offsets
+    resolved (``startingOffsets``, ``endingOffsets``, read_committed's last stable offset) and
+    narrowed by the pushed offset and timestamp filters."""
+    off_lo, off_hi = row_filter.offset.range()
+    start = plog.resolve(opts.starting, is_start=True)
+    end = plog.resolve(opts.ending, is_start=False)
+    if opts.read_committed:
+        lso = plog.latest()
+        end = lso if end is None else min(end, lso)
+    if off_lo is not None:
+        start = max(start, off_lo)  # type: ignore[type-var]
+    if off_hi is not None:
+        end = off_hi + 1 if end is None else min(end, off_hi + 1)
+    return plog, start, end, row_filter.timestamp_ms.range()[0]  # type: ignore[return-value]
 
 
 def _index_kinds(seg: SegmentFiles) -> tuple[str, ...]:

@@ -51,11 +51,13 @@ from kafkalog_spark.planning import (
     PartitionLog,
     SegmentSlice,
     SlicePack,
+    batch_request,
     group_replicas,
     pack,
     report_data_loss,
     split_bytes,
 )
+from kafkalog_spark.processes import plan_in_processes
 from kafkalog_spark.schema import METADATA_COLUMNS, arrow_schema
 from kafkalog_spark.segments import TailState
 
@@ -279,11 +281,21 @@ class _Planner:
         for plog, start, end, _ts in requests:
             b, n = plog.planned_bytes(start, end)
             total, files = total + b, files + n
-        split = split_bytes(total, files, self.max_bytes, self.open_cost, self.min_partitions)
+        split = self.split(total, files)
         slices: list[SegmentSlice] = []
         for plog, start, end, ts_lo in requests:
             slices.extend(plog.slices(self.fsref, start, end, split=split, ts_lo=ts_lo))
         return list(pack(slices, split, self.open_cost))
+
+    def split(self, total: int, files: int) -> int:
+        """The split size for ``total`` bytes in ``files`` segments (:func:`.planning.split_bytes`)."""
+        return split_bytes(total, files, self.max_bytes, self.open_cost, self.min_partitions)
+
+    @property
+    def least_split(self) -> int:
+        """The smallest split size :meth:`split` can give, whatever the bytes: ``openCostInBytes``,
+        or ``maxBytesPerPartition`` when that is smaller."""
+        return min(self.max_bytes, self.open_cost)
 
     def settings(self) -> ReadSettings:
         from kafkalog_spark.reader import (
@@ -343,22 +355,10 @@ class KafkaLogReader(DataSourceReader):
 
     def _partitions(self) -> Sequence[InputPartition]:
         p = self._planner
-        rf = p.row_filter
-        off_lo, off_hi = rf.offset.range()
-        ts_lo = rf.timestamp_ms.range()[0]
-        requests: list[tuple[PartitionLog, int, int | None, int | None]] = []
-        for plog in p.partition_logs().values():
-            start = plog.resolve(p.opts.starting, is_start=True)
-            end = plog.resolve(p.opts.ending, is_start=False)
-            if p.opts.read_committed:
-                lso = plog.latest()
-                end = lso if end is None else min(end, lso)
-            if off_lo is not None:
-                start = max(start, off_lo)  # type: ignore[type-var]
-            if off_hi is not None:
-                end = off_hi + 1 if end is None else min(end, off_hi + 1)
-            requests.append((plog, start, end, ts_lo))  # type: ignore[arg-type]
-        return p.plan(requests)
+        packs = plan_in_processes(p)  # many partition dirs on local disk: planned by worker processes
+        if packs is not None:
+            return packs
+        return p.plan([batch_request(plog, p.opts, p.row_filter) for plog in p.partition_logs().values()])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Stream one slice as Arrow batches (Spark sends a placeholder partition when there is none)."""

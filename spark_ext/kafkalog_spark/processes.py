@@ -1,0 +1,505 @@
+"""A batch read's planning of many partition dirs on local disk, in worker processes (``planningJobs``).
+
+Planning costs some 140 us of Python a partition dir, all of it per partition: listing the dir,
+its :class:`~.layout.Replica`, its :class:`~.planning.PartitionLog` (merge, data-loss check),
+offsets, bytes and slices. With :data:`PARALLEL_PLANNING` or more partition dirs, this process
+lists only the directories above them and hands the dirs whose names say their partition to worker
+processes (forked from this one when it runs no other thread, :func:`_forkable`; else those of
+:func:`kafkalog.dataset.processes.ordered_map`), in runs that hold every copy of a
+partition; each worker does all of the above for its partitions and returns plain values: what was
+logged and raised at each step, the bytes planned and the slices. The slices of a partition whose
+segments are no larger than the least split size do not depend on the split (:meth:`PartitionLog.fixed_slices`);
+the others are cut here once the split is known from every partition's bytes. This process then
+replays the steps in the serial planning's order (every dir's listing and replica, the partitions
+named in the options, every partition's log, then its offsets, then its slices), so that warnings
+come in the same order and the same first error is raised; the input partitions are the serial
+planning's. Whatever the workers cannot settle as one process would (a dir inside a partition dir,
+a listing that fails, an error that does not cross processes) is planned again by the serial code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import os
+import pickle
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from fsspec.implementations.local import LocalFileSystem
+
+from kafkalog.log.gaps import LogDirOffsets
+from kafkalog.log.source import Entry, LocalStorage, gc_paused
+
+from .filters import RowFilter
+from .layout import (
+    _SKIPPED_DIR,
+    FileSystemRef,
+    Replica,
+    _aiven_replicas,
+    _child,
+    _expand,
+    _nothing_found,
+    _replica_order,
+    parse_partition_dir,
+)
+from .options import SourceOptions
+from .planning import PartitionLog, SegmentSlice, batch_request, group_replicas, pack
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import InputPartition
+
+    from .source import _Planner
+
+__all__ = ["PARALLEL_PLANNING", "plan_in_processes", "planning_jobs"]
+
+#: Partition dirs from which a batch read plans in worker processes: at about 0.14 ms a dir, half
+#: their planning is more than the workers' start costs where they come from a server (about 1 s of
+#: imports: pyspark's) and the planning process's listing and replay.
+PARALLEL_PLANNING = 16384
+
+Key = tuple[str, int]
+#: a slice's fields but its filesystem, as a tuple (which pickles several times faster than the slice)
+_SLICE_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(SegmentSlice)[1:]))
+#: a worker's answer when the serial planning must redo it all
+BAIL = "bail"
+
+
+def planning_jobs(opts: SourceOptions) -> int:
+    """The processes a batch planning may use: ``planningJobs``, else the CPUs available
+    (:func:`kafkalog.dataset.processes.default_jobs`); 1 in a daemonic process (which may start
+    none) and, unless ``planningJobs`` is given, in a program whose main module a worker would run
+    again (:func:`kafkalog.dataset.scan._main_runs_again`), but for Spark's own Python workers, whose
+    modules (``pyspark.daemon``, ``pyspark.worker``) keep their work under ``if __name__ == "__main__":``."""
+    if multiprocessing.current_process().daemon:
+        return 1
+    if opts.planning_jobs is not None:
+        return opts.planning_jobs
+    from kafkalog.dataset.processes import default_jobs
+    from kafkalog.dataset.scan import _main_runs_again
+
+    main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None) or ""
+    if _main_runs_again() and not main.startswith("pyspark."):
+        return 1
+    return default_jobs()
+
+
+class _Walk:
+    """This process's listing of a read's paths down to the partition dirs: the serial discovery's
+    steps in order, and those of them whose dirs the workers list and read."""
+
+    def __init__(self) -> None:
+        #: ("dir", path, listing or None: delegated) | ("root", root) | ("path", raw, any roots)
+        self.steps: list[tuple] = []
+        self.delegated: dict[int, tuple[str, Key]] = {}  # step index -> (dir, its partition by name)
+
+
+def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | None:
+    """List ``paths`` as :func:`~.layout.discover` does (each root at any depth, dirs ending in
+    ``-delete``, ``-future`` or ``-stray`` not entered), but for the dirs whose name alone says
+    their partition: those are left to the workers. None (plan serially) when a root may be a
+    partition dir itself (a file named as a segment, or a leftover), a listing fails (the serial
+    planning meets it where it does), or a dir's name reads as two partitions (a tiered copy's), one
+    of which another dir names: the workers' runs would not hold every copy of it."""
+    storage = LocalStorage()
+    walk = _Walk()
+    here: set[Key] = set()  # the partitions the dirs listed here may turn out to hold
+    try:
+        for raw in paths:
+            roots = _expand(fs, raw)
+            for root in roots:
+                found: list[tuple[str, list[Entry] | None, Key | None]] = []
+                todo = [root]
+                while todo:
+                    d = todo.pop()
+                    entries = storage.listdir(d)
+                    if len(entries) >= PARALLEL_PLANNING:
+                        _start_server()
+                    files = [e for e in entries if not e.is_dir]
+                    if d != root:
+                        found.append((d, files, None))
+                    elif any(e.name[:20].isdigit() or e.name.endswith(_LEFTOVERS) for e in files):
+                        return None
+                    for e in entries:
+                        if e.is_dir and not _SKIPPED_DIR.search(e.name):
+                            broker = parse_partition_dir(e.name, False)
+                            # the tiered names hold a 22-character id: a shorter name reads as a broker's
+                            tiered = parse_partition_dir(e.name, True) if len(e.name) > 24 else broker
+                            if broker is not None and tiered == broker:
+                                found.append((e.path, None, broker[:2]))
+                            else:
+                                here.update(k[:2] for k in (broker, tiered) if k is not None)
+                                todo.append(e.path)
+                for d, files, key in sorted(found, key=lambda f: f[0]):
+                    if key is not None:
+                        if key in here:
+                            return None
+                        walk.delegated[len(walk.steps)] = (d, key)
+                    walk.steps.append(("dir", d, files))
+                walk.steps.append(("root", root))
+            walk.steps.append(("path", raw, bool(roots)))
+    except OSError:
+        return None
+    if here.intersection(key for _, key in walk.delegated.values()):
+        return None
+    return walk
+
+
+_LEFTOVERS = (".deleted", ".cleaned", ".swap")
+#: the modules the workers' server imports before it forks them (ordered_map's own, then this one)
+_PRELOAD = ["kafkalog.dataset.processes", __name__]
+
+
+def _start_server() -> None:
+    """Start the server the workers are forked from now, as :func:`kafkalog.dataset.processes.ordered_map`
+    would (with the same modules preloaded), so that its imports (pyspark's, most of a second) run
+    while this process lists the partition dirs; none when the workers are forked from this process."""
+    if not _forkable() and "forkserver" in multiprocessing.get_all_start_methods():
+        from multiprocessing import forkserver
+
+        multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+        forkserver.ensure_running()
+
+
+class _Context:
+    """What every worker's run shares (pickled with each run)."""
+
+    def __init__(self, opts: SourceOptions, row_filter: RowFilter, fsref: FileSystemRef, least_split: int, level: int) -> None:
+        self.opts = opts
+        self.row_filter = row_filter
+        self.fsref = fsref
+        self.least_split = least_split
+        self.level = level  # the lowest level a logger of the planning process takes
+        self.token = (os.getpid(), time.monotonic_ns())  # this planning's, across the runs' copies of it
+
+    def wants(self, topic: str, partition: int) -> bool:
+        """Whether the subscription and the pushed filters take ``topic``-``partition`` (:meth:`_Planner._wants`)."""
+        return self.opts.wants_partition(topic, partition) and self.row_filter.admits_partition(topic, partition)
+
+
+class _Records(logging.Handler):
+    """What a worker logs, kept to be logged again, in order, by the planning process."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg, record.args, record.exc_info = record.getMessage(), None, None  # plain text: it pickles
+        self.records.append(record)
+
+    def take(self) -> list[logging.LogRecord] | None:
+        """The records since the last take (None: none)."""
+        out, self.records = self.records, []
+        return out or None
+
+
+@contextmanager
+def _recorded(level: int) -> Iterator[_Records]:
+    root = logging.getLogger()
+    handler = _Records()
+    was = root.level
+    root.addHandler(handler)
+    root.setLevel(level)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(was)
+
+
+def _replay(records: list[logging.LogRecord] | None) -> None:
+    for r in records or ():
+        logger = logging.getLogger(r.name)
+        if logger.isEnabledFor(r.levelno):
+            logger.handle(r)
+
+
+def _crosses(e: Exception) -> bool:
+    try:
+        pickle.loads(pickle.dumps(e))
+    except Exception:  # noqa: BLE001 - any failure: the serial planning raises it itself
+        return False
+    return True
+
+
+def _plan_run(task: tuple[_Context, list[tuple[int, str]]]) -> Any:
+    """In a worker: the planning of one run of partition dirs ((step, dir) in step order), as plain
+    values for :func:`plan_in_processes`, or :data:`BAIL` when the serial planning must redo it:
+
+    * per dir: (step, records, its partition or None, whether it counts as found), and the first
+      dir's error as (step, exception), after which no more is done;
+    * per partition, by key: [key, records of its log's, its offsets' and its slices' making,
+      bytes, files, slices as tuples or None, and when None the (log, start, end, lowest timestamp)
+      to cut in the planning process], and the first partition's error as (step 0, 1 or 2, key,
+      exception, records of that step)."""
+    ctx, dirs = task
+    fs = ctx.fsref.get()
+    storage = LocalStorage()
+    replicas: dict[str, Replica] = {}
+    dir_out: list[tuple[int, list | None, Key | None, bool]] = []
+    with gc_paused(), _recorded(ctx.level) as rec:
+        for step, d in dirs:
+            try:
+                listed = list(storage.walk(d))
+            except (FileNotFoundError, NotADirectoryError):
+                dir_out.append((step, None, None, False))  # removed since listed: as the walk of its root skips it
+                continue
+            except OSError:
+                return BAIL  # the serial listing of its root fails first
+            if len(listed) > 1:
+                return BAIL  # a dir inside a partition dir: discovery reads it as one more dir under the root
+            try:
+                counted, rep = _child(fs, d, listed[0][1], ctx.wants)
+            except Exception as e:  # noqa: BLE001 - raised by the planning process in the serial order
+                dir_out.append((step, rec.take(), None, False))
+                return (dir_out, (step, e), [], None) if _crosses(e) else BAIL
+            if rep is not None:
+                replicas[rep.dir] = rep
+            dir_out.append((step, rec.take(), None if rep is None else rep.key, counted))
+        groups = group_replicas(sorted(replicas.values(), key=_replica_order), ctx.opts, ctx.row_filter)
+        log_dirs = _log_dirs(ctx)
+        out: dict[Key, list] = {}
+        requests = []
+        phase, key = 0, None
+        try:
+            logs = []
+            for key, reps in sorted(groups.items()):
+                logs.append((key, PartitionLog(fs, reps, ctx.opts, None, log_dirs)))
+                out[key] = [key, [rec.take(), None, None], 0, 0, None, None]
+            phase = 1
+            for key, plog in logs:
+                request = batch_request(plog, ctx.opts, ctx.row_filter)
+                o = out[key]
+                o[1][1] = rec.take()
+                o[2], o[3] = plog.planned_bytes(request[1], request[2])
+                requests.append((key, request))
+            del logs
+            phase = 2
+            for key, (plog, start, end, ts_lo) in requests:
+                fixed = plog.fixed_slices(ctx.fsref, start, end, least_split=ctx.least_split, ts_lo=ts_lo)
+                logged = rec.take()
+                o = out[key]
+                if fixed is None:
+                    o[5] = (plog, start, end, ts_lo)  # what it logged is logged again as it is cut in the planning process
+                else:
+                    o[1][2], o[4] = logged, [_SLICE_FIELDS(sl) for sl in fixed]
+        except Exception as e:  # noqa: BLE001 - raised by the planning process in the serial order
+            return (dir_out, None, list(out.values()), (phase, key, e, rec.take())) if _crosses(e) else BAIL
+    return dir_out, None, list(out.values()), None
+
+
+#: in a worker: each log dir's checkpoints, read once for the runs of one planning (its context)
+_checkpoints: tuple[object, dict[str, LogDirOffsets]] = (None, {})
+
+
+def _log_dirs(ctx: _Context) -> dict[str, LogDirOffsets]:
+    global _checkpoints
+    if _checkpoints[0] != ctx.token:
+        _checkpoints = (ctx.token, {})
+    return _checkpoints[1]
+
+
+def plan_in_processes(planner: _Planner) -> list[InputPartition] | None:
+    """The batch read's input partitions, planned with worker processes (module docstring); None
+    when the serial planning is to plan them: fewer than :data:`PARALLEL_PLANNING` partition dirs,
+    not on local disk, one process to use (:func:`planning_jobs`), or a case the workers leave to it."""
+    fs = planner.fsref.get()
+    if not isinstance(fs, LocalFileSystem):
+        return None
+    jobs = planning_jobs(planner.opts)
+    if jobs < 2:
+        return None
+    walk = _walk(planner.paths, fs)
+    if walk is None or len(walk.delegated) < PARALLEL_PLANNING:
+        return None
+    from kafkalog.dataset.processes import ordered_map, runs, span
+
+    by_key: dict[Key, list[int]] = {}
+    for step, (_, key) in walk.delegated.items():
+        by_key.setdefault(key, []).append(step)
+    keys = sorted(by_key)
+    ctx = _Context(planner.opts, planner.row_filter, planner.fsref, planner.least_split, _lowest_level())
+    tasks = [(ctx, sorted((step, walk.delegated[step][0]) for k in run for step in by_key[k])) for run in runs(keys, [len(by_key[k]) for k in keys], jobs)]
+    results = []
+    names = lambda i: span([d for _, d in tasks[i][1]])  # noqa: E731 - one line
+    mapped = _forked(tasks, jobs, names) if _forkable() else ordered_map(_plan_run, tasks, jobs, names=names, preload=_PRELOAD[1:])
+    with closing(mapped):
+        for result in mapped:
+            if result == BAIL:
+                return None  # the runs under way finish, no other starts
+            for o in result[2]:  # the slices made while the workers plan the next runs
+                if o[4] is not None:
+                    o[4] = [_slice(planner.fsref, t) for t in o[4]]
+            results.append(result)
+    dirs: dict[int, tuple] = {}
+    dir_errors: dict[int, Exception] = {}
+    done: dict[Key, list] = {}
+    errors: dict[tuple[int, Key], tuple] = {}
+    for dir_out, dir_error, keys_out, key_error in results:
+        dirs.update((t[0], t) for t in dir_out)
+        if dir_error is not None:
+            dir_errors[dir_error[0]] = dir_error[1]
+        done.update((o[0], o) for o in keys_out)
+        if key_error is not None:
+            errors[key_error[:2]] = key_error
+    del results
+    return _replayed(planner, fs, walk, dirs, dir_errors, done, errors)
+
+
+def _forkable() -> bool:
+    """Whether the workers may be forked from this process as it is: it runs no other Python thread
+    (none can hold a lock the workers would need; the native threads of jemalloc and OpenBLAS
+    make themselves safe at a fork). Forked workers start with every module this process
+    imported and cost no pickling of their tasks; else they come from
+    :func:`kafkalog.dataset.processes.ordered_map`'s server."""
+    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+
+
+#: in a forked worker: the runs of the planning that forked it
+_runs: list = []
+
+
+def _forked(tasks: list, jobs: int, names: Any) -> Iterator[Any]:
+    """:func:`_plan_run` of each task in order, by ``jobs`` workers forked from this process."""
+    global _runs
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from kafkalog.dataset.processes import WorkerDied
+
+    _runs = tasks
+    try:
+        # every worker is forked at the first submission, before the pool starts its own thread
+        with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=multiprocessing.get_context("fork"), initializer=_quiet) as pool:
+            futures = [pool.submit(_plan_forked, i) for i in range(len(tasks))]
+            try:
+                for i, f in enumerate(futures):
+                    try:
+                        yield f.result()
+                    except BrokenProcessPool:
+                        raise WorkerDied(f"a worker process died (killed by a signal, or out of memory) while planning {names(i)}", {}) from None
+            finally:
+                for f in futures:
+                    f.cancel()
+    finally:
+        _runs = []
+
+
+def _quiet() -> None:
+    """A forked worker's start: the handlers it inherited removed (what it logs is recorded and
+    logged by the planning process, once)."""
+    for logger in [logging.getLogger(), *logging.root.manager.loggerDict.values()]:
+        if isinstance(logger, logging.Logger):
+            logger.handlers = []
+
+
+def _plan_forked(i: int) -> Any:
+    return _plan_run(_runs[i])
+
+
+def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, dirs: dict[int, tuple], dir_errors: dict[int, Exception],
+              done: dict[Key, list], errors: dict[tuple[int, Key], tuple]) -> list[InputPartition]:
+    """The serial planning's steps (:meth:`_Planner.partition_logs`, :func:`.planning.batch_request`,
+    :meth:`_Planner.plan`), each taken from the workers' results or, for the dirs listed here, done here."""
+    opts, rf = planner.opts, planner.row_filter
+    replicas: dict[str, Replica] = {}  # those of the dirs listed here
+    present: set[Key] = set()
+    found = 0
+    for i, step in enumerate(walk.steps):
+        if step[0] == "dir":
+            if i in walk.delegated:
+                _, logged, key, counted = dirs[i]
+                if logged:
+                    _replay(logged)
+                if i in dir_errors:
+                    raise dir_errors[i]
+                if key is not None:
+                    present.add(key)
+                found += counted
+            else:
+                counted, rep = _child(fs, step[1], step[2], planner._wants)
+                found += counted
+                if rep is not None:
+                    replicas[rep.dir] = rep
+        elif step[0] == "root":
+            if not found:
+                for rep in _aiven_replicas(fs, step[1], planner.keys, planner._wants):
+                    replicas[rep.dir] = rep
+                    found += 1
+        else:
+            if step[2] and not found:
+                raise _nothing_found(step[1])
+            found = 0
+    here = group_replicas(sorted(replicas.values(), key=_replica_order), opts, rf)
+    present.update(r.key for r in replicas.values())
+    planner._check_named_partitions(set(done).union(here), list(present))
+    keys = sorted(set(done).union(here, (k for _, k in errors)))
+    logs: dict[Key, PartitionLog] = {}
+    log_dirs: dict[str, LogDirOffsets] = {}
+    for key in keys:
+        if errors:
+            _raise_if_failed(errors, 0, key)
+        if key in here:
+            logs[key] = PartitionLog(fs, here[key], opts, None, log_dirs)
+        else:
+            if done[key][1][0]:
+                _replay(done[key][1][0])
+    requests = {}
+    total = files = 0
+    for key in keys:
+        if errors:
+            _raise_if_failed(errors, 1, key)
+        if key in logs:
+            requests[key] = plog, start, end, _ = batch_request(logs[key], opts, rf)
+            b, n = plog.planned_bytes(start, end)
+        else:
+            o = done[key]
+            if o[1][1]:
+                _replay(o[1][1])
+            b, n = o[2], o[3]
+            if o[5] is not None:
+                requests[key] = o[5]
+        total, files = total + b, files + n
+    split = planner.split(total, files)
+    slices: list[SegmentSlice] = []
+    for key in keys:
+        if errors:
+            _raise_if_failed(errors, 2, key)
+        if key in requests:
+            plog, start, end, ts_lo = requests[key]
+            slices.extend(plog.slices(planner.fsref, start, end, split=split, ts_lo=ts_lo))
+        else:
+            if done[key][1][2]:
+                _replay(done[key][1][2])
+            slices.extend(done[key][4])
+    return list(pack(slices, split, planner.open_cost))
+
+
+def _slice(fsref: FileSystemRef, fields: tuple) -> SegmentSlice:
+    """A slice from a worker's tuple, as the serial planning makes it, down to its pickle: its
+    filesystem this process's, the index kinds the interned names of :func:`.planning._index_kinds`."""
+    *head, indexes = fields
+    if indexes is not None:
+        indexes = (indexes[0], tuple(map(sys.intern, indexes[1])))
+    return SegmentSlice(fsref, *head, indexes)
+
+
+def _raise_if_failed(errors: dict[tuple[int, Key], tuple], phase: int, key: Key) -> None:
+    """Log what a worker logged at the step that failed, and raise its error."""
+    failed = errors.get((phase, key))
+    if failed is not None:
+        _replay(failed[3])
+        raise failed[2]
+
+
+def _lowest_level() -> int:
+    """The lowest level any logger of this process takes: the level a worker records from."""
+    loggers = [logging.getLogger(), *(x for x in logging.root.manager.loggerDict.values() if isinstance(x, logging.Logger))]
+    return min(x.getEffectiveLevel() for x in loggers)
