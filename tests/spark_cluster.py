@@ -20,7 +20,8 @@ START_TIMEOUT_S = 120.0
 #: executors, and the Spark jobs tests run in processes of their own (``SPARK_SUBMIT_OPTS``). The
 #: client compiler (C1) alone: these JVMs live seconds to minutes over little data, and C2's
 #: compilations cost them more CPU than its faster code saves (the demo's Spark step took 44
-#: CPU-seconds, 28 with C1 alone). What Spark computes does not depend on the JIT.
+#: CPU-seconds, 28 with C1 alone). What Spark computes does not depend on the JIT. bench/spark.py's
+#: ``--cluster`` gets C1 masters and workers too: they only schedule, its executors keep C2.
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
