@@ -128,6 +128,8 @@ class SparkSessions:
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.driver.memory", "2g")
             .config("spark.sql.session.timeZone", "UTC")
+            # read once, by the first session's spark-submit, which starts the driver JVM
+            .config("spark.driver.extraJavaOptions", spark_cluster.JVM_OPTIONS)
         )
         if mode == "local":
             builder = builder.master("local[2]")
@@ -140,6 +142,7 @@ class SparkSessions:
                 .config("spark.driver.bindAddress", "127.0.0.1")
                 .config("spark.executor.cores", "1")
                 .config("spark.executor.memory", "1g")
+                .config("spark.executor.extraJavaOptions", spark_cluster.JVM_OPTIONS)
                 .config("spark.cores.max", "2")
             )
         session = builder.getOrCreate()

@@ -16,6 +16,20 @@ from pathlib import Path
 #: How long the master and both workers get to come up (JVM start-up on a loaded 2-core machine).
 START_TIMEOUT_S = 120.0
 
+#: Options of every JVM the tests start: the suite's driver, the cluster's master, workers and
+#: executors, and the Spark jobs tests run in processes of their own (``SPARK_SUBMIT_OPTS``). The
+#: client compiler (C1) alone: these JVMs live seconds to minutes over little data, and C2's
+#: compilations cost them more CPU than its faster code saves (the demo's Spark step took 44
+#: CPU-seconds, 28 with C1 alone). What Spark computes does not depend on the JIT. bench/spark.py's
+#: ``--cluster`` gets C1 masters and workers too: they only schedule, its executors keep C2.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def submit_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a process that starts a Spark driver itself (``spark-submit`` reads
+    ``SPARK_SUBMIT_OPTS``), with :data:`JVM_OPTIONS` after the options it names already."""
+    return {**env, "SPARK_SUBMIT_OPTS": f"{env.get('SPARK_SUBMIT_OPTS', '')} {JVM_OPTIONS}".strip()}
+
 
 def spark_home() -> Path:
     """The directory of the installed pyspark, which holds ``bin/spark-class`` and ``jars/``."""
@@ -73,7 +87,7 @@ def start_cluster(log_dir: Path, workers: int = 2, cores: int = 1, worker_memory
     ``log_dir``. Returns once every worker has registered with the master."""
     home = spark_home()
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY="256m",
-               SPARK_LOG_DIR=str(log_dir), SPARK_CONF_DIR=str(log_dir / "conf"))
+               SPARK_DAEMON_JAVA_OPTS=JVM_OPTIONS, SPARK_LOG_DIR=str(log_dir), SPARK_CONF_DIR=str(log_dir / "conf"))
     env.pop("SPARK_MASTER_HOST", None)
     (log_dir / "conf").mkdir(parents=True, exist_ok=True)
     spark_class = str(home / "bin" / "spark-class")

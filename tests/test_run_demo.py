@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import spark_cluster
 from helpers import REPO
 
 SAMPLE = "golden/real/cp-latest-weebee/kafka/data"
@@ -59,7 +60,8 @@ def test_spark_step_with_an_old_java_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_spark_step_prints_only_the_table() -> None:
     """With Java and pyspark: no log4j lines, JVM warnings or progress bar, only the step's header
-    line on stderr and Spark's table on stdout (the sample's two topics, 3 records each)."""
+    line on stderr and Spark's table on stdout (the sample's two topics, 3 records each). Its JVM
+    runs with the suite's options (``spark_cluster.JVM_OPTIONS``, which print nothing)."""
     import sys
 
     try:
@@ -67,7 +69,7 @@ def test_spark_step_prints_only_the_table() -> None:
     except ImportError:
         pytest.skip("pyspark is not installed")
     proc = subprocess.run(["bash", str(REPO / "run"), "demo-spark", sys.executable, SAMPLE],
-                          capture_output=True, text=True, check=False, timeout=900, cwd=REPO)
+                          capture_output=True, text=True, check=False, timeout=900, cwd=REPO, env=spark_cluster.submit_env(dict(os.environ)))
     if proc.stderr.startswith("== Spark step skipped:"):
         pytest.skip(proc.stderr.strip())
     assert proc.returncode == 0, proc.stderr

@@ -104,7 +104,7 @@ def test_a_real_session_with_workers_on_another_python(tmp_path) -> None:  # noq
     if (why := spark_cluster.java_missing()) is not None:
         pytest.skip(why)
     other = _python_without_kafkalog()
-    env = {**os.environ, "PYSPARK_PYTHON": other, "PYSPARK_DRIVER_PYTHON": other}
+    env = spark_cluster.submit_env({**os.environ, "PYSPARK_PYTHON": other, "PYSPARK_DRIVER_PYTHON": other})
     job = tmp_path / "job.py"
     job.write_text(JOB)
     proc = subprocess.run([sys.executable, str(job), str(GOLDEN / "kafka" / "logdir" / "golden-0")],
