@@ -32,7 +32,7 @@ from kafkalog.log.plan import aborted_transactions, describe, offset_for_timesta
 from kafkalog.log.ranges import ReadAhead, map_ahead
 from kafkalog.log.reads import includes_topic
 from kafkalog.log.replicas import discover
-from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, gc_paused
+from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, gc_paused, list_candidates
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from kafkalog.fast.arrow import CommittedState
     from kafkalog.format.records.record import Record
     from kafkalog.format.tiered_aiven import Keyring
+    from kafkalog.log.source import Candidate, Listed
 
 log = logging.getLogger(__name__)
 
@@ -380,29 +381,32 @@ def scan(
         return includes_topic(topic, want_topics, include_internal=include_internal) and (want_parts is None or partition in want_parts)
 
     schema_of(columns)  # a wrong column fails before any listing
-    if tiered is not None:
-        from kafkalog.format.tiered_aiven import Keyring, read_private_keys
-        from kafkalog.log.tiered import tiered_files
+    # listing and planning make a few long-lived objects per partition: one pause of the garbage collector
+    # over both, so that its one collection of them (when it is given back) comes once, not after each
+    with gc_paused():
+        if tiered is not None:
+            from kafkalog.format.tiered_aiven import Keyring, read_private_keys
+            from kafkalog.log.tiered import tiered_files
 
-        keys = private_keys if isinstance(private_keys, Keyring) else read_private_keys({k: os.fspath(v) for k, v in (private_keys or {}).items()})
-        files = tiered_files(os.fspath(tiered), paths, keys=keys, wants=wants)
-    elif not paths:
-        raise ValueError("scan needs a path (or tiered=PREFIX)")
-    else:
-        files = discover(paths, wants=wants)
-    decoding = None
-    if key_format not in (None, "bytes") or value_format not in (None, "bytes"):
-        from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
-        from kafkalog.dataset.values import WIRE_FORMATS, Decoding
+            keys = private_keys if isinstance(private_keys, Keyring) else read_private_keys({k: os.fspath(v) for k, v in (private_keys or {}).items()})
+            files = tiered_files(os.fspath(tiered), paths, keys=keys, wants=wants)
+        elif not paths:
+            raise ValueError("scan needs a path (or tiered=PREFIX)")
+        else:
+            files = discover(paths, wants=wants, list_many=_lister(plan_jobs))
+        decoding = None
+        if key_format not in (None, "bytes") or value_format not in (None, "bytes"):
+            from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
+            from kafkalog.dataset.values import WIRE_FORMATS, Decoding
 
-        formats = {r: f for r, f in (("key", key_format), ("value", value_format)) if f not in (None, "bytes")}
-        if schemas is None and WIRE_FORMATS.intersection(formats.values()):
-            schemas = Registry.open(topic_records(paths, SCHEMAS_TOPIC))
-        decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning, validate=validate)  # type: ignore[arg-type]
-    return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
-                      read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
-                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers,
-                      plan_jobs=plan_jobs)
+            formats = {r: f for r, f in (("key", key_format), ("value", value_format)) if f not in (None, "bytes")}
+            if schemas is None and WIRE_FORMATS.intersection(formats.values()):
+                schemas = Registry.open(topic_records(paths, SCHEMAS_TOPIC))
+            decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning, validate=validate)  # type: ignore[arg-type]
+        return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
+                          read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
+                          include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers,
+                          plan_jobs=plan_jobs)
 
 
 def topic_records(paths: Sequence[str | os.PathLike[str]], topic: str) -> Iterator[tuple[bytes | None, bytes | None, int]] | None:
@@ -556,20 +560,62 @@ class _LostAhead:
 
 
 def _lost_in_processes(files: list[PartitionFiles], jobs: int | None) -> _LostAhead | None:
-    """:class:`_LostAhead` for ``files`` when :data:`PARALLEL_PLANNING` or more are on local disk and
-    more than one process may be used (None: each partition's loss is found as it is planned)."""
-    mine = [i for i, pf in enumerate(files) if type(pf) is PartitionFiles and isinstance(pf.storage, LocalStorage)]
-    if len(mine) < PARALLEL_PLANNING or jobs == 1 or (jobs is None and _main_runs_again()):
-        return None
+    """:class:`_LostAhead` for ``files`` when :data:`PARALLEL_PLANNING` or more on local disk have
+    their data loss to find and more than one process may be used (None: each partition's loss is
+    found as it is planned)."""
+    mine = [i for i, pf in enumerate(files) if type(pf) is PartitionFiles and isinstance(pf.storage, LocalStorage) and pf.found_gaps is None]
+    jobs = _planning_jobs(len(mine), jobs)
+    return _LostAhead(files, mine, jobs) if jobs > 1 else None
+
+
+def _planning_jobs(count: int, jobs: int | None) -> int:
+    """The processes that plan ``count`` partitions on local disk (1: this one alone): ``jobs``, by
+    default the CPUs available, when there are :data:`PARALLEL_PLANNING` or more, unless a worker
+    would run the program's script again (:func:`_main_runs_again`) or this process may start none."""
+    if count < PARALLEL_PLANNING or jobs == 1 or (jobs is None and _main_runs_again()):
+        return 1
     import multiprocessing
 
     if multiprocessing.current_process().daemon:  # a daemonic process (a pool's worker) may start none
-        return None
+        return 1
     if jobs is None:
         from kafkalog.dataset.processes import default_jobs
 
         jobs = default_jobs()
-    return _LostAhead(files, mine, jobs) if jobs > 1 else None
+    return jobs
+
+
+def _lister(jobs: int | None) -> Callable[[list[Candidate]], Iterator[Listed | None] | None]:
+    """:func:`~kafkalog.log.source.find_partitions`'s ``list_many`` for planning with ``jobs``
+    processes (see :func:`plan_all`): many partition dirs are listed, made partitions of and have
+    their data loss found by worker processes (:func:`~kafkalog.log.source.list_candidates`)."""
+
+    def list_many(candidates: list[Candidate]) -> Iterator[Listed | None] | None:
+        n = _planning_jobs(len(candidates), jobs)
+        return _listed_in_processes(candidates, n) if n > 1 else None
+
+    return list_many
+
+
+def _listed_in_processes(candidates: list[Candidate], jobs: int) -> Iterator[Listed | None]:
+    """:func:`~kafkalog.log.source.list_candidates` of ``candidates``, in runs spread over ``jobs``
+    worker processes, one result per candidate in order; from a worker's death on, None for each
+    (this process lists them, and meets what one process meets)."""
+    from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
+
+    tasks = runs(candidates, [1] * len(candidates), jobs)
+    results = ordered_map(list_candidates, tasks, jobs, names=lambda k: span([c[0] for c in tasks[k]]), preload=["kafkalog.log.source"])
+    try:
+        for k in range(len(tasks)):
+            try:
+                listed = next(results)
+            except WorkerDied:
+                for rest in tasks[k:]:
+                    yield from [None] * len(rest)
+                return
+            yield from listed
+    finally:
+        results.close()  # type: ignore[attr-defined]
 
 
 def _main_runs_again() -> bool:
