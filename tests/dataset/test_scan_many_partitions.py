@@ -216,7 +216,6 @@ def _both(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, pla
 def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool = False, **kw: object) -> object:
     """scan's plans: plan_all's result as scan makes it (scan_files is given them)."""
     from kafkalog.dataset import scan
-
     from kafkalog.log.source import PartitionFiles
 
     planned: list[list] = []
@@ -277,9 +276,8 @@ def test_listing_in_worker_processes_plans_and_warns_as_one_process(cluster: Pat
 @pytest.mark.rule("R-REP-04")
 def test_a_divergence_between_copies_listed_by_workers_is_one_process_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                             caplog: pytest.LogCaptureFixture) -> None:
-    from replica_backup import UNCLEAN_AT, build_backup
-
     from kafkalog.errors import ReplicaDivergenceError
+    from replica_backup import UNCLEAN_AT, build_backup
 
     backup = build_backup(tmp_path / "replicas")
     paths = [str(backup.backup), str(backup.root / "unclean")]
