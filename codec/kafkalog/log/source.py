@@ -717,9 +717,16 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
 def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None,
                      list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> list[PartitionFiles]:
     found: dict[tuple[str, str], PartitionFiles] = {}
-    held: list[tuple] = []  # from the first directory left for list_many on: what the walk met, in its order
+    _apply(_walk(paths, wants, found, list_many), list_many)
+    return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.display()))
+
+
+def _apply(events: Iterator[tuple], list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> None:
+    """Make the calls that ``events`` (:func:`_walk`'s) are, in order: those from the first
+    directory left for ``list_many`` on once it has been given every such directory."""
+    held: list[tuple] = []
     try:
-        for event in _walk(paths, wants, found, list_many is not None):
+        for event in events:
             if held or event[0] is _CANDIDATE:
                 held.append(event)
             else:
@@ -730,7 +737,6 @@ def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], boo
         held.append((_raise, e))  # raised in its turn, after the errors of the directories met before it
     if held:
         _listed_many(held, list_many)  # type: ignore[arg-type]
-    return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.display()))
 
 
 #: an event of :func:`_walk`: a directory left for ``list_many``
@@ -742,15 +748,15 @@ def _raise(e: Exception) -> None:
 
 
 def _walk(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None, found: dict[tuple[str, str], PartitionFiles],
-          defer: bool) -> Iterator[tuple]:
+          list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> Iterator[tuple]:
     """What the walk of ``paths`` meets, in order, each a call to make (its function, then its
     arguments): a partition found, a path's end (whose check raises when it held none); with
-    ``defer``, a directory named ``<topic>-<partition>`` below a root on local disk is not listed
-    but met as ``(_CANDIDATE, walk, directory, name, topic, partition, top)``."""
+    ``list_many``, a directory named ``<topic>-<partition>`` below a root on local disk is not
+    listed but met as ``(_CANDIDATE, walk, directory, name, topic, partition, top)``."""
     for raw in [paths] if isinstance(paths, str) else paths:
         storage, path = storage_for(os.fspath(raw))
         roots = _expand(storage, path)
-        walk = _Walk(storage, wants, found)
+        walk = _Walk(storage, wants, found, list_many)
         for root in roots:
             top = root.rstrip("/")
             if isinstance(storage, UrlStorage):
@@ -761,17 +767,7 @@ def _walk(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None, 
                     if (event := walk.visit(d, files, top, tree)) is not None:
                         yield event
                 continue
-            leave = None
-            if defer:
-                def leave(d: str, top: str = top, walk: _Walk = walk) -> tuple | None:
-                    name = _name(d)
-                    m = _PARTITION_DIR.match(name) if d.rstrip("/") != top else None
-                    return None if m is None else (_CANDIDATE, walk, d, name, m["topic"], int(m["partition"]), top)
-            for d, files in _local_walk(root, leave):
-                if isinstance(files, tuple):
-                    yield files
-                elif (event := walk.visit(d, files, top, None)) is not None:
-                    yield event
+            yield from walk.walk_local(root, top)
         yield walk.end, storage, path, roots
 
 
@@ -784,8 +780,10 @@ class _Walk:
     """The partitions under one path given to :func:`find_partitions`, found in ``found``: what its
     directories have in common (its storage, the data dirs' checkpoints, read once each)."""
 
-    def __init__(self, storage: Storage, wants: Callable[[str, int], bool] | None, found: dict[tuple[str, str], PartitionFiles]) -> None:
+    def __init__(self, storage: Storage, wants: Callable[[str, int], bool] | None, found: dict[tuple[str, str], PartitionFiles],
+                 list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> None:
         self.storage = storage
+        self.list_many = list_many
         self.wants = wants
         self.found = found
         self.local = isinstance(storage, LocalStorage)
@@ -861,11 +859,25 @@ class _Walk:
                            listing, gaps)
         self.add(p, self.prefix[parent] + name, wanted)  # os.path.join(parent, name)
 
+    def walk_local(self, d: str, top: str, *, root: bool = True) -> Iterator[tuple]:
+        """:func:`_walk`'s events of local directory ``d`` and those under it (``root``: ``d`` is a root)."""
+        leave = None
+        if self.list_many is not None:
+            def leave(sub: str) -> tuple | None:
+                name = _name(sub)
+                m = _PARTITION_DIR.match(name) if sub.rstrip("/") != top else None
+                return None if m is None else (_CANDIDATE, self, sub, name, m["topic"], int(m["partition"]), top)
+        for sub, files in _local_walk(d, leave, root=root):
+            if isinstance(files, tuple):
+                yield files
+            elif (event := self.visit(sub, files, top, None)) is not None:
+                yield event
+
     def subtree(self, d: str, top: str) -> None:
-        """Directory ``d`` and those under it, listed by this process."""
-        for sub, files in _local_walk(d, None, root=False):
-            if (event := self.visit(sub, files, top, None)) is not None:  # type: ignore[arg-type]
-                event[0](*event[1:])
+        """Directory ``d`` listed by this process, and those under it as the walk lists them (those
+        named ``<topic>-<partition>`` given to ``list_many`` in turn: a data dir under a broker's
+        folder named ``broker-1``)."""
+        _apply(self.walk_local(d, top, root=False), self.list_many)
 
 
 def _listed_many(held: list[tuple], list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None]) -> None:
