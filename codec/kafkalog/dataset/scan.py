@@ -369,10 +369,11 @@ def scan(
     (``KAFKALOG_NO_EXTENSIONS=1``) gains little. The default is 1 (see ``bench/export.py --scan-workers``
     for the figures): on the readers' hot path the GIL is held for most of a batch's work.
 
-    ``plan_jobs``: planning thousands of partitions on local disk (:data:`PARALLEL_PLANNING`) finds
-    their data loss in that many worker processes (:func:`plan_all`'s ``jobs``: by default one per
-    CPU, unless a worker would run the program's script again; 1: none), with the same plans and
-    errors."""
+    ``plan_jobs``: thousands of partition dirs on local disk (:data:`PARALLEL_PLANNING`) are listed,
+    made partitions of and have their data loss found by that many worker processes (the
+    ``list_many`` of :func:`~kafkalog.log.source.find_partitions`; by default one per CPU, unless a
+    worker would run the program's script again; 1: none; see :func:`plan_all`'s ``jobs``), with
+    the same plans and errors."""
     want_topics = _as_set(topics, str)
     want_parts = _as_set(partitions, int)
     paths = [] if path is None else [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
@@ -480,11 +481,13 @@ def plan_all(
     there (unless ``include_deleted``), and ``on_deleted`` (default: a logged warning) is told so.
 
     Finding the data loss is most of planning's work (each partition's last segment's indexes and
-    ``.log`` end are read): with :data:`PARALLEL_PLANNING` or more partitions on local disk it is
-    done by ``jobs`` worker processes (:mod:`kafkalog.dataset.processes`; None: the CPUs available,
-    1: in this process; None also keeps it here when a worker would run the program's script again,
-    see :func:`_main_runs_again`) while this one plans, with the same plans, warnings and errors,
-    in the same order."""
+    ``.log`` end are read): a partition whose loss was found when it was listed (by :func:`scan`'s
+    workers: :attr:`~kafkalog.log.source.PartitionFiles.found_gaps`) is not asked again; with
+    :data:`PARALLEL_PLANNING` or more others on local disk it is done by ``jobs`` worker processes
+    (:mod:`kafkalog.dataset.processes`; None: the CPUs available, 1: in this process; None also
+    keeps it here when a worker would run the program's script again, see
+    :func:`_main_runs_again`) while this one plans, with the same plans, warnings and errors, in
+    the same order."""
     t0, t1 = _ms(start_time), _ms(end_time)
     plans = []
     lost: list[Gap] = []
@@ -521,8 +524,9 @@ def plan_all(
     return plans
 
 
-#: Partitions on local disk from which :func:`plan_all` finds their data loss in worker processes:
-#: starting them (about 0.3 s) costs less than the work they share (some 0.1-0.3 ms a partition).
+#: Partition dirs on local disk from which :func:`scan` lists them, and :func:`plan_all` finds their
+#: data loss, in worker processes: starting them (about 0.3 s) costs less than the work they share
+#: (some 0.1-0.3 ms a partition).
 PARALLEL_PLANNING = 4096
 
 
