@@ -30,7 +30,7 @@ from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.ranges import ReadAhead, map_ahead
-from kafkalog.log.reads import includes_topic
+from kafkalog.log.reads import includes_topic, log_start_offset
 from kafkalog.log.replicas import discover
 from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, gc_paused, list_candidates
 
@@ -106,11 +106,10 @@ def _offset_for(spec: Offsets, pf: PartitionFiles) -> int | None:
     return spec.get((pf.topic, pf.partition))
 
 
-def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
-    """The byte ranges of the segments holding offsets ``[start, end)``, cut at ``.index`` entries:
-    a segment entirely outside the range is not opened. A segment gives offsets from its
-    :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's (or to its ``until``)."""
-    logs = pf.logs
+def _slices(pf: PartitionFiles, logs: list[SegmentFiles], start: int, end: int | None) -> list[Slice]:
+    """The byte ranges of the segments holding offsets ``[start, end)`` (``logs``: ``pf``'s), cut at
+    ``.index`` entries: a segment entirely outside the range is not opened. A segment gives offsets
+    from its :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's (or to its ``until``)."""
     out = []
     for n, seg in enumerate(logs):
         nxt = seg.until if seg.until is not None else logs[n + 1].first if n + 1 < len(logs) else None
@@ -135,8 +134,14 @@ def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
 def start_floor(files: PartitionFiles, *, include_deleted: bool = False) -> int:
     """The lowest offset a read of ``files`` returns (SPEC R-VAL-10): the log start offset, or with
     ``include_deleted`` the first segment's base offset (the deleted records the files still hold)."""
-    logs = files.logs
-    return logs[0].base_offset if include_deleted and logs else files.log_start_offset or 0
+    return _floor(files, files.logs, include_deleted)
+
+
+def _floor(files: PartitionFiles, logs: list[SegmentFiles], include_deleted: bool) -> int:
+    """:func:`start_floor` of ``files``, whose :attr:`~kafkalog.log.source.PartitionFiles.logs` are ``logs``."""
+    if include_deleted and logs:
+        return logs[0].base_offset
+    return log_start_offset(files.log_start_checkpoint, logs[0].base_offset if logs else None) or 0
 
 
 def plan(
@@ -155,7 +160,7 @@ def plan(
     them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
     None when nothing can be in range (no record at or after ``start_time``)."""
     logs = files.logs
-    floor = start_floor(files, include_deleted=include_deleted)
+    floor = _floor(files, logs, include_deleted)
     start = floor if start_offset is None else max(start_offset, floor)
     end = end_offset
     if not logs:
@@ -177,7 +182,7 @@ def plan(
         aborted = tuple(aborted_transactions(files, start, end))
     if end is not None and end <= start:
         return PartitionPlan(files, start, end, (), aborted, lso)
-    return PartitionPlan(files, start, end, tuple(_slices(files, start, end)), aborted, lso)
+    return PartitionPlan(files, start, end, tuple(_slices(files, logs, start, end)), aborted, lso)
 
 
 def _as_set(v: object, kind: type) -> set | None:
@@ -503,12 +508,15 @@ def plan_all(
     # many partitions' plans, long-lived: no full collection between them
     with gc_paused(), contextlib.closing(found) if found is not None else contextlib.nullcontext():
         # on object storage each partition's index and log-end reads are requests: several partitions' at a time
-        for (_, pf), (p, gaps) in map_ahead(planned, enumerate(files), remote=lambda item: isinstance(item[1].storage, UrlStorage)):
+        if any(isinstance(pf.storage, UrlStorage) for pf in files):
+            results: Iterable = map_ahead(planned, enumerate(files), remote=lambda item: isinstance(item[1].storage, UrlStorage))
+        else:
+            results = ((item, planned(item)) for item in enumerate(files))
+        for (_, pf), (p, gaps) in results:
             if p is None:
                 continue
             asked = _offset_for(start_offset, pf)
-            log_start = pf.log_start_offset
-            if asked is not None and log_start is not None and asked < log_start and not include_deleted:
+            if asked is not None and not include_deleted and (log_start := pf.log_start_offset) is not None and asked < log_start:
                 on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
                            f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
                            "files still hold of them)")
