@@ -340,3 +340,26 @@ def test_a_worker_killed_mid_run_leaves_the_rest_to_the_planning_process(tmp_pat
     monkeypatch.setattr(scan, "list_candidates", _dies_listing_many_20)
     got = _outcome(lambda: _scan_plans(monkeypatch, [str(root)], died=True, allow_gaps=True)(2))  # type: ignore[operator]
     assert got == serial[0]
+
+
+def test_planning_leaves_its_objects_uncollected_in_the_oldest_generation(many: Path) -> None:
+    """What planning made is long-lived: it goes to the collector's oldest generation without being
+    walked at the pause's end (the youngest generation holds next to nothing after it); objects the
+    program froze itself stay frozen."""
+    import gc
+
+    from kafkalog.log.source import PartitionFiles
+
+    assert gc.isenabled()
+    gc.collect()
+    reader = kafkalog.scan(str(many), columns=["offset"], allow_gaps=True)
+    assert [sum(type(o) is PartitionFiles for o in gc.get_objects(g)) for g in (0, 1, 2)] == [0, 0, COUNT]
+    del reader
+    kept = [[k] for k in range(1000)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        kafkalog.scan(str(many), columns=["offset"], allow_gaps=True)
+        assert gc.get_freeze_count() == frozen >= len(kept)
+    finally:
+        gc.unfreeze()

@@ -666,7 +666,13 @@ def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector held off while the block runs, then left as it was found.
     Planning makes a few long-lived objects per partition and next to no garbage, and each full
     collection walks every object alive: over 100,000 partitions the collections cost about 15% of
-    the planning's CPU time, and more per partition the more partitions there are."""
+    the planning's CPU time, and more per partition the more partitions there are.
+
+    What the block made is then moved into the collector's oldest generation as it is, uncollected
+    (``gc.freeze()`` then ``gc.unfreeze()``: two list moves), rather than walked by the collection
+    of the youngest generation that the first allocation after the pause would start, and then
+    again by the middle one's: long-lived, it is walked by the next full collection alone. Unless
+    the program holds objects frozen itself (``gc.freeze()`` before a ``fork``): those stay frozen."""
     if not gc.isenabled():
         yield
         return
@@ -674,6 +680,9 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()
 
 
