@@ -597,10 +597,13 @@ def _planning_jobs(count: int, jobs: int | None) -> int:
     return jobs
 
 
-def _lister(jobs: int | None) -> Callable[[list[Candidate]], Iterator[Listed | None] | None]:
+def _lister(jobs: int | None) -> Callable[[list[Candidate]], Iterator[Listed | None] | None] | None:
     """:func:`~kafkalog.log.source.find_partitions`'s ``list_many`` for planning with ``jobs``
     processes (see :func:`plan_all`): many partition dirs are listed, made partitions of and have
-    their data loss found by worker processes (:func:`~kafkalog.log.source.list_candidates`)."""
+    their data loss found by worker processes (:func:`~kafkalog.log.source.list_candidates`).
+    None when no worker may be started: the walk lists each directory as it meets it."""
+    if _planning_jobs(PARALLEL_PLANNING, jobs) <= 1:
+        return None
 
     def list_many(candidates: list[Candidate]) -> Iterator[Listed | None] | None:
         n = _planning_jobs(len(candidates), jobs)
