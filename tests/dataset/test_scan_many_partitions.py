@@ -141,3 +141,225 @@ def test_a_partition_that_fails_in_a_worker_fails_the_planning_as_in_one_process
             plan_all(files, jobs=jobs)
         errors.append((type(info.value), str(info.value)))
     assert runs and errors[0] == errors[1] and "many-25" in errors[0][1], errors
+
+
+# ----------------------------------------------------------------------------- listing in worker processes
+# Worker processes list the partition dirs of a data dir, make partitions of them and find their data
+# loss (kafkalog.log.source.list_candidates); what one process finds is the truth they are held to.
+BROKER_1 = 40  # partition dirs many-0 ... of the first data dir
+NO_LOG_1, LOST_TAIL_1 = 13, 27
+START_AT = {2: 50, NO_LOG_1: 120}  # log-start-offset-checkpoint entries of the first data dir
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two brokers' data dirs: broker-1's of many partitions (one that lost a .log, one a tail, two
+    with a log start offset in the checkpoint, one holding a partition dir of its own and one a
+    ``-delete`` dir, beside a ``-delete`` partition dir), and broker-2's with copies of three of
+    them, one of those the copy that lost its tail."""
+    root = tmp_path_factory.mktemp("cluster")
+    one = many_partitions(root / "broker-1" / "data", BROKER_1, no_log=NO_LOG_1, lost_tail=LOST_TAIL_1)
+    (one / "log-start-offset-checkpoint").write_text(f"0\n{len(START_AT)}\n" + "".join(f"many {p} {o}\n" for p, o in START_AT.items()))
+    _link_copy(one / "many-0", one / "many-3" / "nested-0")  # a partition dir under a partition dir
+    _link_copy(one / "many-0", one / "many-5" / "many-5.0123456789abcdef-delete")  # Kafka reads no -delete dir
+    _link_copy(one / "many-0", one / "many-9.0123456789abcdef-delete")
+    two = root / "broker-2" / "data"
+    for p in (4, 7, LOST_TAIL_1):
+        _link_copy(one / f"many-{p if p != LOST_TAIL_1 else 0}", two / f"many-{p}")
+    return root
+
+
+def _link_copy(src: Path, dst: Path) -> None:
+    import os
+
+    dst.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.is_file():
+            os.link(f, dst / f.name)
+
+
+def _outcome(run: object) -> tuple:
+    """What a planning gives: its result, or its error's type, message, file, offset and gaps."""
+    try:
+        return ("result", run())  # type: ignore[operator]
+    except Exception as e:  # noqa: BLE001 - compared whole
+        return ("error", type(e), str(e), getattr(e, "file", None), getattr(e, "offset", None), getattr(e, "gaps", None))
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, plan: object) -> tuple[tuple, tuple]:
+    """``plan(plan_jobs)`` in one process and with two worker processes listing every data dir's
+    partition dirs (the threshold lowered to 1), each with the warnings logged; the second asserts
+    that the workers listed them."""
+    import logging
+
+    from kafkalog.dataset import processes, scan
+
+    monkeypatch.setattr(scan, "PARALLEL_PLANNING", 1)
+    used: list[str] = []
+    real = processes.ordered_map
+
+    def recording(fn, items, jobs, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - ordered_map's stand-in
+        used.append(fn.__name__)
+        return real(fn, items, jobs, **kw)
+
+    monkeypatch.setattr(processes, "ordered_map", recording)
+    out = []
+    for jobs in (1, 2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="kafkalog"):
+            got = _outcome(lambda: plan(jobs))  # type: ignore[operator]  # noqa: B023 - called at once
+        out.append((got, [r.getMessage() for r in caplog.records]))
+        assert ("list_candidates" in used) is (jobs == 2), used
+    return out[0], out[1]
+
+
+def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool = False, **kw: object) -> object:
+    """scan's plans: plan_all's result as scan makes it (scan_files is given them)."""
+    from kafkalog.dataset import scan
+    from kafkalog.log.source import PartitionFiles
+
+    planned: list[list] = []
+    real = scan.plan_all
+
+    def keep(files, **options):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - plan_all's stand-in
+        planned.append(plans := real(files, **options))
+        return plans
+
+    monkeypatch.setattr(scan, "plan_all", keep)
+
+    def run(jobs: int) -> object:
+        kafkalog.scan(paths, plan_jobs=jobs, columns=["offset"], **kw)  # type: ignore[arg-type]
+        # with workers, each copy's data loss was found by the worker that listed it, but under a
+        # partition dir holding directories (many-3), which this process walked as one process walks it
+        plain = [p.files for p in planned[-1] if type(p.files) is PartitionFiles]
+        here = {f.dir.rsplit("/", 1)[-1] for f in plain if f.found_gaps is None}
+        if died:  # a worker died: those of its run and after were listed here
+            assert 0 < len(here) < len(plain), here
+        else:
+            assert here <= {"many-3", "nested-0"} if jobs > 1 else all(f.found_gaps is None for f in plain), here
+        return planned[-1]
+    return run
+
+
+@pytest.mark.rule("R-LOSS-04")
+@pytest.mark.parametrize("kw", [{}, {"allow_gaps": True}, {"allow_gaps": True, "start_offset": 0}, {"allow_gaps": True, "start_offset": 0,
+                                 "include_deleted": True}, {"allow_gaps": True, "topics": "nested"}, {"allow_gaps": True, "partitions": [3, 13, 27]}],
+                         ids=["lost", "allow-gaps", "deleted-warned", "include-deleted", "topics", "partitions"])
+def test_listing_in_worker_processes_plans_and_warns_as_one_process(cluster: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture, kw: dict) -> None:
+    """Two data dirs of many partitions, copies of some in both, a lost .log, lost tails, log start
+    offsets, partition and ``-delete`` dirs under partition dirs, filters: the plans (every one's
+    data loss found by the workers), the DataLossError or the warnings, in order, are one process's."""
+    paths = [str(cluster / "broker-1"), str(cluster / "broker-2")]
+    serial, parallel = _both(monkeypatch, caplog, _scan_plans(monkeypatch, paths, **kw))
+    assert parallel == serial
+    (kind, *result), warnings = serial
+    if not kw:
+        assert kind == "error" and result[0] is DataLossError
+        # many-13's log starts at 120 (the checkpoint): its lost .log from there; many-27's copy in broker-2 holds its lost tail
+        assert [(g.directory.rsplit("/", 1)[-1], g.start, g.end) for g in result[4]] == [(f"many-{NO_LOG_1}", 120, 146)]
+        return
+    assert kind == "result"
+    plans = {(p.topic, p.partition): p for p in result[0]}
+    if "topics" in kw:
+        assert list(plans) == [("nested", 0)] and not warnings
+    elif "partitions" in kw:
+        assert list(plans) == [("many", 3), ("many", 13), ("many", 27)]
+    else:
+        assert len(plans) == BROKER_1 + 1 and ("many", 9) in plans and plans["many", 4].files.copies  # type: ignore[attr-defined]
+    deleted = [w for w in warnings if "below the log start offset" in w]
+    assert len(deleted) == (2 if kw.get("start_offset") == 0 and not kw.get("include_deleted") else 0), warnings
+    if "partitions" not in kw and "topics" not in kw:
+        assert [w.split(": ", 1)[0].rsplit("/", 1)[-1] for w in warnings if "in no .log" in w] == [f"many-{NO_LOG_1}"]
+
+
+@pytest.mark.rule("R-REP-04")
+def test_a_divergence_between_copies_listed_by_workers_is_one_process_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                            caplog: pytest.LogCaptureFixture) -> None:
+    from kafkalog.errors import ReplicaDivergenceError
+    from replica_backup import UNCLEAN_AT, build_backup
+
+    backup = build_backup(tmp_path / "replicas")
+    paths = [str(backup.backup), str(backup.root / "unclean")]
+    serial, parallel = _both(monkeypatch, caplog, _scan_plans(monkeypatch, paths))
+    assert parallel == serial
+    assert serial[0][1] is ReplicaDivergenceError and serial[0][4] == UNCLEAN_AT
+    serial, parallel = _both(monkeypatch, caplog, _scan_plans(monkeypatch, paths, allow_gaps=True))
+    assert parallel == serial and any("replica divergence" in w for w in serial[1])
+
+
+def test_a_directory_a_worker_cannot_list_fails_as_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A partition dir holding a symbolic link to itself cannot be walked (ELOOP): the worker leaves
+    it to the planning process, which raises what one process raises."""
+    import os
+
+    root = many_partitions(tmp_path / "data", 30)
+    os.symlink("loop", root / "many-21" / "loop")
+    serial, parallel = _both(monkeypatch, caplog, _scan_plans(monkeypatch, [str(root)]))
+    assert parallel == serial
+    assert serial[0][1] is OSError or issubclass(serial[0][1], OSError), serial
+    assert "many-21" in serial[0][2]
+
+
+def test_a_corrupt_index_fails_the_plan_naming_it_as_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """A read_committed plan of a partition whose ``.txnindex`` is torn: the error names the file
+    and position, as one process's does."""
+    from kafkalog.errors import CorruptIndexError
+
+    root = many_partitions(tmp_path / "data", 30)
+    index = root / "many-17" / "00000000000000000051.txnindex"
+    data = index.read_bytes()
+    index.unlink()  # a hard link: the other partitions keep theirs
+    index.write_bytes(data[:-5])
+    serial, parallel = _both(monkeypatch, caplog, _scan_plans(monkeypatch, [str(root)], read_committed=True))
+    assert parallel == serial
+    assert serial[0][:2] == ("error", CorruptIndexError) and serial[0][3:5] == (str(index), None), serial
+    assert str(serial[0][2]).startswith(f"{index}, position 0: "), serial
+
+
+def _dies_listing_many_20(candidates: list) -> list:  # noqa: ANN001 - list_candidates's stand-in, run by a worker process
+    """:func:`kafkalog.log.source.list_candidates`, but a worker given ``many-20`` is killed."""
+    import os
+    import signal
+
+    from kafkalog.log.source import list_candidates
+
+    if any(c[0].endswith("many-20") for c in candidates):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return list_candidates(candidates)
+
+
+def test_a_worker_killed_mid_run_leaves_the_rest_to_the_planning_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    from kafkalog.dataset import scan
+
+    root = many_partitions(tmp_path / "data", 40, no_log=35, lost_tail=5)
+    serial, _ = _both(monkeypatch, caplog, _scan_plans(monkeypatch, [str(root)], allow_gaps=True))
+    monkeypatch.setattr(scan, "list_candidates", _dies_listing_many_20)
+    got = _outcome(lambda: _scan_plans(monkeypatch, [str(root)], died=True, allow_gaps=True)(2))  # type: ignore[operator]
+    assert got == serial[0]
+
+
+def test_planning_leaves_its_objects_uncollected_in_the_oldest_generation(many: Path) -> None:
+    """What planning made is long-lived: it goes to the collector's oldest generation without being
+    walked at the pause's end (the youngest generation holds next to nothing after it); objects the
+    program froze itself stay frozen."""
+    import gc
+
+    from kafkalog.log.source import PartitionFiles
+
+    assert gc.isenabled()
+    gc.collect()
+    reader = kafkalog.scan(str(many), columns=["offset"], allow_gaps=True)
+    assert [sum(type(o) is PartitionFiles for o in gc.get_objects(g)) for g in (0, 1, 2)] == [0, 0, COUNT]
+    del reader
+    kept = [[k] for k in range(1000)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        kafkalog.scan(str(many), columns=["offset"], allow_gaps=True)
+        assert gc.get_freeze_count() == frozen >= len(kept)
+    finally:
+        gc.unfreeze()

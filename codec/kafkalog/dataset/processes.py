@@ -1,6 +1,6 @@
 """Worker processes for work cut into tasks: :func:`ordered_map` runs them in up to N processes and
 hands their results back in task order, so that a caller writes, prints and reports exactly what one
-process would, in the same order, whatever N is. Planning many partitions (:func:`kafkalog.dataset.scan.plan_all`)
+process would, in the same order, whatever N is. Listing and planning many partitions (:func:`kafkalog.dataset.scan.scan`, :func:`~kafkalog.dataset.scan.plan_all`)
 and the ``-j N`` of ``export``, ``verify`` and ``info`` (:mod:`kafkalog.tools.jobs`) use it.
 Processes, not threads: Parquet and JSON encoding, record objects, the checks and planning's
 per-partition work hold the GIL. Nothing here is imported until more than one process is used, so a

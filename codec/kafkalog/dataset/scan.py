@@ -30,9 +30,9 @@ from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.ranges import ReadAhead, map_ahead
-from kafkalog.log.reads import includes_topic
+from kafkalog.log.reads import includes_topic, log_start_offset
 from kafkalog.log.replicas import discover
-from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, gc_paused
+from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, gc_paused, list_candidates
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from kafkalog.fast.arrow import CommittedState
     from kafkalog.format.records.record import Record
     from kafkalog.format.tiered_aiven import Keyring
+    from kafkalog.log.source import Candidate, Listed
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +106,10 @@ def _offset_for(spec: Offsets, pf: PartitionFiles) -> int | None:
     return spec.get((pf.topic, pf.partition))
 
 
-def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
-    """The byte ranges of the segments holding offsets ``[start, end)``, cut at ``.index`` entries:
-    a segment entirely outside the range is not opened. A segment gives offsets from its
-    :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's (or to its ``until``)."""
-    logs = pf.logs
+def _slices(pf: PartitionFiles, logs: list[SegmentFiles], start: int, end: int | None) -> list[Slice]:
+    """The byte ranges of the segments holding offsets ``[start, end)`` (``logs``: ``pf``'s), cut at
+    ``.index`` entries: a segment entirely outside the range is not opened. A segment gives offsets
+    from its :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's (or to its ``until``)."""
     out = []
     for n, seg in enumerate(logs):
         nxt = seg.until if seg.until is not None else logs[n + 1].first if n + 1 < len(logs) else None
@@ -134,8 +134,14 @@ def _slices(pf: PartitionFiles, start: int, end: int | None) -> list[Slice]:
 def start_floor(files: PartitionFiles, *, include_deleted: bool = False) -> int:
     """The lowest offset a read of ``files`` returns (SPEC R-VAL-10): the log start offset, or with
     ``include_deleted`` the first segment's base offset (the deleted records the files still hold)."""
-    logs = files.logs
-    return logs[0].base_offset if include_deleted and logs else files.log_start_offset or 0
+    return _floor(files, files.logs, include_deleted)
+
+
+def _floor(files: PartitionFiles, logs: list[SegmentFiles], include_deleted: bool) -> int:
+    """:func:`start_floor` of ``files``, whose :attr:`~kafkalog.log.source.PartitionFiles.logs` are ``logs``."""
+    if include_deleted and logs:
+        return logs[0].base_offset
+    return log_start_offset(files.log_start_checkpoint, logs[0].base_offset if logs else None) or 0
 
 
 def plan(
@@ -154,7 +160,7 @@ def plan(
     them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
     None when nothing can be in range (no record at or after ``start_time``)."""
     logs = files.logs
-    floor = start_floor(files, include_deleted=include_deleted)
+    floor = _floor(files, logs, include_deleted)
     start = floor if start_offset is None else max(start_offset, floor)
     end = end_offset
     if not logs:
@@ -176,7 +182,7 @@ def plan(
         aborted = tuple(aborted_transactions(files, start, end))
     if end is not None and end <= start:
         return PartitionPlan(files, start, end, (), aborted, lso)
-    return PartitionPlan(files, start, end, tuple(_slices(files, start, end)), aborted, lso)
+    return PartitionPlan(files, start, end, tuple(_slices(files, logs, start, end)), aborted, lso)
 
 
 def _as_set(v: object, kind: type) -> set | None:
@@ -368,10 +374,11 @@ def scan(
     (``KAFKALOG_NO_EXTENSIONS=1``) gains little. The default is 1 (see ``bench/export.py --scan-workers``
     for the figures): on the readers' hot path the GIL is held for most of a batch's work.
 
-    ``plan_jobs``: planning thousands of partitions on local disk (:data:`PARALLEL_PLANNING`) finds
-    their data loss in that many worker processes (:func:`plan_all`'s ``jobs``: by default one per
-    CPU, unless a worker would run the program's script again; 1: none), with the same plans and
-    errors."""
+    ``plan_jobs``: thousands of partition dirs on local disk (:data:`PARALLEL_PLANNING`) are listed,
+    made partitions of and have their data loss found by that many worker processes (the
+    ``list_many`` of :func:`~kafkalog.log.source.find_partitions`; by default one per CPU, unless a
+    worker would run the program's script again; 1: none; see :func:`plan_all`'s ``jobs``), with
+    the same plans and errors."""
     want_topics = _as_set(topics, str)
     want_parts = _as_set(partitions, int)
     paths = [] if path is None else [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
@@ -380,29 +387,32 @@ def scan(
         return includes_topic(topic, want_topics, include_internal=include_internal) and (want_parts is None or partition in want_parts)
 
     schema_of(columns)  # a wrong column fails before any listing
-    if tiered is not None:
-        from kafkalog.format.tiered_aiven import Keyring, read_private_keys
-        from kafkalog.log.tiered import tiered_files
+    # listing and planning make a few long-lived objects per partition: one pause of the garbage collector
+    # over both, so that its one collection of them (when it is given back) comes once, not after each
+    with gc_paused():
+        if tiered is not None:
+            from kafkalog.format.tiered_aiven import Keyring, read_private_keys
+            from kafkalog.log.tiered import tiered_files
 
-        keys = private_keys if isinstance(private_keys, Keyring) else read_private_keys({k: os.fspath(v) for k, v in (private_keys or {}).items()})
-        files = tiered_files(os.fspath(tiered), paths, keys=keys, wants=wants)
-    elif not paths:
-        raise ValueError("scan needs a path (or tiered=PREFIX)")
-    else:
-        files = discover(paths, wants=wants)
-    decoding = None
-    if key_format not in (None, "bytes") or value_format not in (None, "bytes"):
-        from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
-        from kafkalog.dataset.values import WIRE_FORMATS, Decoding
+            keys = private_keys if isinstance(private_keys, Keyring) else read_private_keys({k: os.fspath(v) for k, v in (private_keys or {}).items()})
+            files = tiered_files(os.fspath(tiered), paths, keys=keys, wants=wants)
+        elif not paths:
+            raise ValueError("scan needs a path (or tiered=PREFIX)")
+        else:
+            files = discover(paths, wants=wants, list_many=_lister(plan_jobs))
+        decoding = None
+        if key_format not in (None, "bytes") or value_format not in (None, "bytes"):
+            from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
+            from kafkalog.dataset.values import WIRE_FORMATS, Decoding
 
-        formats = {r: f for r, f in (("key", key_format), ("value", value_format)) if f not in (None, "bytes")}
-        if schemas is None and WIRE_FORMATS.intersection(formats.values()):
-            schemas = Registry.open(topic_records(paths, SCHEMAS_TOPIC))
-        decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning, validate=validate)  # type: ignore[arg-type]
-    return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
-                      read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
-                      include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers,
-                      plan_jobs=plan_jobs)
+            formats = {r: f for r, f in (("key", key_format), ("value", value_format)) if f not in (None, "bytes")}
+            if schemas is None and WIRE_FORMATS.intersection(formats.values()):
+                schemas = Registry.open(topic_records(paths, SCHEMAS_TOPIC))
+            decoding = Decoding(formats, schemas, on_undecodable=on_undecodable, warn=log.warning, validate=validate)  # type: ignore[arg-type]
+        return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
+                          read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
+                          include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers,
+                          plan_jobs=plan_jobs)
 
 
 def topic_records(paths: Sequence[str | os.PathLike[str]], topic: str) -> Iterator[tuple[bytes | None, bytes | None, int]] | None:
@@ -476,11 +486,13 @@ def plan_all(
     there (unless ``include_deleted``), and ``on_deleted`` (default: a logged warning) is told so.
 
     Finding the data loss is most of planning's work (each partition's last segment's indexes and
-    ``.log`` end are read): with :data:`PARALLEL_PLANNING` or more partitions on local disk it is
-    done by ``jobs`` worker processes (:mod:`kafkalog.dataset.processes`; None: the CPUs available,
-    1: in this process; None also keeps it here when a worker would run the program's script again,
-    see :func:`_main_runs_again`) while this one plans, with the same plans, warnings and errors,
-    in the same order."""
+    ``.log`` end are read): a partition whose loss was found when it was listed (by :func:`scan`'s
+    workers: :attr:`~kafkalog.log.source.PartitionFiles.found_gaps`) is not asked again; with
+    :data:`PARALLEL_PLANNING` or more others on local disk it is done by ``jobs`` worker processes
+    (:mod:`kafkalog.dataset.processes`; None: the CPUs available, 1: in this process; None also
+    keeps it here when a worker would run the program's script again, see
+    :func:`_main_runs_again`) while this one plans, with the same plans, warnings and errors, in
+    the same order."""
     t0, t1 = _ms(start_time), _ms(end_time)
     plans = []
     lost: list[Gap] = []
@@ -496,12 +508,15 @@ def plan_all(
     # many partitions' plans, long-lived: no full collection between them
     with gc_paused(), contextlib.closing(found) if found is not None else contextlib.nullcontext():
         # on object storage each partition's index and log-end reads are requests: several partitions' at a time
-        for (_, pf), (p, gaps) in map_ahead(planned, enumerate(files), remote=lambda item: isinstance(item[1].storage, UrlStorage)):
+        if any(isinstance(pf.storage, UrlStorage) for pf in files):
+            results: Iterable = map_ahead(planned, enumerate(files), remote=lambda item: isinstance(item[1].storage, UrlStorage))
+        else:
+            results = ((item, planned(item)) for item in enumerate(files))
+        for (_, pf), (p, gaps) in results:
             if p is None:
                 continue
             asked = _offset_for(start_offset, pf)
-            log_start = pf.log_start_offset
-            if asked is not None and log_start is not None and asked < log_start and not include_deleted:
+            if asked is not None and not include_deleted and (log_start := pf.log_start_offset) is not None and asked < log_start:
                 on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
                            f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
                            "files still hold of them)")
@@ -517,8 +532,9 @@ def plan_all(
     return plans
 
 
-#: Partitions on local disk from which :func:`plan_all` finds their data loss in worker processes:
-#: starting them (about 0.3 s) costs less than the work they share (some 0.1-0.3 ms a partition).
+#: Partition dirs on local disk from which :func:`scan` lists them, and :func:`plan_all` finds their
+#: data loss, in worker processes: starting them (about 0.3 s) costs less than the work they share
+#: (some 0.1-0.3 ms a partition).
 PARALLEL_PLANNING = 4096
 
 
@@ -556,20 +572,65 @@ class _LostAhead:
 
 
 def _lost_in_processes(files: list[PartitionFiles], jobs: int | None) -> _LostAhead | None:
-    """:class:`_LostAhead` for ``files`` when :data:`PARALLEL_PLANNING` or more are on local disk and
-    more than one process may be used (None: each partition's loss is found as it is planned)."""
-    mine = [i for i, pf in enumerate(files) if type(pf) is PartitionFiles and isinstance(pf.storage, LocalStorage)]
-    if len(mine) < PARALLEL_PLANNING or jobs == 1 or (jobs is None and _main_runs_again()):
-        return None
+    """:class:`_LostAhead` for ``files`` when :data:`PARALLEL_PLANNING` or more on local disk have
+    their data loss to find and more than one process may be used (None: each partition's loss is
+    found as it is planned)."""
+    mine = [i for i, pf in enumerate(files) if type(pf) is PartitionFiles and isinstance(pf.storage, LocalStorage) and pf.found_gaps is None]
+    jobs = _planning_jobs(len(mine), jobs)
+    return _LostAhead(files, mine, jobs) if jobs > 1 else None
+
+
+def _planning_jobs(count: int, jobs: int | None) -> int:
+    """The processes that plan ``count`` partitions on local disk (1: this one alone): ``jobs``, by
+    default the CPUs available, when there are :data:`PARALLEL_PLANNING` or more, unless a worker
+    would run the program's script again (:func:`_main_runs_again`) or this process may start none."""
+    if count < PARALLEL_PLANNING or jobs == 1 or (jobs is None and _main_runs_again()):
+        return 1
     import multiprocessing
 
     if multiprocessing.current_process().daemon:  # a daemonic process (a pool's worker) may start none
-        return None
+        return 1
     if jobs is None:
         from kafkalog.dataset.processes import default_jobs
 
         jobs = default_jobs()
-    return _LostAhead(files, mine, jobs) if jobs > 1 else None
+    return jobs
+
+
+def _lister(jobs: int | None) -> Callable[[list[Candidate]], Iterator[Listed | None] | None] | None:
+    """:func:`~kafkalog.log.source.find_partitions`'s ``list_many`` for planning with ``jobs``
+    processes (see :func:`plan_all`): many partition dirs are listed, made partitions of and have
+    their data loss found by worker processes (:func:`~kafkalog.log.source.list_candidates`).
+    None when no worker may be started: the walk lists each directory as it meets it."""
+    if _planning_jobs(PARALLEL_PLANNING, jobs) <= 1:
+        return None
+
+    def list_many(candidates: list[Candidate]) -> Iterator[Listed | None] | None:
+        n = _planning_jobs(len(candidates), jobs)
+        return _listed_in_processes(candidates, n) if n > 1 else None
+
+    return list_many
+
+
+def _listed_in_processes(candidates: list[Candidate], jobs: int) -> Iterator[Listed | None]:
+    """:func:`~kafkalog.log.source.list_candidates` of ``candidates``, in runs spread over ``jobs``
+    worker processes, one result per candidate in order; from a worker's death on, None for each
+    (this process lists them, and meets what one process meets)."""
+    from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
+
+    tasks = runs(candidates, [1] * len(candidates), jobs)
+    results = ordered_map(list_candidates, tasks, jobs, names=lambda k: span([c[0] for c in tasks[k]]), preload=["kafkalog.log.source"])
+    try:
+        for k in range(len(tasks)):
+            try:
+                listed = next(results)
+            except WorkerDied:
+                for rest in tasks[k:]:
+                    yield from [None] * len(rest)
+                return
+            yield from listed
+    finally:
+        results.close()  # type: ignore[attr-defined]
 
 
 def _main_runs_again() -> bool:

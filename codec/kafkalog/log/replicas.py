@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafkalog.errors import KafkaLogError
 from kafkalog.format.checkpoints import read_partition_metadata
@@ -44,6 +45,9 @@ from kafkalog.format.records.stream import LogReader
 from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, segment_bases, subtract_spans
 from kafkalog.log.plan import BatchHeader, scan_headers
 from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, find_partitions, gc_paused
+
+if TYPE_CHECKING:
+    from kafkalog.log.source import Candidate, Listed
 
 __all__ = ["ReplicatedFiles", "discover", "divergences", "one_view"]
 
@@ -257,14 +261,15 @@ def one_view(copies: list[PartitionFiles]) -> PartitionFiles:
     )
 
 
-def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
-    """Every topic-partition under ``paths`` (see :func:`find_partitions`), sorted by topic and
-    partition, each as one view: a partition found in several directories (its replicas under each
-    broker's data dir in a backup of a cluster, or two copies given as two paths) is read as one
-    log, each offset once from the copies that hold it, whatever order the paths come in
-    (:func:`one_view`, SPEC §6.9)."""
+def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None,
+             list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None = None) -> list[PartitionFiles]:
+    """Every topic-partition under ``paths`` (see :func:`find_partitions`, and its ``list_many``),
+    sorted by topic and partition, each as one view: a partition found in several directories (its
+    replicas under each broker's data dir in a backup of a cluster, or two copies given as two
+    paths) is read as one log, each offset once from the copies that hold it, whatever order the
+    paths come in (:func:`one_view`, SPEC §6.9)."""
     copies: dict[tuple[str, int], list[PartitionFiles]] = {}
     with gc_paused():
-        for p in find_partitions(paths, wants=wants):
+        for p in find_partitions(paths, wants=wants, list_many=list_many):
             copies.setdefault((p.topic, p.partition), []).append(p)
         return [one_view(c) for _, c in sorted(copies.items())]

@@ -134,18 +134,7 @@ class LocalStorage:
         return dict(self.walk(path))
 
     def walk(self, path: str) -> Iterator[tuple[str, list[Entry]]]:
-        todo = [path]
-        while todo:
-            d = todo.pop()
-            subdirs: list[str] = []
-            try:
-                files = _local_entries(d, subdirs)
-            except (FileNotFoundError, NotADirectoryError):
-                if d == path:
-                    raise
-                continue  # removed while walked
-            todo.extend(subdirs)
-            yield d, files
+        return _local_walk(path, None)  # type: ignore[return-value]
 
     def open(self, path: str, size: int | None = None) -> BinaryIO:
         return _listed(path, lambda p: open(p, "rb"))
@@ -167,6 +156,28 @@ class LocalStorage:
 
     def display(self, path: str) -> str:
         return path
+
+
+def _local_walk(path: str, leave: Callable[[str], tuple | None] | None, *, root: bool = True) -> Iterator[tuple[str, list[Entry] | tuple]]:
+    """:meth:`LocalStorage.walk`; ``leave(d)``, when not None, is given in place of the listing of a
+    directory below ``path`` that is left unlisted (the walk then goes on without it). ``root``:
+    ``path`` is the walk's root, which raises when it cannot be listed (below a root, a directory
+    removed while walked is passed over)."""
+    todo = [path]
+    while todo:
+        d = todo.pop()
+        if leave is not None and d != path and (left := leave(d)) is not None:
+            yield d, left
+            continue
+        subdirs: list[str] = []
+        try:
+            files = _local_entries(d, subdirs)
+        except (FileNotFoundError, NotADirectoryError):
+            if d == path and root:
+                raise
+            continue  # removed while walked
+        todo.extend(subdirs)
+        yield d, files
 
 
 def _local_entries(path: str, subdirs: list[str] | None) -> list[Entry]:
@@ -506,6 +517,9 @@ class PartitionFiles:
     snapshots: tuple[tuple[int, str], ...] = ()
     log_dir: LogDirOffsets = field(default_factory=LogDirOffsets, repr=False, compare=False)
     listing: tuple[tuple[str, int | None], ...] = field(default=(), repr=False, compare=False)
+    #: its data loss as :meth:`gaps` gives it, when found already (by the worker process that listed
+    #: the directory: :func:`find_partitions`'s ``list_many``); None: found when asked
+    found_gaps: tuple[Gap, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def log_start_checkpoint(self) -> int | None:
@@ -535,6 +549,8 @@ class PartitionFiles:
 
     def gaps(self) -> list[Gap]:
         """Offsets the partition's own files say existed but no ``.log`` holds (data loss: :func:`kafkalog.log.gaps.find_gaps`)."""
+        if self.found_gaps is not None:
+            return list(self.found_gaps)
         if isinstance(self.storage, UrlStorage):  # its reads: what is read twice is fetched once
             remote = self.storage
             found = find_gaps(self.dir, fs=remote.fs, files=dict(self.listing), checkpoints=self.log_dir, open_log=remote.open_tail,
@@ -591,9 +607,10 @@ def _listed_pair(name: str, size: int | None) -> tuple[str, int | None]:
     return name, size
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _is_kafka_file(name: str) -> bool:
     """Whether a file makes its directory a partition dir: a segment file, a producer snapshot, or
-    one of :data:`_PARTITION_FILES`."""
+    one of :data:`_PARTITION_FILES`. The same names recur in each partition dir: the answers are kept."""
     k = segment_file(name)
     return (k is not None and k[1] in SEGMENT_KINDS) or name in _PARTITION_FILES
 
@@ -649,7 +666,13 @@ def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector held off while the block runs, then left as it was found.
     Planning makes a few long-lived objects per partition and next to no garbage, and each full
     collection walks every object alive: over 100,000 partitions the collections cost about 15% of
-    the planning's CPU time, and more per partition the more partitions there are."""
+    the planning's CPU time, and more per partition the more partitions there are.
+
+    What the block made is then moved into the collector's oldest generation as it is, uncollected
+    (``gc.freeze()`` then ``gc.unfreeze()``: two list moves), rather than walked by the collection
+    of the youngest generation that the first allocation after the pause would start, and then
+    again by the middle one's: long-lived, it is walked by the next full collection alone. Unless
+    the program holds objects frozen itself (``gc.freeze()`` before a ``fork``): those stay frozen."""
     if not gc.isenabled():
         yield
         return
@@ -657,10 +680,27 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()
 
 
-def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None) -> list[PartitionFiles]:
+#: A directory named ``<topic>-<partition>`` under a root on local disk, as :func:`find_partitions`
+#: hands it to its ``list_many``: its path, the topic and partition its name says, whether the
+#: caller wants that partition, and its data dir's ``log-start-offset-checkpoint`` entry and clean
+#: shutdown's recovery point for it (None: none).
+Candidate = tuple[str, str, int, bool, int | None, int | None]
+
+#: What :func:`list_candidates` gives of a candidate: ``()`` when it is no partition dir (or is
+#: gone), else its segments (each :class:`SegmentFiles`'s first six fields, as plain values:
+#: they pickle several times faster), snapshots, listing, and its data loss (None when not
+#: wanted, or when finding it failed: it is found again when asked).
+Listed = tuple
+
+
+def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None,
+                    list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None = None) -> list[PartitionFiles]:
     """Every partition directory under ``paths`` (each a folder searched at any depth, a partition
     dir or a glob of them, local or a URL), each copy on its own, sorted by topic, partition and
     directory; ``wants(topic, partition)`` false skips one. This is the one discovery of kafkalog:
@@ -671,55 +711,248 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     or ``leader-epoch-checkpoint`` is a partition (an empty one too), and its parent its data dir
     (whose checkpoints give its log start offset). Directories ending in ``-delete``, ``-future`` or
     ``-stray`` are skipped, as Kafka skips them, with everything under them. A path named twice gives
-    its partitions once. A path holding no partition raises :class:`~kafkalog.errors.LogNotFoundError`."""
+    its partitions once. A path holding no partition raises :class:`~kafkalog.errors.LogNotFoundError`.
+
+    ``list_many``: a caller that lists many directories at once (worker processes: see
+    :func:`kafkalog.dataset.scan.plan_all`) is given every directory named ``<topic>-<partition>``
+    below a root on local disk (:data:`Candidate`, in the order the walk meets them) before any is
+    listed, and returns None (list them here) or what :func:`list_candidates` gives of each, in
+    that order, None where this process is to list it. The partitions, and the errors, are those
+    one process finds, in the same order; ``wants`` is then asked of each such directory before
+    it is listed, and the data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`)."""
     with gc_paused():
-        return _find_partitions(paths, wants)
+        return _find_partitions(paths, wants, list_many)
 
 
-def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None) -> list[PartitionFiles]:
+def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None,
+                     list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> list[PartitionFiles]:
     found: dict[tuple[str, str], PartitionFiles] = {}
+    _apply(_walk(paths, wants, found, list_many), list_many)
+    return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.display()))
+
+
+def _apply(events: Iterator[tuple], list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> None:
+    """Make the calls that ``events`` (:func:`_walk`'s) are, in order: those from the first
+    directory left for ``list_many`` on once it has been given every such directory."""
+    held: list[tuple] = []
+    try:
+        for event in events:
+            if held or event[0] is _CANDIDATE:
+                held.append(event)
+            else:
+                event[0](*event[1:])
+    except Exception as e:
+        if not held:
+            raise
+        held.append((_raise, e))  # raised in its turn, after the errors of the directories met before it
+    if held:
+        _listed_many(held, list_many)  # type: ignore[arg-type]
+
+
+#: an event of :func:`_walk`: a directory left for ``list_many``
+_CANDIDATE = object()
+
+
+def _raise(e: Exception) -> None:
+    raise e
+
+
+def _walk(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None, found: dict[tuple[str, str], PartitionFiles],
+          list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> Iterator[tuple]:
+    """What the walk of ``paths`` meets, in order, each a call to make (its function, then its
+    arguments): a partition found, a path's end (whose check raises when it held none); with
+    ``list_many``, a directory named ``<topic>-<partition>`` below a root on local disk is not
+    listed but met as ``(_CANDIDATE, walk, directory, name, topic, partition, top)``."""
     for raw in [paths] if isinstance(paths, str) else paths:
         storage, path = storage_for(os.fspath(raw))
         roots = _expand(storage, path)
-        count = 0
-        log_dirs: dict[str, LogDirOffsets] = {}
-        local = isinstance(storage, LocalStorage)
-        parents: dict[str, str] = {}  # a directory's parent as listed -> as _parent gives it (found once per data dir)
+        walk = _Walk(storage, wants, found, list_many)
         for root in roots:
             top = root.rstrip("/")
-            # on object storage the one listing is kept whole: a data dir's own files tell which
-            # checkpoints exist, so absent ones are not asked for; a local walk lets each directory go
-            tree = storage.tree(root) if isinstance(storage, UrlStorage) else None
-            for d, files in (tree.items() if tree is not None else storage.walk(root)):  # the result is sorted below
-                name = d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1]
-                is_root = d.rstrip("/") == top
-                m = None if is_root else _PARTITION_DIR.match(name)
-                if (not is_root and m is None) or not any(_is_kafka_file(e.name) for e in files):
-                    continue
-                if is_root:
-                    parent = _parent(storage, d)
-                else:  # a directory the listing found under a root: its parent is named as the listing names it
-                    listed = d.rsplit(os.sep if local else "/", 1)[0]
-                    if listed not in parents:
-                        parents[listed] = _parent(storage, d)
-                    parent = parents[listed]
-                if parent not in log_dirs:
-                    covered = tree is not None and (parent == top or parent.startswith(top + "/"))  # the listing reached it
-                    log_dirs[parent] = _log_dir(storage, parent, tree.get(parent, []) if covered else None)
-                p = _partition(storage, d, files, log_dirs[parent], None if m is None else (m["topic"], int(m["partition"])))
-                if p is None:
-                    continue
-                count += 1
-                if wants is None or wants(p.topic, p.partition):
-                    # os.path.abspath(d), without normalizing the path again for each partition
-                    key = (os.path.abspath(d) if is_root else os.path.join(parent, name)) if local else storage.display(d)
-                    found.setdefault((p.name, key), p)
-        if roots and not count:
+            if isinstance(storage, UrlStorage):
+                # on object storage the one listing is kept whole: a data dir's own files tell which
+                # checkpoints exist, so absent ones are not asked for; a local walk lets each directory go
+                tree = storage.tree(root)
+                for d, files in tree.items():  # the result is sorted in the end
+                    if (event := walk.visit(d, files, top, tree)) is not None:
+                        yield event
+                continue
+            yield from walk.walk_local(root, top)
+        yield walk.end, storage, path, roots
+
+
+def _name(d: str) -> str:
+    """A directory's last name, as a listing gives it."""
+    return d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1]
+
+
+class _Walk:
+    """The partitions under one path given to :func:`find_partitions`, found in ``found``: what its
+    directories have in common (its storage, the data dirs' checkpoints, read once each)."""
+
+    def __init__(self, storage: Storage, wants: Callable[[str, int], bool] | None, found: dict[tuple[str, str], PartitionFiles],
+                 list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> None:
+        self.storage = storage
+        self.list_many = list_many
+        self.wants = wants
+        self.found = found
+        self.local = isinstance(storage, LocalStorage)
+        self.log_dirs: dict[str, LogDirOffsets] = {}
+        self.parents: dict[str, str] = {}  # a directory's parent as listed -> as _parent gives it (found once per data dir)
+        self.prefix: dict[str, str] = {}  # a data dir -> the start of the paths joined under it
+        self.count = 0
+
+    def parent(self, d: str, is_root: bool) -> str:
+        if is_root:
+            return _parent(self.storage, d)
+        # a directory the listing found under a root: its parent is named as the listing names it
+        listed = d.rsplit(os.sep if self.local else "/", 1)[0]
+        if listed not in self.parents:
+            self.parents[listed] = _parent(self.storage, d)
+        return self.parents[listed]
+
+    def log_dir(self, parent: str, top: str, tree: dict[str, list[Entry]] | None) -> LogDirOffsets:
+        if parent not in self.log_dirs:
+            covered = tree is not None and (parent == top or parent.startswith(top + "/"))  # the listing reached it
+            self.log_dirs[parent] = _log_dir(self.storage, parent, tree.get(parent, []) if covered else None)  # type: ignore[union-attr]
+        return self.log_dirs[parent]
+
+    def visit(self, d: str, files: list[Entry], top: str, tree: dict[str, list[Entry]] | None) -> tuple | None:
+        """The partition directory ``d`` is, as an event of :func:`_walk` (None: none)."""
+        name = _name(d)
+        is_root = d.rstrip("/") == top
+        m = None if is_root else _PARTITION_DIR.match(name)
+        if (not is_root and m is None) or not any(_is_kafka_file(e.name) for e in files):
+            return None
+        parent = self.parent(d, is_root)
+        p = _partition(self.storage, d, files, self.log_dir(parent, top, tree), None if m is None else (m["topic"], int(m["partition"])))
+        if p is None:
+            return None
+        # os.path.abspath(d), without normalizing the path again for each partition
+        key = (os.path.abspath(d) if is_root else os.path.join(parent, name)) if self.local else self.storage.display(d)
+        return self.add, p, key, None
+
+    def add(self, p: PartitionFiles, key: str, wanted: bool | None) -> None:
+        self.count += 1
+        if wanted if wanted is not None else (self.wants is None or self.wants(p.topic, p.partition)):
+            self.found.setdefault((p.name, key), p)
+
+    def end(self, storage: Storage, path: str, roots: list[str]) -> None:
+        """The end of the path's walk: it must have held a partition."""
+        if roots and not self.count:
             raise LogNotFoundError("no Kafka partition directories (<topic>-<partition> holding Kafka files) found"
                                    + tiered_hint([storage.display(r) for r in roots]), file=storage.display(path))
         if not roots:
             raise LogNotFoundError("the glob matches no directory", file=storage.display(path))
-    return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.display()))
+
+    def candidate(self, d: str, topic: str, partition: int) -> tuple[Candidate, str]:
+        """What ``list_many`` is told of directory ``d``, and its parent."""
+        parent = self.parent(d, False)
+        log_dir = self.log_dir(parent, "", None)
+        tp = (topic, partition)
+        wanted = self.wants is None or self.wants(topic, partition)
+        if parent not in self.prefix:
+            self.prefix[parent] = os.path.join(parent, "")
+        return (d, topic, partition, wanted, log_dir.log_start.get(tp), log_dir.log_end_at_shutdown.get(tp)), parent
+
+    def listed(self, c: Candidate, parent: str, name: str, listed: Listed) -> None:
+        """A directory another process listed (:func:`list_candidates`): the partition it is."""
+        if not listed:
+            return
+        d, topic, partition, wanted = c[:4]
+        segments, snapshots, listing, gaps = listed
+        p = PartitionFiles(self.storage, topic, partition, d, tuple([SegmentFiles(*s) for s in segments]), snapshots, self.log_dirs[parent],
+                           listing, gaps)
+        self.add(p, self.prefix[parent] + name, wanted)  # os.path.join(parent, name)
+
+    def walk_local(self, d: str, top: str, *, root: bool = True) -> Iterator[tuple]:
+        """:func:`_walk`'s events of local directory ``d`` and those under it (``root``: ``d`` is a root)."""
+        leave = None
+        if self.list_many is not None:
+            def leave(sub: str) -> tuple | None:
+                name = _name(sub)
+                m = _PARTITION_DIR.match(name) if sub.rstrip("/") != top else None
+                return None if m is None else (_CANDIDATE, self, sub, name, m["topic"], int(m["partition"]), top)
+        for sub, files in _local_walk(d, leave, root=root):
+            if isinstance(files, tuple):
+                yield files
+            elif (event := self.visit(sub, files, top, None)) is not None:
+                yield event
+
+    def subtree(self, d: str, top: str) -> None:
+        """Directory ``d`` listed by this process, and those under it as the walk lists them (those
+        named ``<topic>-<partition>`` given to ``list_many`` in turn: a data dir under a broker's
+        folder named ``broker-1``)."""
+        _apply(self.walk_local(d, top, root=False), self.list_many)
+
+
+def _listed_many(held: list[tuple], list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None]) -> None:
+    """The events :func:`_walk` met from the first directory left for ``list_many``, in order, those
+    directories listed by ``list_many`` (or here, where it gives None)."""
+    candidates = [(e, *e[1].candidate(e[2], e[4], e[5])) for e in held if e[0] is _CANDIDATE]
+    results = list_many([c for _e, c, _parent in candidates])
+    it = iter(candidates)
+    try:
+        for event in held:
+            if event[0] is not _CANDIDATE:
+                event[0](*event[1:])
+                continue
+            _e, c, parent = next(it)
+            walk, d, name, top = event[1], event[2], event[3], event[6]
+            listed = next(results) if results is not None else None  # type: ignore[call-overload]
+            if listed is None:
+                walk.subtree(d, top)
+            else:
+                walk.listed(c, parent, name, listed)
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+
+
+def list_candidates(candidates: list[Candidate]) -> list[Listed | None]:
+    """In a worker process (:func:`find_partitions`'s ``list_many``): each directory listed, the
+    partition it is, and the data loss of those wanted (:meth:`PartitionFiles.gaps`), as plain
+    values (:data:`Listed`); None for a directory that holds directories (its walk goes on under
+    it) or whose listing failed: the process that asked lists it itself, and meets what one
+    process meets."""
+    storage = LocalStorage()
+    out: list[Listed | None] = []
+    with gc_paused():
+        for d, topic, partition, wanted, log_start, log_end in candidates:
+            try:
+                out.append(_list_candidate(storage, d, topic, partition, wanted, log_start, log_end))
+            except Exception:  # noqa: BLE001 - met again by the process that asked, as one process meets it
+                out.append(None)
+    return out
+
+
+#: a data dir's checkpoints that say nothing of a partition (read only)
+_NO_OFFSETS = LogDirOffsets()
+
+
+def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, wanted: bool,
+                    log_start: int | None, log_end: int | None) -> Listed | None:
+    subdirs: list[str] = []
+    try:
+        files = _local_entries(d, subdirs)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()  # removed while walked
+    if subdirs:
+        return None
+    if not any(_is_kafka_file(e.name) for e in files):
+        return ()
+    tp = (topic, partition)
+    log_dir = _NO_OFFSETS if log_start is None and log_end is None else \
+        LogDirOffsets({} if log_start is None else {tp: log_start}, {} if log_end is None else {tp: log_end})
+    p = _partition(storage, d, files, log_dir, tp)
+    if p is None:
+        return ()
+    gaps = None
+    if wanted:
+        with contextlib.suppress(Exception):  # found again, and raised, when the partition is planned
+            gaps = tuple(p.gaps())
+    return tuple([(s.base_offset, s.log, s.size, s.index, s.timeindex, s.txnindex) for s in p.segments]), p.snapshots, p.listing, gaps
 
 
 def partition_dirs(root: str) -> list[str]:
