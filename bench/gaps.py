@@ -21,17 +21,25 @@ import statistics
 import time
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("path", help="a data dir of many partition dirs (bench/spark.py's planning sets)")
     ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     from kafkalog.log.replicas import discover
 
     files = discover([args.path])
+    was = gc.isenabled()
     gc.disable()
+    try:
+        _measure(files, args.repeat)
+    finally:
+        if was:
+            gc.enable()
 
+
+def _measure(files: list, repeat: int) -> None:
     def floor() -> None:
         for pf in files:
             for name, _size in pf.listing:
@@ -45,7 +53,7 @@ def main() -> None:
             pf.gaps()
 
     runs: dict[str, list[float]] = {"floor_us": [], "gaps_us": []}
-    for _ in range(args.repeat):
+    for _ in range(repeat):
         for key, fn in (("floor_us", floor), ("gaps_us", check)):
             cpu = time.process_time()
             fn()
