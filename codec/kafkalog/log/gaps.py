@@ -34,6 +34,7 @@ import posixpath
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from kafkalog.errors import DataLossError, KafkaLogError, ReplicaDivergenceError
@@ -224,22 +225,22 @@ class _Files:
 
 
 def read_local(path: str) -> bytes:
-    """A whole local file, read with the file system calls alone: open, one read, close, for a file
-    of less than :data:`WHOLE_TAIL` bytes (a read that comes back short has reached the end of a
-    regular file; a larger file is sized then and read on). A file object (``open(path, "rb")``)
-    makes as many calls again, and planning reads a few small files (the last segment's indexes,
-    its ``.log``'s end) of every partition."""
+    """A whole local file, read with the file system calls alone: open, reads until one comes back
+    empty, close; a file of :data:`WHOLE_TAIL` bytes or more is sized once and read on in one
+    read (a read that comes back short is read on: a FUSE file system's may end short of the end).
+    A file object (``open(path, "rb")``) makes as many calls again, and planning reads a few small
+    files (the last segment's indexes, its ``.log``'s end) of every partition."""
     fd = os.open(path, os.O_RDONLY)
     try:
         data = os.read(fd, WHOLE_TAIL)
-        if len(data) < WHOLE_TAIL:
+        if not data:
             return data
         parts = [data]
-        rest = os.fstat(fd).st_size - len(data)
+        rest = os.fstat(fd).st_size - len(data) if len(data) == WHOLE_TAIL else 0
         while more := os.read(fd, max(rest + 1, WHOLE_TAIL)):  # one byte more: a read to the end tells it has not grown
             parts.append(more)
             rest -= len(more)
-        return b"".join(parts)
+        return data if len(parts) == 1 else b"".join(parts)
     finally:
         os.close(fd)
 
@@ -346,7 +347,7 @@ def _read_listed(names: frozenset[str]) -> _Listed:
             by_base.pop(base, None)
     bases = tuple(sorted(by_base))
     stem = f"{bases[-1]:020d}" if bases else ""
-    return _Listed({b: frozenset(k) for b, k in by_base.items()}, bases, tuple(snapshots),
+    return _Listed(MappingProxyType({b: frozenset(k) for b, k in by_base.items()}), bases, tuple(snapshots),
                    tuple(b for b in bases if "log" not in by_base[b]), stem, f"{stem}.log" in names)
 
 
@@ -362,7 +363,6 @@ def find_gaps(
     tail: bool = True,
     open_log: Callable[[str], BinaryIO] | None = None,
     read_file: Callable[[str], bytes] | None = None,
-    partition: tuple[str, int] | None = None,
 ) -> list[Gap]:
     """The offset ranges of one partition directory that its files say existed but no ``.log``
     holds, in offset order (empty: nothing is missing).
@@ -373,8 +373,7 @@ def find_gaps(
     the tail of a last segment whose ``.log`` is there (no ``.log`` is opened): a reader that reads
     that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself. ``open_log``
     opens the ``.log`` read for that, and ``read_file`` reads a whole file (an index, a snapshot)
-    (defaults: as any file of the directory). ``partition``: the directory's (topic, partition)
-    when the caller has parsed its name already (a planner of many partitions), else read from it."""
+    (defaults: as any file of the directory)."""
     shown = os.fspath(directory)
     access = _Files(shown, fs, open_log, read_file)
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
@@ -384,7 +383,7 @@ def find_gaps(
     names = frozenset(listed)
     if checkpoints is None:
         checkpoints = LogDirOffsets.read(access.parent(), access.fs)
-    tp = partition if partition is not None else _topic_partition(shown)
+    tp = _topic_partition(shown)
     if tp is None:
         return []
 
@@ -557,8 +556,8 @@ def _log_end(access: _Files, base: int, stem: str, positions: list[int] | None, 
 
 def _local_log_end(path: str, starts: list[int], base: int) -> int:
     """:func:`_log_end` of a local ``.log``, read with the file system calls alone (as :func:`read_local`):
-    the rest from a start of up to :data:`WHOLE_TAIL` bytes in one read (a read that comes back
-    short has reached the end; an empty one, a start past it), a longer one a batch at a time."""
+    the rest from a start of up to :data:`WHOLE_TAIL` bytes read whole (until a read comes back
+    empty; none at all: a start past the end), a longer one a batch at a time."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -566,6 +565,8 @@ def _local_log_end(path: str, starts: list[int], base: int) -> int:
     try:
         for pos in starts:
             data = os.pread(fd, WHOLE_TAIL + 1, pos)
+            while data and len(data) <= WHOLE_TAIL and (more := os.pread(fd, WHOLE_TAIL + 1 - len(data), pos + len(data))):
+                data += more  # a read that came back short of the end (a FUSE file system's may): read on
             if not data:
                 continue
             if len(data) <= WHOLE_TAIL:

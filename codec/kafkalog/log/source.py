@@ -518,7 +518,8 @@ class PartitionFiles:
     log_dir: LogDirOffsets = field(default_factory=LogDirOffsets, repr=False, compare=False)
     listing: tuple[tuple[str, int | None], ...] = field(default=(), repr=False, compare=False)
     #: its data loss as :meth:`gaps` gives it, when found already (by the worker process that listed
-    #: the directory: :func:`find_partitions`'s ``list_many``); None: found when asked
+    #: the directory: :func:`find_partitions`'s ``list_many``), as the files were then: a caller that
+    #: keeps the partition while the log changes discovers it again; None: found when asked
     found_gaps: tuple[Gap, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
