@@ -37,6 +37,7 @@ from fsspec.implementations.local import LocalFileSystem
 from kafkalog.log.gaps import LogDirOffsets
 from kafkalog.log.source import Entry, LocalStorage, gc_paused
 
+from .errors import LayoutError
 from .filters import RowFilter
 from .layout import (
     _SKIPPED_DIR,
@@ -144,8 +145,8 @@ def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | No
                     walk.steps.append(("dir", d, files))
                 walk.steps.append(("root", root))
             walk.steps.append(("path", raw, bool(roots)))
-    except OSError:
-        return None
+    except (OSError, LayoutError):
+        return None  # the serial planning meets it where it does, after what the paths before it log
     if here.intersection(key for _, key in walk.delegated.values()):
         return None
     return walk
@@ -230,6 +231,15 @@ def _crosses(e: Exception) -> bool:
 
 
 def _plan_run(task: tuple[_Context, list[tuple[int, str]]]) -> Any:
+    """:func:`_planned_run`, or :data:`BAIL` when it fails where it does not keep the error for the
+    planning process to raise in its turn (that one plans serially, and meets it in order)."""
+    try:
+        return _planned_run(task)
+    except Exception:  # noqa: BLE001 - met again, in order, by the serial planning
+        return BAIL
+
+
+def _planned_run(task: tuple[_Context, list[tuple[int, str]]]) -> Any:
     """In a worker: the planning of one run of partition dirs ((step, dir) in step order), as plain
     values for :func:`plan_in_processes`, or :data:`BAIL` when the serial planning must redo it:
 
@@ -319,7 +329,7 @@ def plan_in_processes(planner: _Planner) -> list[InputPartition] | None:
     walk = _walk(planner.paths, fs)
     if walk is None or len(walk.delegated) < PARALLEL_PLANNING:
         return None
-    from kafkalog.dataset.processes import ordered_map, runs, span
+    from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
 
     by_key: dict[Key, list[int]] = {}
     for step, (_, key) in walk.delegated.items():
@@ -331,13 +341,16 @@ def plan_in_processes(planner: _Planner) -> list[InputPartition] | None:
     names = lambda i: span([d for _, d in tasks[i][1]])  # noqa: E731 - one line
     mapped = _forked(tasks, jobs, names) if _forkable() else ordered_map(_plan_run, tasks, jobs, names=names, preload=_PRELOAD[1:])
     with closing(mapped):
-        for result in mapped:
-            if result == BAIL:
-                return None  # the runs under way finish, no other starts
-            for o in result[2]:  # the slices made while the workers plan the next runs
-                if o[4] is not None:
-                    o[4] = [_slice(planner.fsref, t) for t in o[4]]
-            results.append(result)
+        try:
+            for result in mapped:
+                if result == BAIL:
+                    return None  # the runs under way finish, no other starts
+                for o in result[2]:  # the slices made while the workers plan the next runs
+                    if o[4] is not None:
+                        o[4] = [_slice(planner.fsref, t) for t in o[4]]
+                results.append(result)
+        except WorkerDied:
+            return None  # a worker killed (out of memory, a signal): this process plans it all, as kafkalog.scan's does
     dirs: dict[int, tuple] = {}
     dir_errors: dict[int, Exception] = {}
     done: dict[Key, list] = {}
@@ -393,11 +406,14 @@ def _forked(tasks: list, jobs: int, names: Any) -> Iterator[Any]:
 
 
 def _quiet() -> None:
-    """A forked worker's start: the handlers it inherited removed (what it logs is recorded and
-    logged by the planning process, once)."""
+    """A forked worker's start: the handlers it inherited removed, and every logger passing its
+    records up to the root's recorder (:func:`_recorded`), even one the program made not to (what
+    a worker logs is logged by the planning process, once, through the program's own handlers)."""
     for logger in [logging.getLogger(), *logging.root.manager.loggerDict.values()]:
         if isinstance(logger, logging.Logger):
             logger.handlers = []
+            logger.propagate = True
+    logging.lastResort = None  # type: ignore[assignment]
 
 
 def _plan_forked(i: int) -> Any:

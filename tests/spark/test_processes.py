@@ -11,12 +11,14 @@ import logging
 import os
 import pickle
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
 
 from helpers import GOLDEN_0, many_partitions
 from kafkalog_spark import DataLossError, processes
+from kafkalog_spark.errors import LayoutError
 from kafkalog_spark.source import KafkaLogReader, source_schema
 
 COUNT = 40
@@ -118,6 +120,51 @@ def test_pushed_filters_and_a_named_partition_missing(data: Path, caplog: pytest
     _assert_same({"path": str(data), "failOnDataLoss": "false"}, caplog, filters)
     err = _assert_same({"path": str(data), "assign": '{"many": [3, 90]}'}, caplog)
     assert err[0] is DataLossError and "many-90" in err[1]  # type: ignore[index]
+
+
+def test_a_later_path_that_is_missing_is_met_after_the_earlier_paths_are_planned(data: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # the serial planning logs what the first path holds (a refused topic name), then fails on the second
+    options = {"path": f"{data}/d1,{data}/no-such-dir", "failOnDataLoss": "false"}
+    assert processes.plan_in_processes(KafkaLogReader({**options, "planningJobs": "2"}, source_schema())._planner) is None
+    caplog.clear()
+    with caplog.at_level(logging.INFO), pytest.raises(LayoutError, match="no-such-dir"):
+        KafkaLogReader({**options, "planningJobs": "2"}, source_schema()).partitions()
+    assert any("bad topic!" in r.getMessage() for r in caplog.records)
+
+
+def test_a_logger_that_does_not_propagate_gets_the_workers_records_in_order(data: Path, caplog: pytest.LogCaptureFixture,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    got: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            got.append(record.getMessage())
+
+    logger = logging.getLogger("kafkalog_spark")
+    monkeypatch.setattr(logger, "propagate", False)
+    monkeypatch.setattr(logger, "handlers", [Keep()])
+    logged = []
+    for jobs in ("1", "2"):
+        got.clear()
+        with caplog.at_level(logging.INFO, logger="kafkalog_spark"):
+            KafkaLogReader({"path": f"{data}/d1,{data}/d2", "failOnDataLoss": "false", "planningJobs": jobs}, source_schema()).partitions()
+        logged.append(list(got))
+    assert logged[0] and logged[1] == logged[0]
+
+
+def test_a_worker_killed_leaves_the_planning_to_one_process(data: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    planned = processes._planned_run
+
+    def killed(task: tuple) -> object:
+        if any(d.endswith("many-3") for _, d in task[1]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return planned(task)
+
+    monkeypatch.setattr(processes, "_planned_run", killed)  # inherited by the forked workers
+    options = {"path": f"{data}/d1,{data}/d2", "failOnDataLoss": "false"}
+    assert processes.plan_in_processes(KafkaLogReader({**options, "planningJobs": "2"}, source_schema())._planner) is None
+    serial = KafkaLogReader({**options, "planningJobs": "1"}, source_schema()).partitions()
+    assert pickle.dumps(KafkaLogReader({**options, "planningJobs": "2"}, source_schema()).partitions()) == pickle.dumps(serial)
 
 
 def test_few_dirs_a_root_that_is_a_partition_or_a_dir_inside_one_are_planned_serially(
