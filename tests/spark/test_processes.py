@@ -161,6 +161,7 @@ def test_a_worker_killed_leaves_the_planning_to_one_process(data: Path, caplog: 
         return planned(task)
 
     monkeypatch.setattr(processes, "_planned_run", killed)  # inherited by the forked workers
+    monkeypatch.setattr(processes, "_forkable", lambda: True)  # forked even beside pytest-xdist's thread: a server's workers would not inherit the patch
     options = {"path": f"{data}/d1,{data}/d2", "failOnDataLoss": "false"}
     assert processes.plan_in_processes(KafkaLogReader({**options, "planningJobs": "2"}, source_schema())._planner) is None
     serial = KafkaLogReader({**options, "planningJobs": "1"}, source_schema()).partitions()
