@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsspec.implementations.local import LocalFileSystem
 
+from kafkalog.format.tiered_aiven import parse_object_key
 from kafkalog.log.gaps import LogDirOffsets
 from kafkalog.log.source import Entry, LocalStorage, gc_paused
 
@@ -106,8 +107,9 @@ def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | No
     ``-delete``, ``-future`` or ``-stray`` not entered), but for the dirs whose name alone says
     their partition: those are left to the workers. None (plan serially) when a root may be a
     partition dir itself (a file named as a segment, or a leftover), a listing fails (the serial
-    planning meets it where it does), or a dir's name reads as two partitions (a tiered copy's), one
-    of which another dir names: the workers' runs would not hold every copy of it."""
+    planning meets it where it does), or a partition left to the workers may also be in what this
+    process reads: a dir whose name reads as two partitions (a tiered copy's), or Aiven's plug-in's
+    objects (this process reads them, and the workers' runs would not hold every copy of it)."""
     storage = LocalStorage()
     walk = _Walk()
     here: set[Key] = set()  # the partitions the dirs listed here may turn out to hold
@@ -125,6 +127,8 @@ def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | No
                     files = [e for e in entries if not e.is_dir]
                     if d != root:
                         found.append((d, files, None))
+                        # the plug-in's objects: read in this process if the root holds no partition dir (:func:`_replayed`)
+                        here.update((k.topic, k.partition) for e in files if (k := parse_object_key(e.path)) is not None)
                     elif any(e.name[:20].isdigit() or e.name.endswith(_LEFTOVERS) for e in files):
                         return None
                     for e in entries:
@@ -184,6 +188,9 @@ class _Context:
         return self.opts.wants_partition(topic, partition) and self.row_filter.admits_partition(topic, partition)
 
 
+_TRACEBACKS = logging.Formatter()
+
+
 class _Records(logging.Handler):
     """What a worker logs, kept to be logged again, in order, by the planning process."""
 
@@ -192,6 +199,8 @@ class _Records(logging.Handler):
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and not record.exc_text:
+            record.exc_text = _TRACEBACKS.formatException(record.exc_info)  # the traceback as text, as a handler formats it
         record.msg, record.args, record.exc_info = record.getMessage(), None, None  # plain text: it pickles
         self.records.append(record)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GOLDEN_0, many_partitions
+from helpers import GOLDEN, GOLDEN_0, many_partitions
 from kafkalog_spark import DataLossError, processes
 from kafkalog_spark.errors import LayoutError
 from kafkalog_spark.source import KafkaLogReader, source_schema
@@ -150,6 +150,51 @@ def test_a_logger_that_does_not_propagate_gets_the_workers_records_in_order(data
             KafkaLogReader({"path": f"{data}/d1,{data}/d2", "failOnDataLoss": "false", "planningJobs": jobs}, source_schema()).partitions()
         logged.append(list(got))
     assert logged[0] and logged[1] == logged[0]
+
+
+def test_tiered_objects_on_one_path_and_the_broker_dirs_of_their_partition_on_another_are_merged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # the plug-in's objects of golden-0 (offsets 0 to 189) under one path, a data dir holding golden-0
+    # from offset 146 and other partitions under the other: both copies of golden-0 are read, once each offset
+    broker = many_partitions(tmp_path / "broker", 10)
+    shutil.copytree(GOLDEN_0, broker / "golden-0", copy_function=os.link)
+    for f in (broker / "golden-0").iterdir():
+        if f.name[:20].isdigit() and int(f.name[:20]) <= 102:
+            f.unlink()
+    options = {"path": f"{GOLDEN / 'tiered' / 'aiven' / 'plain'},{broker}", "failOnDataLoss": "false"}
+    planned = []
+    for jobs in ("1", "2"):
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            packs = KafkaLogReader({**options, "planningJobs": jobs}, source_schema()).partitions()
+        planned.append((pickle.dumps(packs), [(r.name, r.levelno, r.getMessage()) for r in caplog.records]))
+    assert planned[1] == planned[0]
+    golden0 = [sl for p in pickle.loads(planned[0][0]) for sl in p.slices if sl.topic == "golden"]
+    assert {sl.tiered for sl in golden0} == {True, False}
+
+
+def test_a_logged_exception_keeps_its_traceback(data: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalog_spark import layout
+
+    listed = layout._replica
+
+    def failing(fs: object, dir_path: str, *args: object) -> object:
+        if dir_path.endswith("d1/many-3"):
+            try:
+                int("not a number")
+            except ValueError:
+                logging.getLogger("kafkalog_spark.probe").exception("while listing %s", dir_path)
+        return listed(fs, dir_path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(layout, "_replica", failing)  # inherited by the forked workers
+    monkeypatch.setattr(processes, "_forkable", lambda: True)
+    texts = []
+    for parallel in (False, True):
+        _planned({"path": f"{data}/d1,{data}/d2", "failOnDataLoss": "false"}, parallel, caplog)
+        texts.append([logging.Formatter().format(r) for r in caplog.records if r.name == "kafkalog_spark.probe"])
+    assert len(texts[0]) == 1 and "Traceback" in texts[0][0] and "ValueError: invalid literal" in texts[0][0]
+    assert texts[1] == texts[0]
 
 
 def test_a_worker_killed_leaves_the_planning_to_one_process(data: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
