@@ -4,9 +4,9 @@ Per topic-partition, :class:`PartitionLog` merges the replicas found (the same p
 several broker dirs, or a tiered copy beside a local one) into one sequence of segments, each
 answering for an offset range, so that every offset is read once. It resolves starting and ending
 offsets (earliest, latest, explicit, by timestamp), reports gaps as data loss, and cuts each segment
-into :class:`SegmentSlice` byte ranges at ``.index`` entries. Only the files a request needs are
-opened: a segment entirely outside the offset range is never touched. :func:`pack` then packs
-the slices of every partition into input partitions (:class:`SlicePack`) as Spark's
+into :class:`SegmentSlice` byte ranges at ``.index`` entries (made as rows: :data:`SliceRow`). Only
+the files a request needs are opened: a segment entirely outside the offset range is never touched.
+:func:`pack` then packs the slices of every partition into input partitions (:class:`SlicePack`) as Spark's
 ``FilePartition`` packs files: a split size from ``maxPartitionBytes``, ``openCostInBytes`` and
 the wanted parallelism, large segments cut to it, small ones packed together.
 """
@@ -19,7 +19,8 @@ import logging
 import math
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import itemgetter
 
 from fsspec.spec import AbstractFileSystem
 from pyspark.sql.datasource import InputPartition
@@ -41,7 +42,10 @@ from .segments import (
     read_time_index,
 )
 
-__all__ = ["PartitionLog", "Piece", "SegmentSlice", "SlicePack", "batch_request", "group_replicas", "pack", "report_data_loss", "split_bytes"]
+__all__ = [
+    "PartitionLog", "Piece", "SegmentSlice", "SliceRow", "SlicePack", "batch_request", "group_replicas", "index_kinds", "pack", "report_data_loss",
+    "split_bytes",
+]
 
 log = logging.getLogger(__name__)
 
@@ -70,16 +74,44 @@ class SegmentSlice:
     #: claim and what claims it (SPEC R-LOSS-03), checked against what the read finds
     claimed_end: int | None = None
     claim: str = ""
-    #: for that slice too: the segment's base offset and which of its indexes the listing named,
-    #: whose own claims (:func:`kafkalog.log.gaps.segment_claim`) the read weighs as well
-    claim_indexes: tuple[int, tuple[str, ...]] | None = None
+    #: for that slice too: the segment's base offset and which of its indexes the listing named
+    #: (:func:`index_kinds` of the number), whose own claims (:func:`kafkalog.log.gaps.segment_claim`)
+    #: the read weighs as well
+    claim_indexes: tuple[int, int] | None = None
+
+
+#: a :class:`SegmentSlice` as planning makes it and an input partition carries it: its fields but its
+#: filesystem, as a tuple (it pickles several times faster than the slice, and costs less to make)
+SliceRow = tuple
+_ROW_FIELDS = [f.name for f in fields(SegmentSlice)[1:]]
+_SIZE = _ROW_FIELDS.index("size")
+_LOG = _ROW_FIELDS.index("log")
 
 
 @dataclass(frozen=True)
 class SlicePack(InputPartition):
-    """One input partition: slices of one or more segments (of any partitions), read in turn."""
+    """One input partition: slices of one or more segments (of any partitions), read in turn, as
+    rows (:data:`SliceRow`) of one filesystem; the executor that reads it makes the slices (:attr:`slices`)."""
 
-    slices: tuple[SegmentSlice, ...]
+    fs: FileSystemRef
+    rows: tuple[SliceRow, ...]
+
+    @property
+    def slices(self) -> tuple[SegmentSlice, ...]:
+        """The slices, in the order they are read."""
+        fs = self.fs
+        return tuple(SegmentSlice(fs, *r) for r in self.rows)
+
+
+#: the indexes :attr:`SegmentSlice.claim_indexes` may name, by their bit in its number (a number: the
+#: same in every input partition's pickle whichever process planned the slice, where a tuple of
+#: names would be one object shared between the slices a process made, and pickled once for them)
+_INDEX_BITS = (("index", 1), ("timeindex", 2), ("txnindex", 4))
+
+
+def index_kinds(bits: int) -> tuple[str, ...]:
+    """The names of the indexes a :attr:`SegmentSlice.claim_indexes` number names."""
+    return tuple(k for k, bit in _INDEX_BITS if bits & bit)
 
 
 def split_bytes(total: int, files: int, max_bytes: int, open_cost: int, min_partitions: int) -> int:
@@ -90,29 +122,28 @@ def split_bytes(total: int, files: int, max_bytes: int, open_cost: int, min_part
     return min(max_bytes, max(open_cost, per_core))
 
 
-def _read_order(sl: SegmentSlice) -> tuple[str, int, int, int]:
-    """Where a slice comes in a Kafka partition's offsets: topic, partition, first offset, then the
-    byte where it starts (the cuts of one segment share their offsets)."""
-    return sl.topic, sl.partition, sl.lo, sl.start
+#: where a slice comes in a Kafka partition's offsets: topic, partition, first offset, then the byte
+#: where it starts (the cuts of one segment share their offsets)
+_read_order = itemgetter(*(_ROW_FIELDS.index(f) for f in ("topic", "partition", "lo", "start")))
 
 
-def pack(slices: list[SegmentSlice], split: int, open_cost: int) -> list[SlicePack]:
-    """Input partitions as Spark's ``FilePartition.getFilePartitions`` makes them: slices by size,
-    largest first, added to the current partition while it stays within ``split`` bytes, each
-    slice counted with ``open_cost`` more. Each input partition reads its slices in offset order
-    (:func:`_read_order`), so the rows of one Kafka partition that it holds come as a consumer
-    receives them."""
+def pack(fs: FileSystemRef, rows: list[SliceRow], split: int, open_cost: int) -> list[SlicePack]:
+    """Input partitions as Spark's ``FilePartition.getFilePartitions`` makes them: slices (``rows``
+    of ``fs``) by size, largest first, added to the current partition while it stays within ``split``
+    bytes, each slice counted with ``open_cost`` more. Each input partition reads its slices in
+    offset order (:data:`_read_order`), so the rows of one Kafka partition that it holds come as a
+    consumer receives them."""
     out: list[SlicePack] = []
-    current: list[SegmentSlice] = []
+    current: list[SliceRow] = []
     size = 0
-    for sl in sorted(slices, key=lambda s: -s.size):
-        if current and size + sl.size > split:
-            out.append(SlicePack(tuple(sorted(current, key=_read_order))))
+    for r in sorted(rows, key=lambda r: -r[_SIZE]):
+        if current and size + r[_SIZE] > split:
+            out.append(SlicePack(fs, tuple(sorted(current, key=_read_order))))
             current, size = [], 0
-        current.append(sl)
-        size += sl.size + open_cost
+        current.append(r)
+        size += r[_SIZE] + open_cost
     if current:
-        out.append(SlicePack(tuple(sorted(current, key=_read_order))))
+        out.append(SlicePack(fs, tuple(sorted(current, key=_read_order))))
     return out
 
 
@@ -416,9 +447,9 @@ class PartitionLog:
         sizes = [p.seg.size for p in self.pieces if (end is None or p.lo < end) and (p.hi is None or p.hi > start) and p.seg.size]
         return sum(sizes), len(sizes)
 
-    def slices(self, fsref: FileSystemRef, start: int, end: int | None, *, split: int, ts_lo: int | None = None) -> list[SegmentSlice]:
-        """Slices covering offsets ``[start, end)``, segments larger than ``split`` bytes cut at
-        ``.index`` entries; ``ts_lo`` (ms) prunes by time index."""
+    def slices(self, start: int, end: int | None, *, split: int, ts_lo: int | None = None) -> list[SliceRow]:
+        """Slices (as rows) covering offsets ``[start, end)``, segments larger than ``split`` bytes cut
+        at ``.index`` entries; ``ts_lo`` (ms) prunes by time index."""
         for g in self.lost:
             if g.end > start and (end is None or g.start < end):
                 report_data_loss(g.message(), g.directory, self.opts.fail_on_data_loss)
@@ -428,17 +459,17 @@ class PartitionLog:
             if g_hi > start and (end is None or g_lo < end):
                 report_data_loss(f"offsets {g_lo} to {g_hi - 1} of {self.name} are in none of its replicas", self.dir, self.opts.fail_on_data_loss)
         aborted = self.aborted(start, end) if self.opts.read_committed else []
-        out: list[SegmentSlice] = []
+        out: list[SliceRow] = []
         for p in self.pieces:
             lo = max(p.lo, start)
             hi = p.hi if end is None else end if p.hi is None else min(p.hi, end)
             if (hi is not None and lo >= hi) or p.seg.size == 0:
                 continue
             mine = tuple(a for a in aborted if a[2] >= lo and (hi is None or a[1] < hi)) if aborted else ()
-            out.extend(self._cut(fsref, p, lo, hi, ts_lo, mine, split))
+            out.extend(self._cut(p, lo, hi, ts_lo, mine, split))
         return out
 
-    def fixed_slices(self, fsref: FileSystemRef, start: int, end: int | None, *, least_split: int, ts_lo: int | None = None) -> list[SegmentSlice] | None:
+    def fixed_slices(self, start: int, end: int | None, *, least_split: int, ts_lo: int | None = None) -> list[SliceRow] | None:
         """:meth:`slices` as they are whatever split size planning chooses at or above ``least_split``
         (known before the split is: planning in worker processes), or None when they depend on it.
         They do not when every segment is at most ``least_split`` bytes (its offset index is then
@@ -446,12 +477,10 @@ class PartitionLog:
         lies more than ``least_split`` bytes past a slice's start, so none is cut at a larger split."""
         if any(p.seg.size > least_split for p in self.pieces):
             return None
-        out = self.slices(fsref, start, end, split=least_split, ts_lo=ts_lo)
-        return out if len({sl.log for sl in out}) == len(out) else None  # a segment's .log is one piece's: two slices of one are a cut
+        out = self.slices(start, end, split=least_split, ts_lo=ts_lo)
+        return out if len({r[_LOG] for r in out}) == len(out) else None  # a segment's .log is one piece's: two slices of one are a cut
 
-    def _cut(
-        self, fsref: FileSystemRef, p: Piece, lo: int, hi: int | None, ts_lo: int | None, aborted: tuple[AbortedRange, ...], max_bytes: int
-    ) -> list[SegmentSlice]:
+    def _cut(self, p: Piece, lo: int, hi: int | None, ts_lo: int | None, aborted: tuple[AbortedRange, ...], max_bytes: int) -> list[SliceRow]:
         seg = p.seg
         idx = read_offset_index(self.fs, seg) if lo > seg.base_offset or seg.size > max_bytes else None
         start_pos = idx.lookup(lo)[1] if idx is not None and lo > seg.base_offset else 0
@@ -489,13 +518,15 @@ class PartitionLog:
         to_end = hi is None and p.hi is None and not p.closed  # the last segment, read to its end
         claim = self.claim if to_end else None
         # one copy's last segment: its read weighs its indexes' claims too (copies in broker dirs: one_view weighs them)
-        indexes = (seg.base_offset, _index_kinds(seg)) if to_end and len(self.replicas) < 2 and not seg.tiered and _index_kinds(seg) else None
+        kinds = _index_bits(seg) if to_end and len(self.replicas) < 2 and not seg.tiered else 0
+        indexes = (seg.base_offset, kinds) if kinds else None
         out = []
         a = start_pos
         for b in [*cuts, end_pos]:
             claimed, what = claim if claim is not None and b is None else (None, "")
-            out.append(SegmentSlice(fsref, self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a),
-                                    seg.tiered, claimed, what, indexes if b is None else None))
+            # the fields of a SegmentSlice but its filesystem, in their order
+            out.append((self.topic, self.partition, seg.log, a, b, lo, hi, aborted, max(0, (seg.size if b is None else b) - a),
+                        seg.tiered, claimed, what, indexes if b is None else None))
             a = b
         return out
 
@@ -517,9 +548,9 @@ def batch_request(plog: PartitionLog, opts: SourceOptions, row_filter: RowFilter
     return plog, start, end, row_filter.timestamp_ms.range()[0]  # type: ignore[return-value]
 
 
-def _index_kinds(seg: SegmentFiles) -> tuple[str, ...]:
-    """Which of a segment's indexes its listing named."""
-    return tuple(k for k, path in (("index", seg.index), ("timeindex", seg.timeindex), ("txnindex", seg.txnindex)) if path is not None)
+def _index_bits(seg: SegmentFiles) -> int:
+    """Which of a segment's indexes its listing named, as :func:`index_kinds` reads them."""
+    return (seg.index is not None) | (seg.timeindex is not None) << 1 | (seg.txnindex is not None) << 2
 
 
 @functools.lru_cache(maxsize=64)  # asked three times for each replica in turn

@@ -19,7 +19,6 @@ a listing that fails, an error that does not cross processes) is planned again b
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import multiprocessing
 import os
@@ -27,9 +26,10 @@ import pickle
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
-from operator import attrgetter
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from fsspec.implementations.local import LocalFileSystem
@@ -52,7 +52,7 @@ from .layout import (
     parse_partition_dir,
 )
 from .options import SourceOptions
-from .planning import PartitionLog, SegmentSlice, batch_request, group_replicas, pack
+from .planning import PartitionLog, SliceRow, batch_request, group_replicas, pack
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import InputPartition
@@ -67,8 +67,6 @@ __all__ = ["PARALLEL_PLANNING", "plan_in_processes", "planning_jobs"]
 PARALLEL_PLANNING = 16384
 
 Key = tuple[str, int]
-#: a slice's fields but its filesystem, as a tuple (which pickles several times faster than the slice)
-_SLICE_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(SegmentSlice)[1:]))
 #: a worker's answer when the serial planning must redo it all
 BAIL = "bail"
 
@@ -94,12 +92,12 @@ def planning_jobs(opts: SourceOptions) -> int:
 
 class _Walk:
     """This process's listing of a read's paths down to the partition dirs: the serial discovery's
-    steps in order, and those of them whose dirs the workers list and read."""
+    steps in order, and the dirs the workers list and read."""
 
     def __init__(self) -> None:
-        #: ("dir", path, listing or None: delegated) | ("root", root) | ("path", raw, any roots)
+        #: ("dir", path, listing) | ("dirs", first, end: the workers' dirs of those numbers) | ("root", root) | ("path", raw, any roots)
         self.steps: list[tuple] = []
-        self.delegated: dict[int, tuple[str, Key]] = {}  # step index -> (dir, its partition by name)
+        self.dirs: list[tuple[str, Key]] = []  # the workers' dirs, by number: (dir, its partition by name)
 
 
 def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | None:
@@ -142,16 +140,22 @@ def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | No
                                 here.update(k[:2] for k in (broker, tiered) if k is not None)
                                 todo.append(e.path)
                 for d, files, key in sorted(found, key=lambda f: f[0]):
-                    if key is not None:
-                        if key in here:
-                            return None
-                        walk.delegated[len(walk.steps)] = (d, key)
-                    walk.steps.append(("dir", d, files))
+                    if key is None:
+                        walk.steps.append(("dir", d, files))
+                        continue
+                    if key in here:
+                        return None
+                    n = len(walk.dirs)
+                    walk.dirs.append((d, key))
+                    if walk.steps and walk.steps[-1][0] == "dirs":
+                        walk.steps[-1] = ("dirs", walk.steps[-1][1], n + 1)  # one step for the workers' dirs in a row
+                    else:
+                        walk.steps.append(("dirs", n, n + 1))
                 walk.steps.append(("root", root))
             walk.steps.append(("path", raw, bool(roots)))
     except (OSError, LayoutError):
         return None  # the serial planning meets it where it does, after what the paths before it log
-    if here.intersection(key for _, key in walk.delegated.values()):
+    if here.intersection(key for _, key in walk.dirs):
         return None
     return walk
 
@@ -248,27 +252,51 @@ def _plan_run(task: tuple[_Context, list[tuple[int, str]]]) -> Any:
         return BAIL
 
 
-def _planned_run(task: tuple[_Context, list[tuple[int, str]]]) -> Any:
-    """In a worker: the planning of one run of partition dirs ((step, dir) in step order), as plain
-    values for :func:`plan_in_processes`, or :data:`BAIL` when the serial planning must redo it:
+class _Run:
+    """What the workers planned of one or more runs of partition dirs, as plain values: only what
+    differs from the usual (a dir that logs nothing and holds a partition, a partition that logs
+    nothing and whose slices do not depend on the split) is kept by dir or by partition."""
 
-    * per dir: (step, records, its partition or None, whether it counts as found), and the first
-      dir's error as (step, exception), after which no more is done;
-    * per partition, by key: [key, records of its log's, its offsets' and its slices' making,
-      bytes, files, slices as tuples or None, and when None the (log, start, end, lowest timestamp)
-      to cut in the planning process], and the first partition's error as (step 0, 1 or 2, key,
-      exception, records of that step)."""
+    def __init__(self) -> None:
+        self.dirs: dict[int, tuple[list | None, bool]] = {}  # dir number -> (records, whether it counts as found), unless (None, True)
+        self.dir_error: dict[int, Exception] = {}  # the first dir's error (no more is done after it)
+        self.keys: list[Key] = []  # the partitions planned, in order
+        self.present: list[Key] = []  # other partitions the dirs hold (the options refuse them)
+        self.logged: dict[tuple[int, Key], list] = {}  # (step: 0 its log, 1 its offsets, 2 its slices; partition) -> records
+        self.bytes = self.files = 0  # the bytes and files planned (:meth:`PartitionLog.planned_bytes`)
+        self.rows: list[SliceRow] = []  # the slices of the partitions that are not cut here, in order
+        self.cut: dict[Key, tuple] = {}  # the partitions cut here, once the split is known: (log, start, end, lowest timestamp)
+        self.errors: dict[tuple[int, Key], tuple] = {}  # the first partition's error: (step, key) -> (exception, records of that step)
+
+    def add(self, run: _Run) -> None:
+        """Take in the next run's (runs come in the order of their partitions)."""
+        self.dirs.update(run.dirs)
+        self.dir_error.update(run.dir_error)
+        self.keys += run.keys
+        self.present += run.present
+        self.logged.update(run.logged)
+        self.bytes, self.files = self.bytes + run.bytes, self.files + run.files
+        self.rows += run.rows
+        self.cut.update(run.cut)
+        self.errors.update(run.errors)
+
+
+def _planned_run(task: tuple[_Context, list[tuple[int, str]]]) -> Any:
+    """In a worker: the planning of one run of partition dirs ((number, dir) in the serial
+    planning's order, holding every copy of their partitions), as a :class:`_Run`, or :data:`BAIL`
+    when the serial planning must redo it. The first error (of a dir, else of a partition) is kept
+    with what was logged before it at its step, and ends the run."""
     ctx, dirs = task
     fs = ctx.fsref.get()
     storage = LocalStorage()
-    replicas: dict[str, Replica] = {}
-    dir_out: list[tuple[int, list | None, Key | None, bool]] = []
+    replicas: list[Replica] = []
+    out = _Run()
     with gc_paused(), _recorded(ctx.level) as rec:
-        for step, d in dirs:
+        for n, d in dirs:
             try:
                 listed = list(storage.walk(d))
             except (FileNotFoundError, NotADirectoryError):
-                dir_out.append((step, None, None, False))  # removed since listed: as the walk of its root skips it
+                out.dirs[n] = (None, False)  # removed since listed: as the walk of its root skips it
                 continue
             except OSError:
                 return BAIL  # the serial listing of its root fails first
@@ -277,41 +305,54 @@ def _planned_run(task: tuple[_Context, list[tuple[int, str]]]) -> Any:
             try:
                 counted, rep = _child(fs, d, listed[0][1], ctx.wants)
             except Exception as e:  # noqa: BLE001 - raised by the planning process in the serial order
-                dir_out.append((step, rec.take(), None, False))
-                return (dir_out, (step, e), [], None) if _crosses(e) else BAIL
+                out.dirs[n] = (rec.take(), False)
+                if not _crosses(e):
+                    return BAIL
+                out.dir_error[n] = e
+                return out
+            logged = rec.take()
+            if logged or not counted:
+                out.dirs[n] = (logged, counted)
             if rep is not None:
-                replicas[rep.dir] = rep
-            dir_out.append((step, rec.take(), None if rep is None else rep.key, counted))
-        groups = group_replicas(sorted(replicas.values(), key=_replica_order), ctx.opts, ctx.row_filter)
+                replicas.append(rep)
+        groups = group_replicas(sorted(replicas, key=_replica_order), ctx.opts, ctx.row_filter)
+        out.keys = keys = sorted(groups)
+        out.present = sorted({r.key for r in replicas}.difference(groups))
         log_dirs = _log_dirs(ctx)
-        out: dict[Key, list] = {}
-        requests = []
-        phase, key = 0, None
+        step, key = 0, None
         try:
             logs = []
-            for key, reps in sorted(groups.items()):
-                logs.append((key, PartitionLog(fs, reps, ctx.opts, None, log_dirs)))
-                out[key] = [key, [rec.take(), None, None], 0, 0, None, None]
-            phase = 1
-            for key, plog in logs:
+            for key in keys:
+                logs.append(PartitionLog(fs, groups[key], ctx.opts, None, log_dirs))
+                if logged := rec.take():
+                    out.logged[0, key] = logged
+            step = 1
+            requests = []
+            total = files = 0
+            for key, plog in zip(keys, logs, strict=True):
                 request = batch_request(plog, ctx.opts, ctx.row_filter)
-                o = out[key]
-                o[1][1] = rec.take()
-                o[2], o[3] = plog.planned_bytes(request[1], request[2])
-                requests.append((key, request))
+                if logged := rec.take():
+                    out.logged[1, key] = logged
+                b, n = plog.planned_bytes(request[1], request[2])
+                total, files = total + b, files + n
+                requests.append(request)
+            out.bytes, out.files = total, files
             del logs
-            phase = 2
-            for key, (plog, start, end, ts_lo) in requests:
-                fixed = plog.fixed_slices(ctx.fsref, start, end, least_split=ctx.least_split, ts_lo=ts_lo)
+            step = 2
+            for key, (plog, start, end, ts_lo) in zip(keys, requests, strict=True):
+                fixed = plog.fixed_slices(start, end, least_split=ctx.least_split, ts_lo=ts_lo)
                 logged = rec.take()
-                o = out[key]
                 if fixed is None:
-                    o[5] = (plog, start, end, ts_lo)  # what it logged is logged again as it is cut in the planning process
+                    out.cut[key] = (plog, start, end, ts_lo)  # what it logged is logged again as it is cut in the planning process
                 else:
-                    o[1][2], o[4] = logged, [_SLICE_FIELDS(sl) for sl in fixed]
+                    out.rows += fixed
+                    if logged:
+                        out.logged[2, key] = logged
         except Exception as e:  # noqa: BLE001 - raised by the planning process in the serial order
-            return (dir_out, None, list(out.values()), (phase, key, e, rec.take())) if _crosses(e) else BAIL
-    return dir_out, None, list(out.values()), None
+            if not _crosses(e):
+                return BAIL
+            out.errors[step, key] = (e, rec.take())  # type: ignore[index]
+    return out
 
 
 #: in a worker: each log dir's checkpoints, read once for the runs of one planning (its context)
@@ -336,43 +377,39 @@ def plan_in_processes(planner: _Planner) -> list[InputPartition] | None:
     if jobs < 2:
         return None
     walk = _walk(planner.paths, fs)
-    if walk is None or len(walk.delegated) < PARALLEL_PLANNING:
+    if walk is None or len(walk.dirs) < PARALLEL_PLANNING:
         return None
     from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
 
-    by_key: dict[Key, list[int]] = {}
-    for step, (_, key) in walk.delegated.items():
-        by_key.setdefault(key, []).append(step)
-    keys = sorted(by_key)
+    # the dirs by partition (a partition's copies in a row, each partition's in the walk's order)
+    dirs = walk.dirs
+    order = sorted(range(len(dirs)), key=lambda n: dirs[n][1])
+    keys, weights = [], []
+    for n in order:
+        if keys and keys[-1] == dirs[n][1]:
+            weights[-1] += 1
+        else:
+            keys.append(dirs[n][1])
+            weights.append(1)
     ctx = _Context(planner.opts, planner.row_filter, planner.fsref, planner.least_split, _lowest_level())
-    tasks = [(ctx, sorted((step, walk.delegated[step][0]) for k in run for step in by_key[k])) for run in runs(keys, [len(by_key[k]) for k in keys], jobs)]
-    results = []
+    tasks = []
+    i = 0
+    for run in runs(range(len(keys)), weights, jobs):
+        count = sum(weights[k] for k in run)
+        tasks.append((ctx, [(n, dirs[n][0]) for n in sorted(order[i : i + count])]))
+        i += count
     names = lambda i: span([d for _, d in tasks[i][1]])  # noqa: E731 - one line
     mapped = _forked(tasks, jobs, names) if _forkable() else ordered_map(_plan_run, tasks, jobs, names=names, preload=_PRELOAD[1:])
+    done = _Run()
     with closing(mapped):
         try:
             for result in mapped:
                 if result == BAIL:
                     return None  # the runs under way finish, no other starts
-                for o in result[2]:  # the slices made while the workers plan the next runs
-                    if o[4] is not None:
-                        o[4] = [_slice(planner.fsref, t) for t in o[4]]
-                results.append(result)
+                done.add(result)
         except WorkerDied:
             return None  # a worker killed (out of memory, a signal): this process plans it all, as kafkalog.scan's does
-    dirs: dict[int, tuple] = {}
-    dir_errors: dict[int, Exception] = {}
-    done: dict[Key, list] = {}
-    errors: dict[tuple[int, Key], tuple] = {}
-    for dir_out, dir_error, keys_out, key_error in results:
-        dirs.update((t[0], t) for t in dir_out)
-        if dir_error is not None:
-            dir_errors[dir_error[0]] = dir_error[1]
-        done.update((o[0], o) for o in keys_out)
-        if key_error is not None:
-            errors[key_error[:2]] = key_error
-    del results
-    return _replayed(planner, fs, walk, dirs, dir_errors, done, errors)
+    return _replayed(planner, fs, walk, done)
 
 
 def _forkable() -> bool:
@@ -429,30 +466,31 @@ def _plan_forked(i: int) -> Any:
     return _plan_run(_runs[i])
 
 
-def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, dirs: dict[int, tuple], dir_errors: dict[int, Exception],
-              done: dict[Key, list], errors: dict[tuple[int, Key], tuple]) -> list[InputPartition]:
+def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, done: _Run) -> list[InputPartition]:
     """The serial planning's steps (:meth:`_Planner.partition_logs`, :func:`.planning.batch_request`,
-    :meth:`_Planner.plan`), each taken from the workers' results or, for the dirs listed here, done here."""
+    :meth:`_Planner.plan`), each taken from the workers' results or, for the dirs listed here, done
+    here: at each step, only the partitions something happens to (they logged, failed, or are planned
+    here) are visited, in order; the others' bytes and slices are taken as the workers summed and made them."""
     opts, rf = planner.opts, planner.row_filter
     replicas: dict[str, Replica] = {}  # those of the dirs listed here
-    present: set[Key] = set()
+    noted = sorted(done.dirs.keys() | done.dir_error.keys())
     found = 0
-    for i, step in enumerate(walk.steps):
-        if step[0] == "dir":
-            if i in walk.delegated:
-                _, logged, key, counted = dirs[i]
+    for step in walk.steps:
+        if step[0] == "dirs":
+            first, end = step[1], step[2]
+            found += end - first
+            for n in noted[bisect_left(noted, first) : bisect_left(noted, end)]:
+                logged, counted = done.dirs.get(n, (None, True))
                 if logged:
                     _replay(logged)
-                if i in dir_errors:
-                    raise dir_errors[i]
-                if key is not None:
-                    present.add(key)
-                found += counted
-            else:
-                counted, rep = _child(fs, step[1], step[2], planner._wants)
-                found += counted
-                if rep is not None:
-                    replicas[rep.dir] = rep
+                if n in done.dir_error:
+                    raise done.dir_error[n]
+                found -= not counted
+        elif step[0] == "dir":
+            counted, rep = _child(fs, step[1], step[2], planner._wants)
+            found += counted
+            if rep is not None:
+                replicas[rep.dir] = rep
         elif step[0] == "root":
             if not found:
                 for rep in _aiven_replicas(fs, step[1], planner.keys, planner._wants):
@@ -462,66 +500,59 @@ def _replayed(planner: _Planner, fs: LocalFileSystem, walk: _Walk, dirs: dict[in
             if step[2] and not found:
                 raise _nothing_found(step[1])
             found = 0
-    here = group_replicas(sorted(replicas.values(), key=_replica_order), opts, rf)
-    present.update(r.key for r in replicas.values())
-    planner._check_named_partitions(set(done).union(here), list(present))
-    keys = sorted(set(done).union(here, (k for _, k in errors)))
+    here = group_replicas(sorted(replicas.values(), key=_replica_order), opts, rf)  # no partition of the workers' (_walk)
+    planner._check_named_partitions({*done.keys, *here}, [*done.keys, *done.present, *(r.key for r in replicas.values())])
+
+    def visited(step: int, *more: Iterable[Key]) -> list[Key]:
+        """The partitions something happens to at ``step``, in order."""
+        return sorted({*here, *(k for s, k in done.logged if s == step), *(k for s, k in done.errors if s == step), *(k for m in more for k in m)})
+
     logs: dict[Key, PartitionLog] = {}
     log_dirs: dict[str, LogDirOffsets] = {}
-    for key in keys:
-        if errors:
-            _raise_if_failed(errors, 0, key)
+    for key in visited(0):
+        _raise_if_failed(done, 0, key)
         if key in here:
             logs[key] = PartitionLog(fs, here[key], opts, None, log_dirs)
         else:
-            if done[key][1][0]:
-                _replay(done[key][1][0])
-    requests = {}
-    total = files = 0
-    for key in keys:
-        if errors:
-            _raise_if_failed(errors, 1, key)
+            _replay(done.logged.get((0, key)))
+    requests = dict(done.cut)
+    total, files = done.bytes, done.files
+    for key in visited(1):
+        _raise_if_failed(done, 1, key)
         if key in logs:
             requests[key] = plog, start, end, _ = batch_request(logs[key], opts, rf)
             b, n = plog.planned_bytes(start, end)
+            total, files = total + b, files + n
         else:
-            o = done[key]
-            if o[1][1]:
-                _replay(o[1][1])
-            b, n = o[2], o[3]
-            if o[5] is not None:
-                requests[key] = o[5]
-        total, files = total + b, files + n
+            _replay(done.logged.get((1, key)))
     split = planner.split(total, files)
-    slices: list[SegmentSlice] = []
-    for key in keys:
-        if errors:
-            _raise_if_failed(errors, 2, key)
+    # the slices in the partitions' order: the workers' rows, and between them those cut here
+    rows: list[SliceRow] = []
+    taken = 0
+    for key in visited(2, done.cut):
+        _raise_if_failed(done, 2, key)
+        at = bisect_left(done.rows, key, taken, key=_row_key)
+        rows += done.rows[taken:at]
+        taken = at
         if key in requests:
             plog, start, end, ts_lo = requests[key]
-            slices.extend(plog.slices(planner.fsref, start, end, split=split, ts_lo=ts_lo))
+            rows += plog.slices(start, end, split=split, ts_lo=ts_lo)
         else:
-            if done[key][1][2]:
-                _replay(done[key][1][2])
-            slices.extend(done[key][4])
-    return list(pack(slices, split, planner.open_cost))
+            _replay(done.logged.get((2, key)))
+    rows += done.rows[taken:]
+    return list(pack(planner.fsref, rows, split, planner.open_cost))
 
 
-def _slice(fsref: FileSystemRef, fields: tuple) -> SegmentSlice:
-    """A slice from a worker's tuple, as the serial planning makes it, down to its pickle: its
-    filesystem this process's, the index kinds the interned names of :func:`.planning._index_kinds`."""
-    *head, indexes = fields
-    if indexes is not None:
-        indexes = (indexes[0], tuple(map(sys.intern, indexes[1])))
-    return SegmentSlice(fsref, *head, indexes)
+#: a slice row's partition
+_row_key = itemgetter(0, 1)
 
 
-def _raise_if_failed(errors: dict[tuple[int, Key], tuple], phase: int, key: Key) -> None:
+def _raise_if_failed(done: _Run, step: int, key: Key) -> None:
     """Log what a worker logged at the step that failed, and raise its error."""
-    failed = errors.get((phase, key))
+    failed = done.errors.get((step, key))
     if failed is not None:
-        _replay(failed[3])
-        raise failed[2]
+        _replay(failed[1])
+        raise failed[0]
 
 
 def _lowest_level() -> int:

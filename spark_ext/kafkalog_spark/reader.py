@@ -26,7 +26,7 @@ from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog_spark.arrow import count_rows, pieces_to_arrow
 from kafkalog_spark.filters import RowFilter
 from kafkalog_spark.layout import SegmentFiles
-from kafkalog_spark.planning import SegmentSlice, report_data_loss
+from kafkalog_spark.planning import SegmentSlice, index_kinds, report_data_loss
 
 __all__ = ["MAX_ROWS", "ReadSettings", "read_slice"]
 
@@ -138,7 +138,7 @@ def read_slice(sl: SegmentSlice, settings: ReadSettings) -> Iterator[pa.RecordBa
     claims = [] if sl.claimed_end is None else [(sl.claimed_end, sl.claim)]
     if sl.claim_indexes is not None:  # the last segment's own indexes, read now that its .log was read to its end
         base, kinds = sl.claim_indexes
-        if (c := segment_claim(posixpath.dirname(sl.log), base, kinds, fs=fs)) is not None:
+        if (c := segment_claim(posixpath.dirname(sl.log), base, index_kinds(kinds), fs=fs)) is not None:
             claims.append(c)
     claim = max(claims, key=lambda c: c[0], default=None)  # the first of the furthest: the names' claims before the indexes'
     if claim is not None and reached < claim[0]:  # R-LOSS-03: the files say the log went further

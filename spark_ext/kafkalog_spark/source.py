@@ -49,8 +49,8 @@ from kafkalog_spark.layout import discover, filesystem_for
 from kafkalog_spark.options import SourceOptions, _bool, parse_options
 from kafkalog_spark.planning import (
     PartitionLog,
-    SegmentSlice,
     SlicePack,
+    SliceRow,
     batch_request,
     group_replicas,
     pack,
@@ -282,10 +282,10 @@ class _Planner:
             b, n = plog.planned_bytes(start, end)
             total, files = total + b, files + n
         split = self.split(total, files)
-        slices: list[SegmentSlice] = []
+        rows: list[SliceRow] = []
         for plog, start, end, ts_lo in requests:
-            slices.extend(plog.slices(self.fsref, start, end, split=split, ts_lo=ts_lo))
-        return list(pack(slices, split, self.open_cost))
+            rows.extend(plog.slices(start, end, split=split, ts_lo=ts_lo))
+        return list(pack(self.fsref, rows, split, self.open_cost))
 
     def split(self, total: int, files: int) -> int:
         """The split size for ``total`` bytes in ``files`` segments (:func:`.planning.split_bytes`)."""

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from helpers import GOLDEN, dump_batches, read_jsonl
-from kafkalog_spark.planning import SegmentSlice, pack, split_bytes
+from kafkalog_spark.planning import SliceRow, pack, split_bytes
 from kafkalog_spark.source import KafkaLogDataSource
 
 LOGDIR = GOLDEN / "kafka" / "logdir"
@@ -118,10 +118,10 @@ def test_packed_units_stay_within_the_split_and_read_every_offset_once_in_order(
 
 
 def test_pack_is_next_fit_decreasing_with_an_open_cost() -> None:
-    def sl(size: int) -> SegmentSlice:
-        return SegmentSlice(None, "t", 0, f"{size}.log", 0, None, 0, None, (), size)  # type: ignore[arg-type]
+    def sl(size: int) -> SliceRow:
+        return ("t", 0, f"{size}.log", 0, None, 0, None, (), size, False, None, "", None)  # a SegmentSlice's fields but its filesystem
 
-    packs = pack([sl(s) for s in (10, 70, 30, 50, 5)], split=100, open_cost=10)
+    packs = pack(None, [sl(s) for s in (10, 70, 30, 50, 5)], split=100, open_cost=10)  # type: ignore[arg-type]
     assert [[s.size for s in p.slices] for p in packs] == [[70], [50, 30], [10, 5]]
     assert split_bytes(1000, 10, 10_000, 4, 2) == 520 and split_bytes(1000, 10, 300, 4, 2) == 300 and split_bytes(10, 1, 300, 64, 2) == 64
 
