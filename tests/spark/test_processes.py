@@ -1,8 +1,9 @@
 """A batch read's planning in worker processes (``kafkalog_spark.processes``) plans what the serial
 planning plans: the same input partitions down to their pickles, the same warnings in the same
 order, the same first error, on data dirs of many partitions with copies in two data dirs, lost
-offsets, topic names Kafka would refuse, segments cut and not cut, and the subscription, offset and
-filter options; and it runs inside a real Spark session's Python worker. The threshold is lowered
+offsets, topic names Kafka would refuse, segments cut and not cut (by the workers or by the
+planning process, between the others), a partition the planning process plans itself between the
+workers' (a tiered copy's dir), and the subscription, offset and filter options; and it runs inside a real Spark session's Python worker. The threshold is lowered
 so that a few dozen partition dirs are planned in processes."""
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from kafkalog_spark import DataLossError, processes
 from kafkalog_spark.errors import LayoutError
 from kafkalog_spark.source import KafkaLogReader, source_schema
 
+from ._support import tiered_copy
+
 COUNT = 40
 NO_LOG = 7  # many-7 lost a .log in d1 (its copy in d2 holds it)
 LOST_TAIL = 23  # only in d1: its offsets 264 on are lost
 NO_LOG_ALONE = 31  # only in d1: offsets 102 to 145 lost
+TRANSACTIONAL_0 = GOLDEN_0.parent / "transactional-0"
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +44,13 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(GOLDEN_0, d / "bad topic!-0", copy_function=os.link)
     shutil.copytree(GOLDEN_0, d1 / "junk", copy_function=os.link)  # segment files under a name that is no partition's: skipped, logged
     (d1 / "notes").mkdir()
+    # smaller segments than golden-0's (not cut where golden-0's are), in partitions planned by the workers
+    # and in a tiered copy's dir, planned by the planning process between them (its name says two partitions)
+    for k in range(3):
+        shutil.copytree(TRANSACTIONAL_0, d1 / f"kay-{k}", copy_function=os.link)
+    lone = tmp_path_factory.mktemp("lone") / "lone-0"
+    shutil.copytree(TRANSACTIONAL_0, lone, copy_function=os.link)
+    tiered_copy(lone, d1, "AAAAAAAAAAAAAAAAAAAAAQ")
     return root
 
 
