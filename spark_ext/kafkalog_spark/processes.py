@@ -6,15 +6,18 @@ offsets, bytes and slices. With :data:`PARALLEL_PLANNING` or more partition dirs
 lists only the directories above them and hands the dirs whose names say their partition to worker
 processes (forked from this one when it runs no other thread, :func:`_forkable`; else those of
 :func:`kafkalog.dataset.processes.ordered_map`), in runs that hold every copy of a
-partition; each worker does all of the above for its partitions and returns plain values: what was
-logged and raised at each step, the bytes planned and the slices. The slices of a partition whose
-segments are no larger than the least split size do not depend on the split (:meth:`PartitionLog.fixed_slices`);
-the others are cut here once the split is known from every partition's bytes. This process then
-replays the steps in the serial planning's order (every dir's listing and replica, the partitions
-named in the options, every partition's log, then its offsets, then its slices), so that warnings
-come in the same order and the same first error is raised; the input partitions are the serial
+partition; each worker does all of the above for its partitions and returns plain values (a
+:class:`_Run`): what was logged and raised at each step, the bytes planned and the slices (as
+rows), kept by dir or partition only where they differ from the usual. The slices of a partition
+whose segments are no larger than the least split size do not depend on the split
+(:meth:`PartitionLog.fixed_slices`); the others are cut here once the split is known from every
+partition's bytes. This process then replays the steps in the serial planning's order (every dir's
+listing and replica, the partitions named in the options, every partition's log, then its offsets,
+then its slices), visiting only the dirs and partitions something happens to, so that warnings come
+in the same order and the same first error is raised; the input partitions are the serial
 planning's. Whatever the workers cannot settle as one process would (a dir inside a partition dir,
-a listing that fails, an error that does not cross processes) is planned again by the serial code.
+a listing that fails, an error that does not cross processes, a partition also in what this
+process reads) is planned again by the serial code.
 """
 
 from __future__ import annotations
@@ -210,8 +213,10 @@ class _Records(logging.Handler):
 
     def take(self) -> list[logging.LogRecord] | None:
         """The records since the last take (None: none)."""
+        if not self.records:
+            return None
         out, self.records = self.records, []
-        return out or None
+        return out
 
 
 @contextmanager
