@@ -146,7 +146,7 @@ def parse_partition_dir(name: str, tiered: bool) -> tuple[str, int, str | None] 
     for pattern in _TIERED_DIRS if tiered else (_BROKER_DIR,):
         m = pattern.match(name)
         if m:
-            return m["topic"], int(m["partition"]), m.groupdict().get("id")
+            return m["topic"], int(m["partition"]), m["id"] if "id" in pattern.groupindex else None
     return None
 
 

@@ -32,6 +32,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
+from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -142,23 +143,18 @@ def _walk(paths: tuple[str, ...] | list[str], fs: LocalFileSystem) -> _Walk | No
                             else:
                                 here.update(k[:2] for k in (broker, tiered) if k is not None)
                                 todo.append(e.path)
-                for d, files, key in sorted(found, key=lambda f: f[0]):
-                    if key is None:
-                        walk.steps.append(("dir", d, files))
-                        continue
-                    if key in here:
-                        return None
-                    n = len(walk.dirs)
-                    walk.dirs.append((d, key))
-                    if walk.steps and walk.steps[-1][0] == "dirs":
-                        walk.steps[-1] = ("dirs", walk.steps[-1][1], n + 1)  # one step for the workers' dirs in a row
-                    else:
-                        walk.steps.append(("dirs", n, n + 1))
+                for local, row in groupby(sorted(found, key=itemgetter(0)), key=lambda f: f[2] is None):
+                    if local:
+                        walk.steps += (("dir", d, files) for d, files, _ in row)
+                    else:  # one step for the workers' dirs in a row
+                        first = len(walk.dirs)
+                        walk.dirs += ((d, key) for d, _, key in row)
+                        walk.steps.append(("dirs", first, len(walk.dirs)))
                 walk.steps.append(("root", root))
             walk.steps.append(("path", raw, bool(roots)))
     except (OSError, LayoutError):
         return None  # the serial planning meets it where it does, after what the paths before it log
-    if here.intersection(key for _, key in walk.dirs):
+    if here and not here.isdisjoint(key for _, key in walk.dirs):
         return None
     return walk
 
