@@ -186,7 +186,8 @@ def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[Entry], name: 
         m = _SEGMENT_FILE.match(fname)
         if not m:
             continue
-        base, seg_id, suffix = int(m[1]), m[2], m[3]
+        digits, seg_id, suffix = m.groups()
+        base = int(digits)
         if suffix == "snapshot":
             snapshots.append((base, e.path))
             continue
