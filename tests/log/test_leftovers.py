@@ -53,7 +53,9 @@ def _config() -> LogConfig:
     few records index) rather than Kafka's 10 MiB: a crash leaves them zero-filled past their
     entries either way, and reading 10 MiB of zeros at each of the ~30 crash points by every reader
     was most of this module's time."""
-    return LogConfig(cleanup_policy=("compact",), file_delete_delay_ms=60_000, min_cleanable_dirty_ratio=0.01, segment_index_bytes=4096)
+    return LogConfig(
+        cleanup_policy=("compact",), file_delete_delay_ms=60_000, min_cleanable_dirty_ratio=0.01, segment_index_bytes=4096
+    )
 
 
 # ------------------------------------------------------------------------------- the cases
