@@ -10,6 +10,10 @@ never the kernel's own output. Every golden partition dir is held to the same in
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -113,14 +117,48 @@ def test_errors_are_raised_as_scandir_raises_them(tmp_path: Path) -> None:
                 assert isinstance(got[0], type) and issubclass(got[0], (OSError, ValueError)), got  # type: ignore[index]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any directory")
-def test_a_directory_it_may_not_read(tmp_path: Path) -> None:
-    d = _odd_dir(tmp_path)
-    d.chmod(0o300)
+_UNPRIVILEGED = """
+import os, sys
+from kafkalog.fast import _dirs
+from kafkalog.log import source
+
+if os.geteuid() == 0:
+    os.setuid(65534)  # nobody, once the modules are loaded: root reads any directory
+
+def outcome(call):
     try:
-        _same(d)
+        return repr(call())
+    except OSError as e:
+        return repr((type(e), e.errno, str(e), e.filename))
+
+for path in sys.argv[1:]:
+    for subdirs in (None, []):
+        plain = outcome(lambda: source._scandir_entries(path, subdirs))
+        compiled = outcome(lambda: _dirs.list_dir(path, subdirs, source.Entry, source._SKIPPED_DIR.search)[0])
+        print(compiled == plain, plain)
+"""
+
+
+def test_directories_it_may_not_read_or_search(tmp_path: Path) -> None:
+    """A directory it may not read and one it may read but not search (its listing fails, or else
+    each ``stat`` of an entry): the same errors, met as an unprivileged user (root reads anything)."""
+    base = Path(tempfile.mkdtemp(prefix="kafkalog-dirs-", dir=tmp_path.anchor + "tmp"))
+    try:
+        base.chmod(0o755)
+        (base / "a").mkdir()
+        (base / "b").mkdir()
+        unreadable, unsearchable = _odd_dir(base / "a"), _odd_dir(base / "b")
+        unreadable.chmod(0o300)
+        unsearchable.chmod(0o600)
+        run = subprocess.run([sys.executable, "-c", _UNPRIVILEGED, str(unreadable), str(unsearchable)], capture_output=True, text=True,
+                             check=True)
+        lines = run.stdout.splitlines()
+        assert len(lines) == 4 and all(line.startswith("True (<class 'PermissionError'>, 13,") for line in lines), run.stdout
     finally:
-        d.chmod(0o700)
+        for d in base.rglob("*"):
+            if d.is_dir() and not d.is_symlink():
+                d.chmod(0o700)
+        shutil.rmtree(base)
 
 
 def test_the_greatest_segment_is_read_ahead_whole(tmp_path: Path) -> None:

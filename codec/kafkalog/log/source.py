@@ -644,7 +644,7 @@ def _read_layout(names: tuple[str, ...], loaded: list[tuple[str, Entry]] | None 
     if loaded is None:
         if has_leftovers(names):
             return None
-        loaded = sorted(zip(names, range(len(names)), strict=True))  # type: ignore[arg-type]
+        loaded = sorted({n: i for i, n in enumerate(names)}.items())  # type: ignore[arg-type]  # by name, as as_loaded gives them
     else:
         at = {n: i for i, n in enumerate(names)}
         loaded = [(name, at[e.name]) for name, e in loaded]  # type: ignore[misc]
