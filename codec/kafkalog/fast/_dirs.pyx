@@ -13,8 +13,8 @@ check (:func:`kafkalog.log.gaps.find_gaps`) takes a file from them only where it
 file, and reads any other itself; a file the kernel could not read (gone, unreadable, larger than
 asked, turned into a directory) is left out, so the check meets what it meets today.
 
-It holds the GIL but while it opens the directory: each call is a few calls of the C library over
-one small directory, and releasing the GIL around each would cost about as much as they do.
+It holds the GIL but while it opens the directory: planning lists 100,000 small directories, each a
+few calls of the C library, and releasing the GIL around each call would cost about as much as it.
 POSIX only (setup.py builds it nowhere else): without it the plain twin runs.
 """
 
@@ -128,8 +128,8 @@ cdef tuple _HELD_KINDS = (b".index", b".timeindex", b".txnindex", b".log")
 
 def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_bytes=0):
     """The entries of local directory ``path``, as :func:`kafkalog.log.source._local_entries` gives
-    them (each made by ``entry(path, size, is_dir, name)``; a file's size only for ``.log`` and
-    ``.log.swap``), and the bytes it read of the greatest segment's files (name -> bytes; None
+    them (each an ``entry``, a tuple type, of ``(path, size, is_dir, name)``; a file's size only for
+    ``.log`` and ``.log.swap``), and the bytes it read of the greatest segment's files (name -> bytes; None
     when ``held_bytes`` is 0). With ``subdirs``, only the files are given, the paths of the
     directories (but those whose name ``skip`` finds a match in) added to ``subdirs``.
 
@@ -149,11 +149,11 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
     cdef int r, dtype
     cdef bint is_dir, stat_gone, have_st
     cdef char best[20]
-    cdef int kinds = 0, k, kl
+    cdef int kinds = 0, k
     cdef char *buf = NULL
     cdef Py_ssize_t room = 0
     cdef list out = []
-    cdef object name, full, size
+    cdef object name, size
     cdef dict held = None
     cdef str prefix
     cdef bytes fname
