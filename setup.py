@@ -1,5 +1,6 @@
 """Builds kafkalog's compiled core: every ``codec/kafkalog/fast/*.pyx`` becomes an extension module
-beside the Python module it accelerates (a new ``.pyx`` builds with no edit here).
+beside the Python module it accelerates (a new ``.pyx`` builds with no edit here, but on Windows
+one in :data:`_POSIX_ONLY`).
 
 The project's metadata is in ``pyproject.toml``; this file only declares the extensions. Without a
 working C compiler the build does not fail: it prints one line saying so and installs the
@@ -60,11 +61,17 @@ class OptionalBuildExt(build_ext):
         self.extensions = []
 
 
+#: the kernels built on POSIX systems only (their plain twins run elsewhere)
+_POSIX_ONLY = {"_dirs.pyx"}
+
+
 def _extensions() -> list[Extension]:
     if os.environ.get("KAFKALOG_NO_EXTENSIONS"):
         print(_NOTICE.format(why="KAFKALOG_NO_EXTENSIONS is set"), file=sys.stderr)
         return []
     sources = sorted(glob(os.path.join("codec", "kafkalog", "fast", "*.pyx")))
+    if os.name == "nt":  # the listing of directories calls POSIX's dirent.h: Windows lists with the plain twin
+        sources = [s for s in sources if os.path.basename(s) not in _POSIX_ONLY]
     modules = [Extension("kafkalog.fast." + os.path.splitext(os.path.basename(s))[0], [s]) for s in sources]
     return cythonize(
         modules,

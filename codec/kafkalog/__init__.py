@@ -19,6 +19,7 @@ from kafkalog.errors import (
     UnsupportedMagicError,
 )
 from kafkalog.format.compression import BlockCompressors, Codec, set_block_compressors
+from kafkalog.format.files import set_dir_lister
 from kafkalog.format.primitives import crc32c, set_small_crc32c
 from kafkalog.format.records import (
     ControlType,
@@ -81,6 +82,18 @@ def _compiled_block_compressors() -> BlockCompressors:
 
 
 set_block_compressors(_compiled_block_compressors)
+
+
+def _compiled_dir_lister() -> object:
+    """The listing of local directories in C (:mod:`kafkalog.fast._dirs`: planning lists every
+    partition dir), loaded on first use; None (the plain listing) when it was not built or is off."""
+    from kafkalog import fast
+
+    ext = fast.compiled("_dirs")
+    return None if ext is None else ext.list_dir
+
+
+set_dir_lister(_compiled_dir_lister)  # type: ignore[arg-type]
 
 __all__ = [
     "BuildError",

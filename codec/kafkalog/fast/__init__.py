@@ -1,6 +1,8 @@
 """The fast path: columnar decoding of record batches, records made in C, the codecs' C
 decompressors, the JVM's lz4 and snappy compressors (``_compress``), Arrow output, the producer's
-partitioner hash, and Avro values decoded straight into Arrow columns (``avro``).
+partitioner hash, Avro values decoded straight into Arrow columns (``avro``), and the listing
+of local partition dirs that planning makes (``_dirs``, which the package plugs into
+:mod:`kafkalog.log.source` through :func:`kafkalog.format.files.set_dir_lister`).
 
 Its kernels are Cython extension modules (``fast/_*.pyx``) compiled when the package is installed;
 nothing is compiled at run time. Each has a pure-Python twin beside it, which gives the same

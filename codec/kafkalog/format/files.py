@@ -22,9 +22,30 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = [
-    "FileKind", "UrlFile", "atomic_write", "exists", "fsync_dir", "is_dir", "is_url", "kind_of", "open_read", "open_url", "read_bytes",
-    "segment_file_name", "url_filesystem", "walk",
+    "FileKind", "UrlFile", "atomic_write", "dir_lister", "exists", "fsync_dir", "is_dir", "is_url", "kind_of", "open_read", "open_url",
+    "read_bytes", "segment_file_name", "set_dir_lister", "url_filesystem", "walk",
 ]
+
+#: what :func:`set_dir_lister` was given, and what it gave (``False``: not asked yet)
+_dir_lister_loader: Callable[[], Callable | None] | None = None
+_dir_lister: Callable | None | bool = False
+
+
+def set_dir_lister(loader: Callable[[], Callable | None] | None) -> None:
+    """Plug a compiled listing of local directories in from a layer above: ``loader`` runs on first
+    use and returns it, or None for the plain one (the package plugs in
+    :func:`kafkalog.fast._dirs.list_dir` this way); ``None`` restores the plain listing, which is
+    :func:`kafkalog.log.source._local_entries`'s own (its docstring says what the lister is given)."""
+    global _dir_lister_loader, _dir_lister
+    _dir_lister_loader, _dir_lister = loader, False
+
+
+def dir_lister() -> Callable | None:
+    """The compiled directory listing :func:`set_dir_lister` plugged in, None when there is none."""
+    global _dir_lister
+    if _dir_lister is False:
+        _dir_lister = _dir_lister_loader() if _dir_lister_loader is not None else None
+    return _dir_lister  # type: ignore[return-value]
 
 
 class FileKind(Enum):

@@ -169,9 +169,10 @@ class _Files:
     """Listing and reading of one directory, local or on an fsspec filesystem."""
 
     def __init__(self, directory: str, fs: AbstractFileSystem | None, open_log: Callable[[str], BinaryIO] | None = None,
-                 read_file: Callable[[str], bytes] | None = None) -> None:
+                 read_file: Callable[[str], bytes] | None = None, held: Mapping[str, bytes] | None = None) -> None:
         self.shown = directory
         self.open_log = open_log
+        self.held = held or _NOTHING_HELD  # whole files read already, by name
         if fs is None and is_url(directory):
             fs, directory = url_filesystem(directory)
         self.fs = fs
@@ -222,6 +223,9 @@ class _Files:
 
     def exists(self, path: str) -> bool:
         return self.fs.exists(path) if self.fs is not None else os.path.exists(path)
+
+
+_NOTHING_HELD: Mapping[str, bytes] = MappingProxyType({})
 
 
 def read_local(path: str) -> bytes:
@@ -363,6 +367,7 @@ def find_gaps(
     tail: bool = True,
     open_log: Callable[[str], BinaryIO] | None = None,
     read_file: Callable[[str], bytes] | None = None,
+    held: Mapping[str, bytes] | None = None,
 ) -> list[Gap]:
     """The offset ranges of one partition directory that its files say existed but no ``.log``
     holds, in offset order (empty: nothing is missing).
@@ -373,9 +378,12 @@ def find_gaps(
     the tail of a last segment whose ``.log`` is there (no ``.log`` is opened): a reader that reads
     that ``.log`` to its end anyway compares its end with :func:`claimed_end` itself. ``open_log``
     opens the ``.log`` read for that, and ``read_file`` reads a whole file (an index, a snapshot)
-    (defaults: as any file of the directory)."""
+    (defaults: as any file of the directory). ``held``: files of a local directory read whole
+    already, by name (:func:`kafkalog.log.source._local_listing`: the listing read them through the
+    directory it held open), each taken where it would be read, and read no more; a ``.log``
+    among them holds at most :data:`WHOLE_TAIL` bytes."""
     shown = os.fspath(directory)
-    access = _Files(shown, fs, open_log, read_file)
+    access = _Files(shown, fs, open_log, read_file, held)
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
     # a file listed empty holds no entry to read (a live one may have grown since, but only with
     # data its .log, listed earlier or read later, holds too): the usual empty partition opens nothing
@@ -521,6 +529,8 @@ def _read(access: _Files, name: str, sizes: Mapping[str, int | None]) -> bytes:
     or unreadable: it claims nothing."""
     if sizes.get(name) == 0:
         return b""
+    if (data := access.held.get(name)) is not None:
+        return data
     try:
         return access.read(access._prefix + name)
     except (OSError, KafkaLogError):
@@ -541,7 +551,8 @@ def _log_end(access: _Files, base: int, stem: str, positions: list[int] | None, 
         path += ".swap"
     starts = [0] if not positions else sorted({0, *positions}, reverse=True)  # where the walk may start, last first
     if access.local:
-        return _local_log_end(path, starts, base)
+        whole = access.held.get(stem + ".log") if listed else None
+        return _local_log_end(path, starts, base) if whole is None else _held_log_end(whole, starts, base)
     try:
         fh = access.open(path)
     except FileNotFoundError:
@@ -578,6 +589,14 @@ def _local_log_end(path: str, starts: list[int], base: int) -> int:
                 return end
     finally:
         os.close(fd)
+    return base
+
+
+def _held_log_end(data: bytes, starts: list[int], base: int) -> int:
+    """:func:`_local_log_end` of a ``.log`` read whole already (at most :data:`WHOLE_TAIL` bytes)."""
+    for pos in starts:
+        if pos < len(data) and (end := next_offset_of(data[pos:] if pos else data)) is not None:
+            return end
     return base
 
 

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import gc
 import glob
+import operator
 import os
 import re
 import threading
@@ -29,9 +30,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, Protocol, TypeVar
 
 from kafkalog.errors import KafkaLogError, LogNotFoundError
-from kafkalog.format.files import RemoteFile, UrlFile, is_url, url_filesystem
-from kafkalog.log.gaps import _PARTITION_DIR, SEGMENT_KINDS, Gap, LogDirOffsets, find_gaps, read_local, segment_file
-from kafkalog.log.leftovers import as_loaded, renamed_name
+from kafkalog.format.files import RemoteFile, UrlFile, dir_lister, is_url, url_filesystem
+from kafkalog.log.gaps import (
+    _PARTITION_DIR,
+    _SMALL_LISTING,
+    SEGMENT_KINDS,
+    WHOLE_TAIL,
+    Gap,
+    LogDirOffsets,
+    find_gaps,
+    read_local,
+    segment_file,
+)
+from kafkalog.log.leftovers import as_loaded, has_leftovers, renamed_name
 from kafkalog.log.reads import log_start_offset
 
 if TYPE_CHECKING:
@@ -184,6 +195,29 @@ def _local_entries(path: str, subdirs: list[str] | None) -> list[Entry]:
     """The entries of a local directory, in one pass: with ``subdirs``, only its files, the paths of
     the directories under it that a walk enters (not ``-delete``, ``-future`` or ``-stray`` ones)
     being added to ``subdirs`` instead."""
+    lister = dir_lister()
+    if lister is not None:
+        return lister(path, subdirs, Entry, _SKIPPED_DIR.search)[0]
+    return _scandir_entries(path, subdirs)
+
+
+def _local_listing(path: str, subdirs: list[str]) -> tuple[list[Entry], dict[str, bytes] | None]:
+    """:func:`_local_entries` of a partition dir whose data loss is to be found next, and the whole
+    bytes of the small files that check reads (:func:`kafkalog.log.gaps.find_gaps`'s ``held``),
+    which the compiled listing reads through the directory it holds open (None on the plain path:
+    the check reads them itself)."""
+    lister = dir_lister()
+    if lister is not None:
+        return lister(path, subdirs, Entry, _SKIPPED_DIR.search, WHOLE_TAIL)  # type: ignore[no-any-return]
+    return _scandir_entries(path, subdirs), None
+
+
+def _scandir_entries(path: str, subdirs: list[str] | None) -> list[Entry]:
+    """:func:`_local_entries` the plain way (``os.scandir``), which the compiled listing
+    (:func:`kafkalog.fast._dirs.list_dir`, plugged in by the package) gives the same entries,
+    order and errors as: a directory's ``stat``, an entry's (its type, when the listing does not
+    give it or it is a symbolic link, followed; its size, for the names in :data:`_SIZED`), but that
+    of an entry removed while listed, which is passed over when its size was wanted."""
     out = []
     with os.scandir(path) as it:
         for e in it:
@@ -552,12 +586,16 @@ class PartitionFiles:
         """Offsets the partition's own files say existed but no ``.log`` holds (data loss: :func:`kafkalog.log.gaps.find_gaps`)."""
         if self.found_gaps is not None:
             return list(self.found_gaps)
+        return self._gaps(None)
+
+    def _gaps(self, held: dict[str, bytes] | None) -> list[Gap]:
+        """:meth:`gaps` found afresh; ``held``: the whole files the listing read (:func:`_local_listing`)."""
         if isinstance(self.storage, UrlStorage):  # its reads: what is read twice is fetched once
             remote = self.storage
             found = find_gaps(self.dir, fs=remote.fs, files=dict(self.listing), checkpoints=self.log_dir, open_log=remote.open_tail,
                               read_file=remote.read)
         else:
-            found = find_gaps(self.dir, files=dict(self.listing), checkpoints=self.log_dir)
+            found = find_gaps(self.dir, files=dict(self.listing), checkpoints=self.log_dir, held=held)
         shown = self.display()
         return [Gap(shown, g.start, g.end, g.evidence) for g in found] if shown != self.dir else found
 
@@ -566,20 +604,12 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
                topic_partition: tuple[str, int] | None = None) -> PartitionFiles | None:
     """The partition a directory's files describe, or None when they hold no Kafka partition file.
     ``topic_partition``: what the directory's name says, when the caller has read it already."""
-    groups: dict[int, dict[str, tuple[str, int]]] = {}
-    snapshots = []
-    partition_file = False
-    for name, e in as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path, e.size)):  # as the broker has them after loading
-        k = segment_file(name)
-        if k is None or k[1] not in SEGMENT_KINDS:
-            partition_file |= name in _PARTITION_FILES
-            continue
-        base, suffix = k
-        if suffix == "snapshot":
-            snapshots.append((base, e.path))
-        else:
-            groups.setdefault(base, {})[suffix] = (e.path, e.size)
-    if not groups and not snapshots and not partition_file:
+    names = tuple(map(_NAME, files))
+    layout = _layout(names) if len(names) <= _SMALL_LISTING else _read_layout(names)
+    if layout is None:  # leftovers of an interrupted operation: as the broker has the files after loading them
+        layout = _read_layout(names, as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path, e.size)))
+    plan, snapshot_at, partition_file = layout
+    if not plan and not snapshot_at and not partition_file:
         return None
     if topic_partition is None:
         name = directory.rstrip("/").rsplit("/", 1)[-1]
@@ -590,22 +620,63 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
             raise KafkaLogError("holds Kafka files but its name is not <topic>-<partition>, so its topic and partition are unknown",
                                 file=storage.display(directory))
         topic_partition = m["topic"], int(m["partition"])
-    segments = []
-    for base, found in sorted(groups.items()):
-        log, size = found.get("log", (None, 0))
-        segments.append(SegmentFiles(base, log, size, found.get("index", (None,))[0], found.get("timeindex", (None,))[0],
-                                     found.get("txnindex", (None,))[0]))
-    return PartitionFiles(storage, *topic_partition, directory, tuple(segments), tuple(sorted(snapshots)), log_dir,
-                          tuple([_listed_pair(e.name, e.size) for e in files]))
+    segments = tuple([SegmentFiles(base, None if log is None else files[log].path, 0 if log is None else files[log].size,
+                                   None if index is None else files[index].path, None if time is None else files[time].path,
+                                   None if txn is None else files[txn].path) for base, log, index, time, txn in plan])
+    snapshots = tuple([(base, files[i].path) for base, i in snapshot_at])
+    sizes = tuple(map(_SIZE, files))
+    listing = _listing(names, sizes) if len(names) <= _SMALL_LISTING else tuple(zip(names, sizes, strict=True))
+    return PartitionFiles(storage, *topic_partition, directory, segments, snapshots, log_dir, listing)
+
+
+_NAME = operator.itemgetter(3)
+_SIZE = operator.itemgetter(1)
+#: Where a listing's files go (:func:`_read_layout`): each segment as (base offset, then the places
+#: in the listing of its ``.log``, ``.index``, ``.timeindex`` and ``.txnindex``, None where absent), by
+#: base offset; each producer snapshot as (offset, place); whether a file of :data:`_PARTITION_FILES` is there.
+_Layout = tuple[tuple[tuple[int, int | None, int | None, int | None, int | None], ...], tuple[tuple[int, int], ...], bool]
+
+
+def _read_layout(names: tuple[str, ...], loaded: list[tuple[str, Entry]] | None = None) -> _Layout | None:
+    """:data:`_Layout` of a listing's ``names``, None when it holds leftovers of an interrupted
+    operation; ``loaded``: the files as the broker has them after loading the directory
+    (:func:`kafkalog.log.leftovers.as_loaded`, whose entries are the listing's), when it does."""
+    if loaded is None:
+        if has_leftovers(names):
+            return None
+        loaded = sorted({n: i for i, n in enumerate(names)}.items())  # type: ignore[arg-type]  # by name, as as_loaded gives them
+    else:
+        at = {n: i for i, n in enumerate(names)}
+        loaded = [(name, at[e.name]) for name, e in loaded]  # type: ignore[misc]
+    groups: dict[int, list[int | None]] = {}
+    snapshots = []
+    partition_file = False
+    for name, i in loaded:
+        k = segment_file(name)
+        if k is None or k[1] not in SEGMENT_KINDS:
+            partition_file |= name in _PARTITION_FILES
+            continue
+        base, suffix = k
+        if suffix == "snapshot":
+            snapshots.append((base, i))
+        else:
+            groups.setdefault(base, [None, None, None, None])[_KIND_PLACE[suffix]] = i  # type: ignore[index]
+    return (tuple([(base, *found) for base, found in sorted(groups.items())]), tuple(sorted(snapshots)),  # type: ignore[return-value]
+            partition_file)
+
+
+_KIND_PLACE = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3}
+#: :func:`_read_layout` of a small listing, kept: the same listings recur in many partition dirs
+_layout = functools.lru_cache(maxsize=1 << 12)(_read_layout)
 
 
 @functools.lru_cache(maxsize=1 << 12)
-def _listed_pair(name: str, size: int | None) -> tuple[str, int | None]:
-    """A (name, size) of a :attr:`PartitionFiles.listing`, one tuple for every partition dir that
-    lists the file alike (most do: ``partition.metadata``, an unsized ``00000000000000000000.index``):
-    over 100,000 partition dirs, a few shared tuples rather than 600,000 for the memory to hold and
-    Python's cyclic garbage collector to walk."""
-    return name, size
+def _listing(names: tuple[str, ...], sizes: tuple[int | None, ...]) -> tuple[tuple[str, int | None], ...]:
+    """A :attr:`PartitionFiles.listing` of a small directory, one tuple for every partition dir that
+    lists its files alike (most do: ``partition.metadata``, an unsized ``00000000000000000000.index``,
+    a ``.log`` of the same size): over 100,000 partition dirs, a few shared tuples rather than
+    600,000 for the memory to hold and Python's cyclic garbage collector to walk."""
+    return tuple(zip(names, sizes, strict=True))
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -936,7 +1007,7 @@ def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, w
                     log_start: int | None, log_end: int | None) -> Listed | None:
     subdirs: list[str] = []
     try:
-        files = _local_entries(d, subdirs)
+        files, held = _local_listing(d, subdirs) if wanted else (_local_entries(d, subdirs), None)
     except (FileNotFoundError, NotADirectoryError):
         return ()  # removed while walked
     if subdirs:
@@ -952,7 +1023,7 @@ def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, w
     gaps = None
     if wanted:
         with contextlib.suppress(Exception):  # found again, and raised, when the partition is planned
-            gaps = tuple(p.gaps())
+            gaps = tuple(p._gaps(held))
     return tuple([(s.base_offset, s.log, s.size, s.index, s.timeindex, s.txnindex) for s in p.segments]), p.snapshots, p.listing, gaps
 
 

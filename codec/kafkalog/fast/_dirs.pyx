@@ -1,0 +1,261 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""A local directory listed in C: ``open``/``readdir`` of the directory, ``fstatat`` and ``openat``
+relative to it (each file's path is not looked up again from the root, as ``os.scandir``'s
+``DirEntry.stat()`` and ``open(path)`` look it up), for :func:`kafkalog.log.source._local_entries`.
+Planning lists every partition dir of a backup (100,000 of them) and reads a few small files of
+each; in Python that is most of its CPU time.
+
+:func:`list_dir` gives the entries, in the order and with the errors of its plain twin
+(``_local_entries``, over ``os.scandir``), and, when asked, the whole bytes of the small files of
+the directory's greatest segment that the data-loss check reads next (its indexes, then its
+``.log``), read through the same open directory. Those are a guess made from the names alone: the
+check (:func:`kafkalog.log.gaps.find_gaps`) takes a file from them only where it would read that
+file, and reads any other itself; a file the kernel could not read (gone, unreadable, larger than
+asked, turned into a directory) is left out, so the check meets what it meets today.
+
+It holds the GIL but while it opens the directory: planning lists 100,000 small directories, each a
+few calls of the C library, and releasing the GIL around each call would cost about as much as it.
+POSIX only (setup.py builds it nowhere else): without it the plain twin runs.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.exc cimport PyErr_CheckSignals, PyErr_SetFromErrnoWithFilenameObject
+from libc.errno cimport EINTR, ENOENT, errno
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy, strcmp, strlen
+from posix.fcntl cimport AT_SYMLINK_NOFOLLOW, O_CLOEXEC, O_RDONLY, openat
+from posix.stat cimport S_ISDIR, fstatat, struct_stat
+from posix.unistd cimport close, read
+
+
+cdef extern from "Python.h":
+    bytes PyUnicode_EncodeFSDefault(object)
+    str PyUnicode_DecodeFSDefaultAndSize(const char *, Py_ssize_t)
+
+
+cdef extern from *:
+    """
+    #include <errno.h>
+    static inline void kafkalog_clear_errno(void) { errno = 0; }
+    """
+    void clear_errno "kafkalog_clear_errno" () nogil
+
+
+cdef extern from "<dirent.h>" nogil:
+    ctypedef struct DIR:
+        pass
+    struct dirent:
+        unsigned char d_type
+        char d_name[1]
+    DIR *opendir(const char *path)
+    int dirfd(DIR *dirp)
+    dirent *readdir(DIR *dirp)
+    int closedir(DIR *dirp)
+    enum:
+        DT_UNKNOWN
+        DT_DIR
+        DT_LNK
+
+
+#: the most bytes a read asks for at once (None: as many as wanted); set by the tests, which hold
+#: the kernel to a file system that answers reads short of a file's end (a FUSE mount may)
+cdef Py_ssize_t _read_cap = 0
+
+
+def cap_reads(cap):
+    """Make each read ask for at most ``cap`` bytes (None: no cap); for the tests."""
+    global _read_cap
+    _read_cap = 0 if cap is None else cap
+
+
+#: every entry taken as of unknown type (``DT_UNKNOWN``, as some file systems list every entry),
+#: so asked for with ``fstatat``; set by the tests
+cdef bint _unknown_types = False
+
+
+def pretend_unknown_types(bint on):
+    """Take every entry's type as unknown (``DT_UNKNOWN``) when ``on``; for the tests."""
+    global _unknown_types
+    _unknown_types = on
+
+
+cdef object _raise_errno(object filename):
+    PyErr_SetFromErrnoWithFilenameObject(OSError, filename)
+
+
+cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char **buf, Py_ssize_t *room) except -2:
+    """The bytes of file ``name`` under ``dirfd`` read into ``buf`` (grown as needed) until a read
+    comes back empty: their count, or -1 when the file could not be opened or read or holds more
+    than ``most`` bytes (the caller then reads it itself, and meets what it meets)."""
+    cdef int fd
+    cdef Py_ssize_t n = 0, want
+    cdef ssize_t got
+    cdef char *grown
+    fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)
+    if fd < 0:
+        return -1
+    try:
+        while True:
+            if n + 1 > room[0]:  # one byte more than the file holds: the read that says it ends
+                grown = <char *>realloc(buf[0], room[0] * 2)
+                if grown == NULL:
+                    raise MemoryError()
+                buf[0], room[0] = grown, room[0] * 2
+            want = room[0] - n
+            if _read_cap and want > _read_cap:
+                want = _read_cap
+            got = read(fd, buf[0] + n, want)
+            if got < 0:
+                if errno == EINTR:
+                    if PyErr_CheckSignals() < 0:
+                        return -2
+                    continue
+                return -1
+            if got == 0:
+                return n
+            n += got
+            if n > most:
+                return -1
+    finally:
+        close(fd)
+
+
+cdef object _tuple_new = tuple.__new__
+
+#: the kinds of segment file the data-loss check reads of the last segment, in its order
+cdef tuple _HELD_KINDS = (b".index", b".timeindex", b".txnindex", b".log")
+
+
+def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_bytes=0):
+    """The entries of local directory ``path``, as :func:`kafkalog.log.source._local_entries` gives
+    them (each an ``entry``, a tuple type, of ``(path, size, is_dir, name)``; a file's size only for
+    ``.log`` and ``.log.swap``), and the bytes it read of the greatest segment's files (name -> bytes; None
+    when ``held_bytes`` is 0). With ``subdirs``, only the files are given, the paths of the
+    directories (but those whose name ``skip`` finds a match in) added to ``subdirs``.
+
+    ``held_bytes``: read the greatest 20-digit stem's ``.index``, ``.timeindex``, ``.txnindex`` and
+    ``.log`` (in that order, as the data-loss check reads them) each holding at most that many
+    bytes. Errors as ``os.scandir`` raises them: the directory's, and an entry's ``stat`` (its
+    type, for a symbolic link or an entry of unknown type, or its size) other than one removed."""
+    cdef bytes bpath = PyUnicode_EncodeFSDefault(path)  # as os.fsencode, as os.scandir encodes it
+    cdef const char *cpath = PyBytes_AS_STRING(bpath)
+    cdef Py_ssize_t plen = PyBytes_GET_SIZE(bpath)
+    cdef int fd
+    cdef DIR *d
+    cdef dirent *ent
+    cdef const char *cname
+    cdef Py_ssize_t nlen, i, got
+    cdef struct_stat st
+    cdef int r, dtype
+    cdef bint is_dir, stat_gone, have_st
+    cdef char best[20]
+    cdef int kinds = 0, k
+    cdef char *buf = NULL
+    cdef Py_ssize_t room = 0
+    cdef list out = []
+    cdef object name, size
+    cdef dict held = None
+    cdef str prefix
+    cdef bytes fname
+    if <Py_ssize_t>strlen(cpath) != plen:
+        raise ValueError("embedded null byte")  # as os.scandir
+    prefix = path if (plen == 0 or cpath[plen - 1] == b"/") else path + "/"  # as DirEntry.path joins them
+    with nogil:
+        d = opendir(cpath)
+    if d == NULL:
+        _raise_errno(path)
+    fd = dirfd(d)
+    try:
+        while True:
+            clear_errno()  # readdir tells its end from its failure by errno alone
+            ent = readdir(d)
+            if ent == NULL:
+                if errno:
+                    _raise_errno(path)
+                break
+            cname = ent.d_name
+            if cname[0] == b"." and (cname[1] == 0 or (cname[1] == b"." and cname[2] == 0)):
+                continue
+            nlen = strlen(cname)
+            name = PyUnicode_DecodeFSDefaultAndSize(cname, nlen)
+            dtype = DT_UNKNOWN if _unknown_types else ent.d_type
+            have_st = stat_gone = is_dir = False
+            if dtype == DT_DIR:
+                is_dir = True
+            elif dtype == DT_LNK or dtype == DT_UNKNOWN:  # as DirEntry.is_dir(): the type of what the link names
+                r = fstatat(fd, cname, &st, 0)
+                if r == 0:
+                    have_st = True
+                    is_dir = S_ISDIR(st.st_mode)
+                elif errno == ENOENT:
+                    is_dir = False  # gone, or a link to nothing
+                    stat_gone = True
+                else:
+                    _raise_errno(prefix + name)
+            else:
+                is_dir = False
+            if is_dir:
+                if subdirs is None:
+                    out.append(_tuple_new(entry, (prefix + name, 0, True, name)))
+                elif skip(name) is None:
+                    subdirs.append(prefix + name)
+                continue
+            size = None
+            if name.endswith((".log", ".log.swap")):
+                if stat_gone:
+                    continue  # removed while listed
+                if not have_st:
+                    r = fstatat(fd, cname, &st, AT_SYMLINK_NOFOLLOW)
+                    if r != 0:
+                        if errno == ENOENT:
+                            continue  # removed while listed
+                        _raise_errno(prefix + name)
+                size = st.st_size
+            out.append(_tuple_new(entry, (prefix + name, size, False, name)))
+            if held_bytes and nlen > 21 and cname[20] == b"." and _digits20(cname):
+                k = _kind(cname + 20)
+                if k:
+                    r = memcmp(cname, best, 20) if kinds else 1
+                    if r > 0:
+                        memcpy(best, cname, 20)
+                        kinds = k
+                    elif r == 0:
+                        kinds |= k
+        if held_bytes and kinds:
+            held = {}
+            room = 4096
+            buf = <char *>malloc(room)
+            if buf == NULL:
+                raise MemoryError()
+            for i in range(4):
+                if not kinds & (1 << i):
+                    continue
+                fname = best[:20] + _HELD_KINDS[i]
+                got = _read_whole(fd, fname, held_bytes, &buf, &room)
+                if got >= 0:
+                    held[fname.decode("ascii")] = PyBytes_FromStringAndSize(buf, got)
+    finally:
+        free(buf)
+        closedir(d)
+    return out, held
+
+
+cdef inline bint _digits20(const char *p) noexcept:
+    cdef int i
+    for i in range(20):
+        if p[i] < b"0" or p[i] > b"9":
+            return False
+    return True
+
+
+cdef inline int _kind(const char *suffix) noexcept:
+    """The bit of a kind of :data:`_HELD_KINDS` (1 << its place) that ``suffix`` (NUL-ended) names; 0: none."""
+    if strcmp(suffix, ".index") == 0:
+        return 1
+    if strcmp(suffix, ".timeindex") == 0:
+        return 2
+    if strcmp(suffix, ".txnindex") == 0:
+        return 4
+    if strcmp(suffix, ".log") == 0:
+        return 8
+    return 0
