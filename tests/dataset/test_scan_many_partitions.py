@@ -213,8 +213,9 @@ def _both(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, pla
     return out[0], out[1]
 
 
-def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool = False, **kw: object) -> object:
-    """scan's plans: plan_all's result as scan makes it (scan_files is given them)."""
+def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool = False, no_workers: bool = False, **kw: object) -> object:
+    """scan's plans: plan_all's result as scan makes it (scan_files is given them). ``died``: a worker
+    died part-way; ``no_workers``: none could be started (every partition dir listed here)."""
     from kafkalog.dataset import scan
     from kafkalog.log.source import PartitionFiles
 
@@ -233,7 +234,10 @@ def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool
         # partition dir holding directories (many-3), which this process walked as one process walks it
         plain = [p.files for p in planned[-1] if type(p.files) is PartitionFiles]
         here = {f.dir.rsplit("/", 1)[-1] for f in plain if f.found_gaps is None}
-        if died:  # a worker died: those of its run and after were listed here
+        if no_workers:
+            # (nested-0, alone under many-3, is listed by ordered_map's one-item run in this process)
+            assert len(here) == len(plain) - 1 and "nested-0" not in here, here
+        elif died:  # a worker died: those of its run and after were listed here
             assert 0 < len(here) < len(plain), here
         else:
             assert here <= {"many-3", "nested-0"} if jobs > 1 else all(f.found_gaps is None for f in plain), here
@@ -363,3 +367,50 @@ def test_planning_leaves_its_objects_uncollected_in_the_oldest_generation(many: 
         assert gc.get_freeze_count() == frozen >= len(kept)
     finally:
         gc.unfreeze()
+
+
+def _no_process_starts(monkeypatch: pytest.MonkeyPatch, error: OSError) -> list[int]:
+    """Starting a worker process fails with ``error`` (as with too many open files, or a refused
+    fork); the attempts are counted."""
+    import multiprocessing.process
+
+    tried: list[int] = []
+
+    def failing(self: object) -> None:
+        tried.append(1)
+        raise error
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", failing)
+    return tried
+
+
+_START_FAILURES = [OSError(24, "Too many open files"), BlockingIOError(11, "Resource temporarily unavailable")]
+
+
+@pytest.mark.parametrize("error", _START_FAILURES, ids=["EMFILE", "fork-refused"])
+def test_a_pool_that_cannot_start_leaves_the_listing_to_the_planning_process(cluster: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                              caplog: pytest.LogCaptureFixture, error: OSError) -> None:
+    """No worker process can be started: scan lists and plans every partition dir itself, with one
+    process's plans, warnings and errors, as when a worker dies."""
+    paths = [str(cluster / "broker-1"), str(cluster / "broker-2")]
+    for kw in ({}, {"allow_gaps": True, "start_offset": 0}):
+        serial, _ = _both(monkeypatch, caplog, _scan_plans(monkeypatch, paths, **kw))
+        tried = _no_process_starts(monkeypatch, error)
+        got = _outcome(lambda: _scan_plans(monkeypatch, paths, no_workers=True, **kw)(2))  # noqa: B023 - called at once
+        assert tried and got == serial[0]
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("error", _START_FAILURES, ids=["EMFILE", "fork-refused"])
+def test_a_pool_that_cannot_start_leaves_finding_the_data_loss_to_the_planning_process(many: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                                       error: OSError) -> None:
+    from kafkalog.dataset.scan import plan_all
+    from kafkalog.log.replicas import discover
+
+    files = discover(str(many))
+    runs = _planned_by_processes(monkeypatch)
+    warned: dict[int, list[object]] = {1: [], 2: []}
+    serial = plan_all(files, allow_gaps=True, on_gap=warned[1].append, jobs=1)  # type: ignore[arg-type]
+    tried = _no_process_starts(monkeypatch, error)
+    assert plan_all(files, allow_gaps=True, on_gap=warned[2].append, jobs=2) == serial  # type: ignore[arg-type]
+    assert runs and tried and warned[2] == warned[1] and len(warned[1]) == 2

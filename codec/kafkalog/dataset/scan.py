@@ -543,10 +543,13 @@ class _LostAhead:
     (a :class:`~kafkalog.log.replicas.ReplicatedFiles` keeps what it found, and object storage's
     requests overlap in threads: those are found here), found in runs by worker processes ahead of
     their asking: ``self(i, files[i])`` is the partition's. A partition whose finding failed in a
-    worker is found again here, so that its error is raised as one process raises it."""
+    worker is found again here, so that its error is raised as one process raises it; so are those
+    of a worker's run and after when a worker dies, or when none can be started."""
 
     def __init__(self, files: list[PartitionFiles], mine: list[int], jobs: int) -> None:
-        from kafkalog.dataset.processes import ordered_map, runs, span
+        from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
+
+        self.died = WorkerDied
 
         self.tasks = runs(mine, [1] * len(mine), jobs)
         self.mine = set(mine)
@@ -559,7 +562,12 @@ class _LostAhead:
         if i not in self.mine:
             return pf.gaps()
         while self.next < len(self.tasks) and self.tasks[self.next][0] <= i:
-            for j, gaps in zip(self.tasks[self.next], next(self.results), strict=True):
+            try:
+                found = next(self.results)
+            except self.died:  # this task's partitions and the rest are found here
+                self.mine = set()
+                return pf.gaps()
+            for j, gaps in zip(self.tasks[self.next], found, strict=True):
                 if gaps != []:
                     self.held[j] = gaps
             self.next += 1
