@@ -720,7 +720,9 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     listed, and returns None (list them here) or what :func:`list_candidates` gives of each, in
     that order, None where this process is to list it. The partitions, and the errors, are those
     one process finds, in the same order; ``wants`` is then asked of each such directory before
-    it is listed, and the data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`)."""
+    it is listed, and the data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`).
+    ``list_many.found``, when it has one, is given each wanted partition made of its results as it
+    is made (while the workers list the next ones: ``scan`` plans it then)."""
     with gc_paused():
         return _find_partitions(paths, wants, list_many)
 
@@ -802,6 +804,7 @@ class _Walk:
         self.parents: dict[str, str] = {}  # a directory's parent as listed -> as _parent gives it (found once per data dir)
         self.prefix: dict[str, str] = {}  # a data dir -> the start of the paths joined under it
         self.count = 0
+        self.on_found: Callable[[PartitionFiles], None] | None = getattr(list_many, "found", None)
 
     def parent(self, d: str, is_root: bool) -> str:
         if is_root:
@@ -865,6 +868,8 @@ class _Walk:
         p = PartitionFiles(self.storage, topic, partition, d, tuple([SegmentFiles(*s) for s in segments]), snapshots, self.log_dirs[parent],
                            listing, gaps)
         self.add(p, self.prefix[parent] + name, wanted)  # os.path.join(parent, name)
+        if wanted and self.on_found is not None:
+            self.on_found(p)
 
     def walk_local(self, d: str, top: str, *, root: bool = True) -> Iterator[tuple]:
         """:func:`_walk`'s events of local directory ``d`` and those under it (``root``: ``d`` is a root)."""
