@@ -427,3 +427,37 @@ def test_a_pool_that_cannot_start_leaves_finding_the_data_loss_to_the_planning_p
     tried = _no_process_starts(monkeypatch, error)
     assert plan_all(files, allow_gaps=True, on_gap=warned[2].append, jobs=2) == serial  # type: ignore[arg-type]
     assert runs and tried and warned[2] == warned[1] and len(warned[1]) == 2
+
+
+def test_the_workers_server_starts_while_the_walk_goes_on_once_many_partition_dirs_are_met(many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server the listing workers are forked from is started once the walk has met as many
+    partition dirs as make the listing go to workers (its start-up then runs beside the walk of the
+    rest), before the first task is sent; below that number, none is started."""
+    from kafkalog.dataset import processes, scan
+
+    events: list[str] = []
+    real_start, real_map = processes.start_server, processes.ordered_map
+
+    def start(preload=()):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202 - start_server's stand-in
+        events.append("server")
+        real_start(preload)
+
+    def mapped(fn, items, jobs, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - ordered_map's stand-in
+        events.append(f"map {len(items)}")
+        return real_map(fn, items, jobs, **kw)
+
+    monkeypatch.setattr(processes, "start_server", start)
+    monkeypatch.setattr(processes, "ordered_map", mapped)
+    kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)  # 600 dirs: fewer than PARALLEL_PLANNING
+    assert events == []
+    monkeypatch.setattr(scan, "PARALLEL_PLANNING", COUNT // 2)
+    seen = []
+    real_apply = scan.plan_all
+
+    def planned(files, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - plan_all's stand-in
+        seen.append(list(events))
+        return real_apply(files, **kw)
+
+    monkeypatch.setattr(scan, "plan_all", planned)
+    kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)
+    assert seen[0][0] == "server" and seen[0][1].startswith("map ") and seen[0].count("server") == 1, seen

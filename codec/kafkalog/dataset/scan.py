@@ -616,22 +616,39 @@ def _planning_jobs(count: int, jobs: int | None) -> int:
     return jobs
 
 
-def _lister(jobs: int | None, early: _Planned | None = None) -> Callable[[list[Candidate]], Iterator[Listed | None] | None] | None:
+def _lister(jobs: int | None, early: _Planned | None = None) -> _Lister | None:
     """:func:`~kafkalog.log.source.find_partitions`'s ``list_many`` for planning with ``jobs``
-    processes (see :func:`plan_all`): many partition dirs are listed, made partitions of and have
-    their data loss found by worker processes (:func:`~kafkalog.log.source.list_candidates`), and
-    ``early`` plans each as it comes in. None when no worker may be started: the walk lists each
-    directory as it meets it."""
+    processes (see :func:`plan_all`), ``early`` planning each partition as it comes in; None when no
+    worker may be started: the walk lists each directory as it meets it."""
     if _planning_jobs(PARALLEL_PLANNING, jobs) <= 1:
         return None
+    return _Lister(jobs, early)
 
-    def list_many(candidates: list[Candidate]) -> Iterator[Listed | None] | None:
-        n = _planning_jobs(len(candidates), jobs)
+
+#: the modules the planning workers' server imports before it forks them
+_LISTING_PRELOAD = ["kafkalog.log.source"]
+
+
+class _Lister:
+    """:func:`~kafkalog.log.source.find_partitions`'s ``list_many``: many partition dirs are listed,
+    made partitions of and have their data loss found by worker processes
+    (:func:`~kafkalog.log.source.list_candidates`). Its ``prepare`` starts their server once the
+    walk has met :data:`PARALLEL_PLANNING` of them (``prepare_at``), while it meets the rest; its
+    ``found`` plans each partition made of their results (:class:`_Planned`)."""
+
+    def __init__(self, jobs: int | None, early: _Planned | None) -> None:
+        self.jobs = jobs
+        self.found = None if early is None else early.found
+        self.prepare_at = PARALLEL_PLANNING
+
+    def __call__(self, candidates: list[Candidate]) -> Iterator[Listed | None] | None:
+        n = _planning_jobs(len(candidates), self.jobs)
         return _listed_in_processes(candidates, n) if n > 1 else None
 
-    if early is not None:
-        list_many.found = early.found  # type: ignore[attr-defined]
-    return list_many
+    def prepare(self) -> None:
+        from kafkalog.dataset.processes import start_server
+
+        start_server(_LISTING_PRELOAD)
 
 
 def _plan_options(start_offset: Offsets, end_offset: Offsets, start_time: int | None, end_time: int | None, read_committed: bool,
@@ -676,7 +693,7 @@ def _listed_in_processes(candidates: list[Candidate], jobs: int) -> Iterator[Lis
     from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
 
     tasks = runs(candidates, [1] * len(candidates), jobs)
-    results = ordered_map(list_candidates, tasks, jobs, names=lambda k: span([c[0] for c in tasks[k]]), preload=["kafkalog.log.source"])
+    results = ordered_map(list_candidates, tasks, jobs, names=lambda k: span([c[0] for c in tasks[k]]), preload=_LISTING_PRELOAD)
     try:
         for k in range(len(tasks)):
             try:

@@ -722,7 +722,9 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     one process finds, in the same order; ``wants`` is then asked of each such directory before
     it is listed, and the data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`).
     ``list_many.found``, when it has one, is given each wanted partition made of its results as it
-    is made (while the workers list the next ones: ``scan`` plans it then)."""
+    is made (while the workers list the next ones: ``scan`` plans it then); ``list_many.prepare()``
+    is called once the walk has met ``list_many.prepare_at`` such directories (and more may come:
+    ``scan`` starts its workers' server then)."""
     with gc_paused():
         return _find_partitions(paths, wants, list_many)
 
@@ -738,10 +740,13 @@ def _apply(events: Iterator[tuple], list_many: Callable[[list[Candidate]], Itera
     """Make the calls that ``events`` (:func:`_walk`'s) are, in order: those from the first
     directory left for ``list_many`` on once it has been given every such directory."""
     held: list[tuple] = []
+    prepare_at = getattr(list_many, "prepare_at", None)
     try:
         for event in events:
             if held or event[0] is _CANDIDATE:
                 held.append(event)
+                if len(held) == prepare_at:
+                    list_many.prepare()  # type: ignore[union-attr]
             else:
                 event[0](*event[1:])
     except Exception as e:
