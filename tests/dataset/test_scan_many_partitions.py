@@ -461,3 +461,21 @@ def test_the_workers_server_starts_while_the_walk_goes_on_once_many_partition_di
     monkeypatch.setattr(scan, "plan_all", planned)
     kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)
     assert seen[0][0] == "server" and seen[0][1].startswith("map ") and seen[0].count("server") == 1, seen
+
+
+@pytest.mark.rule("R-LOSS-04")
+def test_data_loss_workers_are_given_each_partitions_log_start_offset(cluster: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data-loss workers of partitions found by one process are given each one's own checkpoint
+    entries (:func:`kafkalog.log.source.own_offsets`, as the listing workers are): many-13's lost
+    .log is reported from its log start offset, 120, not from the segment's 102, as one process does."""
+    from kafkalog.dataset.scan import plan_all
+    from kafkalog.log.replicas import discover
+
+    runs = _planned_by_processes(monkeypatch)
+    files = discover(str(cluster / "broker-1"))
+    lost = {}
+    for jobs in (1, 2):
+        warned: list = []
+        plan_all(files, allow_gaps=True, on_gap=warned.append, jobs=jobs)
+        lost[jobs] = [(g.directory.rsplit("/", 1)[-1], g.start, g.end) for g in warned]
+    assert runs and lost[2] == lost[1] and (f"many-{NO_LOG_1}", 120, 146) in lost[1], lost

@@ -26,13 +26,21 @@ from typing import TYPE_CHECKING
 from kafkalog.format.records.stream import Batch, LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
-from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, gaps_error
+from kafkalog.log.gaps import Divergence, Gap, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.ranges import ReadAhead, map_ahead
 from kafkalog.log.reads import includes_topic, log_start_offset
 from kafkalog.log.replicas import discover
-from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, gc_paused, list_candidates
+from kafkalog.log.source import (
+    LocalStorage,
+    PartitionFiles,
+    SegmentFiles,
+    UrlStorage,
+    gc_paused,
+    list_candidates,
+    own_offsets,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -742,9 +750,8 @@ def _find_lost(task: list[tuple]) -> list[list[Gap] | None]:
     out: list[list[Gap] | None] = []
     with gc_paused():
         for topic, partition, directory, segments, snapshots, listing, log_start, log_end in task:
-            tp = (topic, partition)
-            log_dir = LogDirOffsets({} if log_start is None else {tp: log_start}, {} if log_end is None else {tp: log_end})
-            pf = PartitionFiles(storage, topic, partition, directory, tuple(SegmentFiles(*s) for s in segments), snapshots, log_dir, listing)
+            pf = PartitionFiles(storage, topic, partition, directory, tuple(SegmentFiles(*s) for s in segments), snapshots,
+                                own_offsets(topic, partition, log_start, log_end), listing)
             try:
                 out.append(pf.gaps())
             except Exception:  # noqa: BLE001 - raised by the planning process, which finds it again, as one process would

@@ -942,6 +942,16 @@ def list_candidates(candidates: list[Candidate]) -> list[Listed | None]:
 _NO_OFFSETS = LogDirOffsets()
 
 
+def own_offsets(topic: str, partition: int, log_start: int | None, log_end: int | None) -> LogDirOffsets:
+    """What a data dir's checkpoints say of one partition (its ``log-start-offset-checkpoint`` entry
+    and its clean shutdown's recovery point; None: none), as a worker process is given them in place
+    of the whole data dir's (:func:`list_candidates`, and ``scan``'s data-loss workers). Read only."""
+    if log_start is None and log_end is None:
+        return _NO_OFFSETS
+    tp = (topic, partition)
+    return LogDirOffsets({} if log_start is None else {tp: log_start}, {} if log_end is None else {tp: log_end})
+
+
 def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, wanted: bool,
                     log_start: int | None, log_end: int | None) -> Listed | None:
     subdirs: list[str] = []
@@ -953,10 +963,7 @@ def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, w
         return None
     if not any(_is_kafka_file(e.name) for e in files):
         return ()
-    tp = (topic, partition)
-    log_dir = _NO_OFFSETS if log_start is None and log_end is None else \
-        LogDirOffsets({} if log_start is None else {tp: log_start}, {} if log_end is None else {tp: log_end})
-    p = _partition(storage, d, files, log_dir, tp)
+    p = _partition(storage, d, files, own_offsets(topic, partition, log_start, log_end), (topic, partition))
     if p is None:
         return ()
     gaps = None
