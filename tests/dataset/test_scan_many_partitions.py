@@ -479,3 +479,17 @@ def test_data_loss_workers_are_given_each_partitions_log_start_offset(cluster: P
         plan_all(files, allow_gaps=True, on_gap=warned.append, jobs=jobs)
         lost[jobs] = [(g.directory.rsplit("/", 1)[-1], g.start, g.end) for g in warned]
     assert runs and lost[2] == lost[1] and (f"many-{NO_LOG_1}", 120, 146) in lost[1], lost
+
+
+@pytest.mark.rule("R-VAL-10")
+def test_the_start_floor_is_the_log_start_offset(cluster: Path) -> None:
+    """A read starts at the partition's log start offset (its checkpoint entry above the first
+    segment: many-2's 50, many-13's 120, both written above), else at the first segment; with
+    ``include_deleted`` at the first segment; the same whether found by one process or planned."""
+    from kafkalog.dataset.scan import plan, start_floor
+    from kafkalog.log.replicas import discover
+
+    files = {p.partition: p for p in discover(str(cluster / "broker-1"), wants=lambda t, p: p in (0, 2, NO_LOG_1))}
+    assert {k: start_floor(pf) for k, pf in files.items()} == {0: 0, 2: START_AT[2], NO_LOG_1: START_AT[NO_LOG_1]}
+    assert {k: start_floor(pf, include_deleted=True) for k, pf in files.items()} == {0: 0, 2: 0, NO_LOG_1: 0}
+    assert {k: plan(pf).start for k, pf in files.items()} == {k: pf.log_start_offset for k, pf in files.items()}  # type: ignore[union-attr]

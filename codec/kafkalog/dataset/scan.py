@@ -30,7 +30,7 @@ from kafkalog.log.gaps import Divergence, Gap, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.ranges import ReadAhead, map_ahead
-from kafkalog.log.reads import includes_topic, log_start_offset
+from kafkalog.log.reads import includes_topic
 from kafkalog.log.replicas import discover
 from kafkalog.log.source import (
     LocalStorage,
@@ -141,15 +141,11 @@ def _slices(pf: PartitionFiles, logs: list[SegmentFiles], start: int, end: int |
 
 def start_floor(files: PartitionFiles, *, include_deleted: bool = False) -> int:
     """The lowest offset a read of ``files`` returns (SPEC R-VAL-10): the log start offset, or with
-    ``include_deleted`` the first segment's base offset (the deleted records the files still hold)."""
-    return _floor(files, files.logs, include_deleted)
-
-
-def _floor(files: PartitionFiles, logs: list[SegmentFiles], include_deleted: bool) -> int:
-    """:func:`start_floor` of ``files``, whose :attr:`~kafkalog.log.source.PartitionFiles.logs` are ``logs``."""
-    if include_deleted and logs:
+    ``include_deleted`` the first segment's base offset (the deleted records the files still hold);
+    0 when no ``.log`` is there."""
+    if include_deleted and (logs := files.logs):
         return logs[0].base_offset
-    return log_start_offset(files.log_start_checkpoint, logs[0].base_offset if logs else None) or 0
+    return files.log_start_offset or 0
 
 
 def plan(
@@ -167,8 +163,8 @@ def plan(
     ``end_offset`` (exclusive; default: the end), narrowed by times as Kafka's ListOffsets resolves
     them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
     None when nothing can be in range (no record at or after ``start_time``)."""
+    floor = start_floor(files, include_deleted=include_deleted)
     logs = files.logs
-    floor = _floor(files, logs, include_deleted)
     start = floor if start_offset is None else max(start_offset, floor)
     end = end_offset
     if not logs:
