@@ -394,7 +394,6 @@ def scan(
     # listing and planning make a few long-lived objects per partition: one pause of the garbage collector
     # over both, so that its one collection of them (when it is given back) comes once, not after each
     with gc_paused():
-        early = None
         if tiered is not None:
             from kafkalog.format.tiered_aiven import Keyring, read_private_keys
             from kafkalog.log.tiered import tiered_files
@@ -404,9 +403,7 @@ def scan(
         elif not paths:
             raise ValueError("scan needs a path (or tiered=PREFIX)")
         else:
-            early = _Planned.of(start_offset=start_offset, end_offset=end_offset, start_time=_ms(start_time), end_time=_ms(end_time),
-                                read_committed=read_committed, include_deleted=include_deleted)
-            files = discover(paths, wants=wants, list_many=_lister(plan_jobs, early))
+            files = discover(paths, wants=wants, list_many=_lister(plan_jobs))
         decoding = None
         if key_format not in (None, "bytes") or value_format not in (None, "bytes"):
             from kafkalog.dataset.registry import SCHEMAS_TOPIC, Registry
@@ -419,7 +416,7 @@ def scan(
         return scan_files(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
                           read_committed=read_committed, columns=columns, allow_gaps=allow_gaps, batch_rows=batch_rows,
                           include_deleted=include_deleted, verify_crc=verify_crc, on_corrupt=on_corrupt, decoding=decoding, workers=workers,
-                          plan_jobs=plan_jobs, early=early)
+                          plan_jobs=plan_jobs)
 
 
 def topic_records(paths: Sequence[str | os.PathLike[str]], topic: str) -> Iterator[tuple[bytes | None, bytes | None, int]] | None:
@@ -483,7 +480,6 @@ def plan_all(
     include_deleted: bool = False,
     on_deleted: Callable[[str], None] = _warn_deleted,
     jobs: int | None = None,
-    early: _Planned | None = None,
 ) -> list[PartitionPlan]:
     """The plans of several partitions (see :func:`plan`), those with nothing in range left out.
 
@@ -500,11 +496,8 @@ def plan_all(
     (:mod:`kafkalog.dataset.processes`; None: the CPUs available, 1: in this process; None also
     keeps it here when a worker would run the program's script again, see
     :func:`_main_runs_again`) while this one plans, with the same plans, warnings and errors, in
-    the same order. ``early``: the plans :func:`scan` made while its workers listed the partitions
-    (:class:`_Planned`), each taken for its partition when made with these options."""
+    the same order."""
     t0, t1 = _ms(start_time), _ms(end_time)
-    made = early.plans if early is not None and early.options == _plan_options(start_offset, end_offset, t0, t1, read_committed,
-                                                                               include_deleted) else {}
     plans = []
     lost: list[Gap] = []
     files = list(files)
@@ -512,12 +505,8 @@ def plan_all(
 
     def planned(item: tuple[int, PartitionFiles]) -> tuple[PartitionPlan | None, list[Gap]]:
         i, pf = item
-        known = made.get(id(pf))
-        if known is not None and known[0] is pf:
-            p = known[1]
-        else:
-            p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
-                     read_committed=read_committed, include_deleted=include_deleted)
+        p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
+                 read_committed=read_committed, include_deleted=include_deleted)
         return p, [] if p is None else pf.gaps() if found is None else found(i, pf)
 
     # many partitions' plans, long-lived: no full collection between them
@@ -620,13 +609,13 @@ def _planning_jobs(count: int, jobs: int | None) -> int:
     return jobs
 
 
-def _lister(jobs: int | None, early: _Planned | None = None) -> _Lister | None:
+def _lister(jobs: int | None) -> _Lister | None:
     """:func:`~kafkalog.log.source.find_partitions`'s ``list_many`` for planning with ``jobs``
-    processes (see :func:`plan_all`), ``early`` planning each partition as it comes in; None when no
-    worker may be started: the walk lists each directory as it meets it."""
+    processes (see :func:`plan_all`); None when no worker may be started: the walk lists each
+    directory as it meets it."""
     if _planning_jobs(PARALLEL_PLANNING, jobs) <= 1:
         return None
-    return _Lister(jobs, early)
+    return _Lister(jobs)
 
 
 #: the modules the planning workers' server imports before it forks them
@@ -637,12 +626,10 @@ class _Lister:
     """:func:`~kafkalog.log.source.find_partitions`'s ``list_many``: many partition dirs are listed,
     made partitions of and have their data loss found by worker processes
     (:func:`~kafkalog.log.source.list_candidates`). Its ``prepare`` starts their server once the
-    walk has met :data:`PARALLEL_PLANNING` of them (``prepare_at``), while it meets the rest; its
-    ``found`` plans each partition made of their results (:class:`_Planned`)."""
+    walk has met :data:`PARALLEL_PLANNING` of them (``prepare_at``), while it meets the rest."""
 
-    def __init__(self, jobs: int | None, early: _Planned | None) -> None:
+    def __init__(self, jobs: int | None) -> None:
         self.jobs = jobs
-        self.found = None if early is None else early.found
         self.prepare_at = PARALLEL_PLANNING
 
     def __call__(self, candidates: list[Candidate]) -> Iterator[Listed | None] | None:
@@ -653,41 +640,6 @@ class _Lister:
         from kafkalog.dataset.processes import start_server
 
         start_server(_LISTING_PRELOAD)
-
-
-def _plan_options(start_offset: Offsets, end_offset: Offsets, start_time: int | None, end_time: int | None, read_committed: bool,
-                  include_deleted: bool) -> dict[str, object] | None:
-    """:func:`plan`'s options, the same for every partition (None: offsets given per partition)."""
-    if isinstance(start_offset, Mapping) or isinstance(end_offset, Mapping):
-        return None
-    return {"start_offset": start_offset, "end_offset": end_offset, "start_time": start_time, "end_time": end_time,
-            "read_committed": read_committed, "include_deleted": include_deleted}
-
-
-class _Planned:
-    """Partitions planned (:func:`plan`) as :func:`scan`'s worker processes' listings of them come
-    in (:func:`~kafkalog.log.source.find_partitions` gives each to ``list_many.found``): this process
-    plans each while the workers list the next ones, rather than all of them once the workers are
-    done and idle. :func:`plan_all` takes a partition's plan from here when it is of that very
-    object, with the same options; a partition whose planning fails is planned again there, so
-    that its error is raised in its turn."""
-
-    def __init__(self, options: dict[str, object]) -> None:
-        self.options = options
-        self.plans: dict[int, tuple[PartitionFiles, PartitionPlan | None]] = {}  # by id: the partition is kept with its plan
-
-    @classmethod
-    def of(cls, *, start_offset: Offsets, end_offset: Offsets, start_time: int | None, end_time: int | None, read_committed: bool,
-           include_deleted: bool) -> _Planned | None:
-        options = _plan_options(start_offset, end_offset, start_time, end_time, read_committed, include_deleted)
-        return None if options is None else cls(options)
-
-    def found(self, pf: PartitionFiles) -> None:
-        try:
-            p = plan(pf, **self.options)  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - planned again, and raised, by plan_all in its turn
-            return
-        self.plans[id(pf)] = (pf, p)
 
 
 def _listed_in_processes(candidates: list[Candidate], jobs: int) -> Iterator[Listed | None]:
@@ -794,17 +746,15 @@ def scan_files(
     decoding: Decoding | None = None,
     workers: int = 1,
     plan_jobs: int | None = None,
-    early: _Planned | None = None,
 ) -> pa.RecordBatchReader:
     """:func:`scan` of partitions already found (:func:`kafkalog.log.replicas.discover`, or another source of segments);
     ``decoding`` types the key and value columns (:class:`kafkalog.dataset.values.Decoding`); ``workers``
-    threads read partitions ahead, ``plan_jobs`` processes help plan them (see :func:`scan`; ``early``: as
-    :func:`plan_all`'s)."""
+    threads read partitions ahead, ``plan_jobs`` processes help plan them (see :func:`scan`)."""
     import pyarrow as pa
 
     schema = schema_of(columns)
     plans = plan_all(files, start_offset=start_offset, end_offset=end_offset, start_time=start_time, end_time=end_time,
-                     read_committed=read_committed, allow_gaps=allow_gaps, include_deleted=include_deleted, jobs=plan_jobs, early=early)
+                     read_committed=read_committed, allow_gaps=allow_gaps, include_deleted=include_deleted, jobs=plan_jobs)
     if decoding is not None:
         typed = decoding.schema(schema, [p.topic for p in plans])
         cols = decoding.columns(schema.names)

@@ -721,9 +721,7 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     that order, None where this process is to list it. The partitions, and the errors, are those
     one process finds, in the same order; ``wants`` is then asked of each such directory before
     it is listed, and the data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`).
-    ``list_many.found``, when it has one, is given each wanted partition made of its results as it
-    is made (while the workers list the next ones: ``scan`` plans it then); ``list_many.prepare()``
-    is called once the walk has met ``list_many.prepare_at`` such directories (and more may come:
+    ``list_many.prepare()``, when it has one, is called once the walk has met ``list_many.prepare_at`` such directories (and more may come:
     ``scan`` starts its workers' server then)."""
     with gc_paused():
         return _find_partitions(paths, wants, list_many)
@@ -809,7 +807,6 @@ class _Walk:
         self.parents: dict[str, str] = {}  # a directory's parent as listed -> as _parent gives it (found once per data dir)
         self.prefix: dict[str, str] = {}  # a data dir -> the start of the paths joined under it
         self.count = 0
-        self.on_found: Callable[[PartitionFiles], None] | None = getattr(list_many, "found", None)
 
     def parent(self, d: str, is_root: bool) -> str:
         if is_root:
@@ -873,8 +870,6 @@ class _Walk:
         p = PartitionFiles(self.storage, topic, partition, d, tuple([SegmentFiles(*s) for s in segments]), snapshots, self.log_dirs[parent],
                            listing, gaps)
         self.add(p, self.prefix[parent] + name, wanted)  # os.path.join(parent, name)
-        if wanted and self.on_found is not None:
-            self.on_found(p)
 
     def walk_local(self, d: str, top: str, *, root: bool = True) -> Iterator[tuple]:
         """:func:`_walk`'s events of local directory ``d`` and those under it (``root``: ``d`` is a root)."""
