@@ -213,8 +213,9 @@ def _both(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, pla
     return out[0], out[1]
 
 
-def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool = False, **kw: object) -> object:
-    """scan's plans: plan_all's result as scan makes it (scan_files is given them)."""
+def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool = False, no_workers: bool = False, **kw: object) -> object:
+    """scan's plans: plan_all's result as scan makes it (scan_files is given them). ``died``: a worker
+    died part-way; ``no_workers``: none could be started (every partition dir listed here)."""
     from kafkalog.dataset import scan
     from kafkalog.log.source import PartitionFiles
 
@@ -233,7 +234,10 @@ def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool
         # partition dir holding directories (many-3), which this process walked as one process walks it
         plain = [p.files for p in planned[-1] if type(p.files) is PartitionFiles]
         here = {f.dir.rsplit("/", 1)[-1] for f in plain if f.found_gaps is None}
-        if died:  # a worker died: those of its run and after were listed here
+        if no_workers:
+            # (nested-0, alone under many-3, is listed by ordered_map's one-item run in this process)
+            assert len(here) == len(plain) - 1 and "nested-0" not in here, here
+        elif died:  # a worker died: those of its run and after were listed here
             assert 0 < len(here) < len(plain), here
         else:
             assert here <= {"many-3", "nested-0"} if jobs > 1 else all(f.found_gaps is None for f in plain), here
@@ -363,3 +367,116 @@ def test_planning_leaves_its_objects_uncollected_in_the_oldest_generation(many: 
         assert gc.get_freeze_count() == frozen >= len(kept)
     finally:
         gc.unfreeze()
+
+
+def _no_process_starts(monkeypatch: pytest.MonkeyPatch, error: OSError) -> list[int]:
+    """Starting a worker process fails with ``error`` (as with too many open files, or a refused
+    fork); the attempts are counted."""
+    import multiprocessing.process
+
+    tried: list[int] = []
+
+    def failing(self: object) -> None:
+        tried.append(1)
+        raise error
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", failing)
+    return tried
+
+
+_START_FAILURES = [OSError(24, "Too many open files"), BlockingIOError(11, "Resource temporarily unavailable")]
+
+
+@pytest.mark.parametrize("error", _START_FAILURES, ids=["EMFILE", "fork-refused"])
+def test_a_pool_that_cannot_start_leaves_the_listing_to_the_planning_process(cluster: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                              caplog: pytest.LogCaptureFixture, error: OSError) -> None:
+    """No worker process can be started: scan lists and plans every partition dir itself, with one
+    process's plans, warnings and errors, as when a worker dies."""
+    paths = [str(cluster / "broker-1"), str(cluster / "broker-2")]
+    for kw in ({}, {"allow_gaps": True, "start_offset": 0}):
+        serial, _ = _both(monkeypatch, caplog, _scan_plans(monkeypatch, paths, **kw))
+        tried = _no_process_starts(monkeypatch, error)
+        got = _outcome(lambda: _scan_plans(monkeypatch, paths, no_workers=True, **kw)(2))  # noqa: B023 - called at once
+        assert tried and got == serial[0]
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("error", _START_FAILURES, ids=["EMFILE", "fork-refused"])
+def test_a_pool_that_cannot_start_leaves_finding_the_data_loss_to_the_planning_process(many: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                                       error: OSError) -> None:
+    from kafkalog.dataset.scan import plan_all
+    from kafkalog.log.replicas import discover
+
+    files = discover(str(many))
+    runs = _planned_by_processes(monkeypatch)
+    warned: dict[int, list[object]] = {1: [], 2: []}
+    serial = plan_all(files, allow_gaps=True, on_gap=warned[1].append, jobs=1)  # type: ignore[arg-type]
+    tried = _no_process_starts(monkeypatch, error)
+    assert plan_all(files, allow_gaps=True, on_gap=warned[2].append, jobs=2) == serial  # type: ignore[arg-type]
+    assert runs and tried and warned[2] == warned[1] and len(warned[1]) == 2
+
+
+def test_the_workers_server_starts_while_the_walk_goes_on_once_many_partition_dirs_are_met(many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server the listing workers are forked from is started once the walk has met as many
+    partition dirs as make the listing go to workers (its start-up then runs beside the walk of the
+    rest), before the first task is sent; below that number, none is started."""
+    from kafkalog.dataset import processes, scan
+
+    events: list[str] = []
+    real_start, real_map = processes.start_server, processes.ordered_map
+
+    def start(preload=()):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202 - start_server's stand-in
+        events.append("server")
+        real_start(preload)
+
+    def mapped(fn, items, jobs, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - ordered_map's stand-in
+        events.append(f"map {len(items)}")
+        return real_map(fn, items, jobs, **kw)
+
+    monkeypatch.setattr(processes, "start_server", start)
+    monkeypatch.setattr(processes, "ordered_map", mapped)
+    kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)  # 600 dirs: fewer than PARALLEL_PLANNING
+    assert events == []
+    monkeypatch.setattr(scan, "PARALLEL_PLANNING", COUNT // 2)
+    seen = []
+    real_apply = scan.plan_all
+
+    def planned(files, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - plan_all's stand-in
+        seen.append(list(events))
+        return real_apply(files, **kw)
+
+    monkeypatch.setattr(scan, "plan_all", planned)
+    kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)
+    assert seen[0][0] == "server" and seen[0][1].startswith("map ") and seen[0].count("server") == 1, seen
+
+
+@pytest.mark.rule("R-LOSS-04")
+def test_data_loss_workers_are_given_each_partitions_log_start_offset(cluster: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data-loss workers of partitions found by one process are given each one's own checkpoint
+    entries (:func:`kafkalog.log.source.own_offsets`, as the listing workers are): many-13's lost
+    .log is reported from its log start offset, 120, not from the segment's 102, as one process does."""
+    from kafkalog.dataset.scan import plan_all
+    from kafkalog.log.replicas import discover
+
+    runs = _planned_by_processes(monkeypatch)
+    files = discover(str(cluster / "broker-1"))
+    lost = {}
+    for jobs in (1, 2):
+        warned: list = []
+        plan_all(files, allow_gaps=True, on_gap=warned.append, jobs=jobs)
+        lost[jobs] = [(g.directory.rsplit("/", 1)[-1], g.start, g.end) for g in warned]
+    assert runs and lost[2] == lost[1] and (f"many-{NO_LOG_1}", 120, 146) in lost[1], lost
+
+
+@pytest.mark.rule("R-VAL-10")
+def test_the_start_floor_is_the_log_start_offset(cluster: Path) -> None:
+    """A read starts at the partition's log start offset (its checkpoint entry above the first
+    segment: many-2's 50, many-13's 120, both written above), else at the first segment; with
+    ``include_deleted`` at the first segment; the same whether found by one process or planned."""
+    from kafkalog.dataset.scan import plan, start_floor
+    from kafkalog.log.replicas import discover
+
+    files = {p.partition: p for p in discover(str(cluster / "broker-1"), wants=lambda t, p: p in (0, 2, NO_LOG_1))}
+    assert {k: start_floor(pf) for k, pf in files.items()} == {0: 0, 2: START_AT[2], NO_LOG_1: START_AT[NO_LOG_1]}
+    assert {k: start_floor(pf, include_deleted=True) for k, pf in files.items()} == {0: 0, 2: 0, NO_LOG_1: 0}
+    assert {k: plan(pf).start for k, pf in files.items()} == {k: pf.log_start_offset for k, pf in files.items()}  # type: ignore[union-attr]

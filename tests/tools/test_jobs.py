@@ -161,6 +161,48 @@ def test_a_killed_worker_stops_the_run_naming_its_task() -> None:
     assert "worker process died" in str(e.value) and "task-" in str(e.value)
 
 
+def _dies_late(kill: bool) -> None:
+    """A task, run by a worker process: one that is told to is killed, after a moment."""
+    if kill:
+        import time
+
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_between_results_stops_the_run_as_a_killed_worker() -> None:
+    """The pool broke while the caller held a result: the next task's submission finds it broken,
+    and the run stops with :class:`WorkerDied` (not the executor's own error), naming the task."""
+    import time
+
+    from kafkalog.tools.jobs import WorkerDied, ordered_map
+
+    results = ordered_map(_dies_late, [False, True, False, False, False, False], 2, names=lambda i: f"task-{i}")
+    assert next(results) is None
+    time.sleep(1.5)  # task-1's worker is killed meanwhile
+    with pytest.raises(WorkerDied) as e:
+        next(results)
+    assert "worker process died" in str(e.value) and "task-1" in str(e.value)
+
+
+def test_a_pool_that_cannot_start_raises_no_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No worker process can be started (too many open files): :class:`NoWorkers`, a WorkerDied,
+    which the CLI reports as a worker's death (exit 3, one line), at the first result asked for."""
+    import multiprocessing.process
+
+    from kafkalog.dataset.processes import NoWorkers
+
+    def failing(self: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", failing)
+    from kafkalog.tools.jobs import WorkerDied, ordered_map
+
+    with pytest.raises(NoWorkers) as e:
+        next(ordered_map(abs, [1, 2, 3], 2, names=lambda i: f"task-{i}"))
+    assert isinstance(e.value, WorkerDied) and "Too many open files" in str(e.value)
+
+
 def test_a_killed_export_worker_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """What a killed worker was writing (its hidden temporary file, named after its pid, or its part

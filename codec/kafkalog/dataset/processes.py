@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["RUNS_PER_JOB", "WorkerDied", "default_jobs", "ordered_map", "runs", "share", "span"]
+__all__ = ["RUNS_PER_JOB", "NoWorkers", "WorkerDied", "default_jobs", "ordered_map", "runs", "share", "span", "start_server"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -33,6 +33,12 @@ class WorkerDied(ChildProcessError):
     def __init__(self, message: str, running: dict[int, int]) -> None:
         super().__init__(0, message)
         self.running = running
+
+
+class NoWorkers(WorkerDied):
+    """No worker process could be started (too many open files, a refused ``fork``: the system's
+    limits), before any task ran: a caller that can do the work itself does it, as when a worker
+    dies; one that cannot stops as it does then."""
 
 
 def default_jobs() -> int:
@@ -118,40 +124,43 @@ def ordered_map(
     The first task to fail stops the run: no task is started after it, those under way finish (so
     that each writes its file whole or removes it), and its exception is raised once the results
     before it have been given, as one process would raise it. A worker that dies raises
-    :class:`WorkerDied` naming ``names(index)`` of the tasks it may have been running.
+    :class:`WorkerDied` naming ``names(index)`` of the tasks it may have been running; a pool whose
+    processes cannot be started raises :class:`NoWorkers` (one) at the first result asked for.
     ``preload``: modules the worker processes import once, before they are forked."""
     if jobs <= 1 or len(items) <= 1:
         yield from map(fn, items)
         return
-    import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     from kafkalog.fast import columnar
 
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if "forkserver" in methods and preload:
-        ctx.set_forkserver_preload([__name__, *preload])
-    status = ctx.Array("q", [0] * len(items), lock=False)  # per task: the pid running it, -1 once done
-    pool = ProcessPoolExecutor(
-        max_workers=min(jobs, len(items)),
-        mp_context=ctx,
-        initializer=_init,
-        initargs=(status, columnar.kernels is columnar.PURE),
-    )
+    ctx = _context(preload)
+    try:
+        status = ctx.Array("q", [0] * len(items), lock=False)  # per task: the pid running it, -1 once done
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, len(items)),
+            mp_context=ctx,
+            initializer=_init,
+            initargs=(status, columnar.kernels is columnar.PURE),
+        )
+    except OSError as e:  # its shared memory, pipes and queues are files too
+        raise _no_workers(e) from e
     pending: dict[int, Future[R]] = {}
     ahead = 2 * jobs  # tasks queued at most: a failure stops the run before many more start
     submitted = 0
     terminate = _exit_on_sigterm()
     try:
         for i in range(len(items)):
-            while submitted < len(items) and submitted < i + ahead:
-                pending[submitted] = pool.submit(_run, fn, items[submitted], submitted)
-                submitted += 1
             try:
+                while submitted < len(items) and submitted < i + ahead:
+                    try:
+                        pending[submitted] = pool.submit(_run, fn, items[submitted], submitted)
+                    except OSError as e:  # the pool starts its processes as the first tasks are submitted
+                        raise _no_workers(e) from e
+                    submitted += 1
                 yield pending.pop(i).result()
-            except BrokenProcessPool:
+            except BrokenProcessPool:  # raised by submit too, once a worker died
                 running = {k: status[k] for k in range(len(items)) if status[k] > 0}
                 raise WorkerDied(
                     "a worker process died (killed by a signal, or out of memory) while reading "
@@ -166,6 +175,37 @@ def ordered_map(
             import signal
 
             signal.signal(signal.SIGTERM, terminate)
+
+
+def _context(preload: Sequence[str]) -> Any:
+    """The multiprocessing context workers come from: a ``forkserver`` that imports ``preload`` (and
+    this module) before it forks them, else ``spawn``."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods and preload:
+        ctx.set_forkserver_preload([__name__, *preload])
+    return ctx
+
+
+def start_server(preload: Sequence[str] = ()) -> None:
+    """Start now the server that :func:`ordered_map`'s workers are forked from, importing the same
+    ``preload``, so that its start (a fresh interpreter and its imports, about 0.3 s) runs while this
+    process goes on (listing the directories that the workers will be given) rather than once the
+    first task is sent. Nothing where workers are spawned, or where the server cannot be started:
+    :func:`ordered_map` then meets what it meets."""
+    if _context(preload).get_start_method() != "forkserver":
+        return
+    import contextlib
+    from multiprocessing import forkserver
+
+    with contextlib.suppress(OSError):
+        forkserver.ensure_running()
+
+
+def _no_workers(e: OSError) -> NoWorkers:
+    return NoWorkers(f"no worker process could be started ({type(e).__name__}: {e})", {})
 
 
 def _exit_on_sigterm() -> Any:

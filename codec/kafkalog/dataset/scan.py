@@ -26,13 +26,21 @@ from typing import TYPE_CHECKING
 from kafkalog.format.records.stream import Batch, LogReader, OnCorrupt, checked
 from kafkalog.format.records.v2 import RecordBatch
 from kafkalog.format.txnindex import AbortedTxn
-from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, gaps_error
+from kafkalog.log.gaps import Divergence, Gap, gaps_error
 from kafkalog.log.isolation import ReadCommittedFilter
 from kafkalog.log.plan import aborted_transactions, describe, offset_for_timestamp, offset_index
 from kafkalog.log.ranges import ReadAhead, map_ahead
-from kafkalog.log.reads import includes_topic, log_start_offset
+from kafkalog.log.reads import includes_topic
 from kafkalog.log.replicas import discover
-from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, gc_paused, list_candidates
+from kafkalog.log.source import (
+    LocalStorage,
+    PartitionFiles,
+    SegmentFiles,
+    UrlStorage,
+    gc_paused,
+    list_candidates,
+    own_offsets,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -133,15 +141,11 @@ def _slices(pf: PartitionFiles, logs: list[SegmentFiles], start: int, end: int |
 
 def start_floor(files: PartitionFiles, *, include_deleted: bool = False) -> int:
     """The lowest offset a read of ``files`` returns (SPEC R-VAL-10): the log start offset, or with
-    ``include_deleted`` the first segment's base offset (the deleted records the files still hold)."""
-    return _floor(files, files.logs, include_deleted)
-
-
-def _floor(files: PartitionFiles, logs: list[SegmentFiles], include_deleted: bool) -> int:
-    """:func:`start_floor` of ``files``, whose :attr:`~kafkalog.log.source.PartitionFiles.logs` are ``logs``."""
-    if include_deleted and logs:
+    ``include_deleted`` the first segment's base offset (the deleted records the files still hold);
+    0 when no ``.log`` is there."""
+    if include_deleted and (logs := files.logs):
         return logs[0].base_offset
-    return log_start_offset(files.log_start_checkpoint, logs[0].base_offset if logs else None) or 0
+    return files.log_start_offset or 0
 
 
 def plan(
@@ -159,8 +163,8 @@ def plan(
     ``end_offset`` (exclusive; default: the end), narrowed by times as Kafka's ListOffsets resolves
     them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
     None when nothing can be in range (no record at or after ``start_time``)."""
+    floor = start_floor(files, include_deleted=include_deleted)
     logs = files.logs
-    floor = _floor(files, logs, include_deleted)
     start = floor if start_offset is None else max(start_offset, floor)
     end = end_offset
     if not logs:
@@ -543,10 +547,13 @@ class _LostAhead:
     (a :class:`~kafkalog.log.replicas.ReplicatedFiles` keeps what it found, and object storage's
     requests overlap in threads: those are found here), found in runs by worker processes ahead of
     their asking: ``self(i, files[i])`` is the partition's. A partition whose finding failed in a
-    worker is found again here, so that its error is raised as one process raises it."""
+    worker is found again here, so that its error is raised as one process raises it; so are those
+    of a worker's run and after when a worker dies, or when none can be started."""
 
     def __init__(self, files: list[PartitionFiles], mine: list[int], jobs: int) -> None:
-        from kafkalog.dataset.processes import ordered_map, runs, span
+        from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
+
+        self.died = WorkerDied
 
         self.tasks = runs(mine, [1] * len(mine), jobs)
         self.mine = set(mine)
@@ -559,7 +566,12 @@ class _LostAhead:
         if i not in self.mine:
             return pf.gaps()
         while self.next < len(self.tasks) and self.tasks[self.next][0] <= i:
-            for j, gaps in zip(self.tasks[self.next], next(self.results), strict=True):
+            try:
+                found = next(self.results)
+            except self.died:  # this task's partitions and the rest are found here
+                self.mine = set()
+                return pf.gaps()
+            for j, gaps in zip(self.tasks[self.next], found, strict=True):
                 if gaps != []:
                     self.held[j] = gaps
             self.next += 1
@@ -597,19 +609,37 @@ def _planning_jobs(count: int, jobs: int | None) -> int:
     return jobs
 
 
-def _lister(jobs: int | None) -> Callable[[list[Candidate]], Iterator[Listed | None] | None] | None:
+def _lister(jobs: int | None) -> _Lister | None:
     """:func:`~kafkalog.log.source.find_partitions`'s ``list_many`` for planning with ``jobs``
-    processes (see :func:`plan_all`): many partition dirs are listed, made partitions of and have
-    their data loss found by worker processes (:func:`~kafkalog.log.source.list_candidates`).
-    None when no worker may be started: the walk lists each directory as it meets it."""
+    processes (see :func:`plan_all`); None when no worker may be started: the walk lists each
+    directory as it meets it."""
     if _planning_jobs(PARALLEL_PLANNING, jobs) <= 1:
         return None
+    return _Lister(jobs)
 
-    def list_many(candidates: list[Candidate]) -> Iterator[Listed | None] | None:
-        n = _planning_jobs(len(candidates), jobs)
+
+#: the modules the planning workers' server imports before it forks them
+_LISTING_PRELOAD = ["kafkalog.log.source"]
+
+
+class _Lister:
+    """:func:`~kafkalog.log.source.find_partitions`'s ``list_many``: many partition dirs are listed,
+    made partitions of and have their data loss found by worker processes
+    (:func:`~kafkalog.log.source.list_candidates`). Its ``prepare`` starts their server once the
+    walk has met :data:`PARALLEL_PLANNING` of them (``prepare_at``), while it meets the rest."""
+
+    def __init__(self, jobs: int | None) -> None:
+        self.jobs = jobs
+        self.prepare_at = PARALLEL_PLANNING
+
+    def __call__(self, candidates: list[Candidate]) -> Iterator[Listed | None] | None:
+        n = _planning_jobs(len(candidates), self.jobs)
         return _listed_in_processes(candidates, n) if n > 1 else None
 
-    return list_many
+    def prepare(self) -> None:
+        from kafkalog.dataset.processes import start_server
+
+        start_server(_LISTING_PRELOAD)
 
 
 def _listed_in_processes(candidates: list[Candidate], jobs: int) -> Iterator[Listed | None]:
@@ -619,7 +649,7 @@ def _listed_in_processes(candidates: list[Candidate], jobs: int) -> Iterator[Lis
     from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
 
     tasks = runs(candidates, [1] * len(candidates), jobs)
-    results = ordered_map(list_candidates, tasks, jobs, names=lambda k: span([c[0] for c in tasks[k]]), preload=["kafkalog.log.source"])
+    results = ordered_map(list_candidates, tasks, jobs, names=lambda k: span([c[0] for c in tasks[k]]), preload=_LISTING_PRELOAD)
     try:
         for k in range(len(tasks)):
             try:
@@ -668,9 +698,8 @@ def _find_lost(task: list[tuple]) -> list[list[Gap] | None]:
     out: list[list[Gap] | None] = []
     with gc_paused():
         for topic, partition, directory, segments, snapshots, listing, log_start, log_end in task:
-            tp = (topic, partition)
-            log_dir = LogDirOffsets({} if log_start is None else {tp: log_start}, {} if log_end is None else {tp: log_end})
-            pf = PartitionFiles(storage, topic, partition, directory, tuple(SegmentFiles(*s) for s in segments), snapshots, log_dir, listing)
+            pf = PartitionFiles(storage, topic, partition, directory, tuple(SegmentFiles(*s) for s in segments), snapshots,
+                                own_offsets(topic, partition, log_start, log_end), listing)
             try:
                 out.append(pf.gaps())
             except Exception:  # noqa: BLE001 - raised by the planning process, which finds it again, as one process would

@@ -791,7 +791,9 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     listed, and returns None (list them here) or what :func:`list_candidates` gives of each, in
     that order, None where this process is to list it. The partitions, and the errors, are those
     one process finds, in the same order; ``wants`` is then asked of each such directory before
-    it is listed, and the data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`)."""
+    it is listed, and the data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`).
+    ``list_many.prepare()``, when it has one, is called once the walk has met ``list_many.prepare_at`` such directories (and more may come:
+    ``scan`` starts its workers' server then)."""
     with gc_paused():
         return _find_partitions(paths, wants, list_many)
 
@@ -807,10 +809,13 @@ def _apply(events: Iterator[tuple], list_many: Callable[[list[Candidate]], Itera
     """Make the calls that ``events`` (:func:`_walk`'s) are, in order: those from the first
     directory left for ``list_many`` on once it has been given every such directory."""
     held: list[tuple] = []
+    prepare_at = getattr(list_many, "prepare_at", None)
     try:
         for event in events:
             if held or event[0] is _CANDIDATE:
                 held.append(event)
+                if len(held) == prepare_at:
+                    list_many.prepare()  # type: ignore[union-attr]
             else:
                 event[0](*event[1:])
     except Exception as e:
@@ -1003,6 +1008,16 @@ def list_candidates(candidates: list[Candidate]) -> list[Listed | None]:
 _NO_OFFSETS = LogDirOffsets()
 
 
+def own_offsets(topic: str, partition: int, log_start: int | None, log_end: int | None) -> LogDirOffsets:
+    """What a data dir's checkpoints say of one partition (its ``log-start-offset-checkpoint`` entry
+    and its clean shutdown's recovery point; None: none), as a worker process is given them in place
+    of the whole data dir's (:func:`list_candidates`, and ``scan``'s data-loss workers). Read only."""
+    if log_start is None and log_end is None:
+        return _NO_OFFSETS
+    tp = (topic, partition)
+    return LogDirOffsets({} if log_start is None else {tp: log_start}, {} if log_end is None else {tp: log_end})
+
+
 def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, wanted: bool,
                     log_start: int | None, log_end: int | None) -> Listed | None:
     subdirs: list[str] = []
@@ -1014,10 +1029,7 @@ def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, w
         return None
     if not any(_is_kafka_file(e.name) for e in files):
         return ()
-    tp = (topic, partition)
-    log_dir = _NO_OFFSETS if log_start is None and log_end is None else \
-        LogDirOffsets({} if log_start is None else {tp: log_start}, {} if log_end is None else {tp: log_end})
-    p = _partition(storage, d, files, log_dir, tp)
+    p = _partition(storage, d, files, own_offsets(topic, partition, log_start, log_end), (topic, partition))
     if p is None:
         return ()
     gaps = None
