@@ -364,7 +364,12 @@ def test_planning_leaves_its_objects_uncollected_in_the_oldest_generation(many: 
     try:
         frozen = gc.get_freeze_count()
         kafkalog.scan(str(many), columns=["offset"], allow_gaps=True)
-        assert gc.get_freeze_count() == frozen >= len(kept)
+        # the program's frozen objects are not in the collected generations (the permanent one is
+        # not listed), and planning froze none of its own; the count alone is not compared: a cache
+        # the scan evicts (an LRU filled by earlier tests) may free objects frozen with the rest
+        listed = {id(o) for o in gc.get_objects()}
+        assert not any(id(o) in listed for o in [kept, *kept])
+        assert gc.get_freeze_count() < frozen + COUNT
     finally:
         gc.unfreeze()
 
