@@ -186,6 +186,30 @@ def test_the_greatest_segment_is_read_ahead_whole(tmp_path: Path) -> None:
         "00000000000000000007.index", "00000000000000000007.timeindex"}
 
 
+def _bytes_read() -> int:
+    """The bytes this process has read with read calls so far (Linux's ``/proc/self/io``)."""
+    return int(dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())["rchar"])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+def test_files_larger_than_asked_are_not_read(tmp_path: Path) -> None:
+    """An active segment's index preallocated to Kafka's 10 MiB, and a ``.log`` over the read-ahead's
+    size, are left to the reader without being read (they were read to twice the size first)."""
+    d = tmp_path / "orders-0"
+    d.mkdir()
+    with open(d / "00000000000000000000.index", "wb") as f:
+        f.write(bytes(range(8)))
+        f.truncate(10 * 1024 * 1024)
+    (d / "00000000000000000000.timeindex").write_bytes(b"t" * 12)
+    (d / "00000000000000000000.log").write_bytes(b"l" * (WHOLE_TAIL * 3))
+    before = _bytes_read()
+    entries, held = _dirs.list_dir(str(d), [], Entry, source._SKIPPED_DIR.search, WHOLE_TAIL)  # type: ignore[union-attr]
+    read = _bytes_read() - before
+    assert held == {"00000000000000000000.timeindex": b"t" * 12}
+    assert read < 1024, f"{read} bytes read to hold 12"
+    assert entries == source._scandir_entries(str(d), [])
+
+
 def test_the_package_plugs_the_kernel_in_and_the_switch_takes_it_out(monkeypatch: pytest.MonkeyPatch) -> None:
     assert format_files.dir_lister() is _dirs.list_dir  # type: ignore[union-attr]
     monkeypatch.setattr(format_files, "_dir_lister", None)

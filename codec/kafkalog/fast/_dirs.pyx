@@ -13,8 +13,9 @@ check (:func:`kafkalog.log.gaps.find_gaps`) takes a file from them only where it
 file, and reads any other itself; a file the kernel could not read (gone, unreadable, larger than
 asked, turned into a directory) is left out, so the check meets what it meets today.
 
-It holds the GIL but while it opens the directory: planning lists 100,000 small directories, each a
-few calls of the C library, and releasing the GIL around each call would cost about as much as it.
+It holds the GIL while it lists, but not while it opens the directory or opens and reads a file:
+planning lists 100,000 small directories, each a few calls of the C library, and releasing the GIL
+around each listing call would cost about as much as it; a file read may wait on its file system.
 POSIX only (setup.py builds it nowhere else): without it the plain twin runs.
 """
 
@@ -24,7 +25,7 @@ from libc.errno cimport EINTR, ENOENT, errno
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, strcmp, strlen
 from posix.fcntl cimport AT_SYMLINK_NOFOLLOW, O_CLOEXEC, O_RDONLY, openat
-from posix.stat cimport S_ISDIR, fstatat, struct_stat
+from posix.stat cimport S_ISDIR, fstat, fstatat, struct_stat
 from posix.unistd cimport close, read
 
 
@@ -86,25 +87,37 @@ cdef object _raise_errno(object filename):
 cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char **buf, Py_ssize_t *room) except -2:
     """The bytes of file ``name`` under ``dirfd`` read into ``buf`` (grown as needed) until a read
     comes back empty: their count, or -1 when the file could not be opened or read or holds more
-    than ``most`` bytes (the caller then reads it itself, and meets what it meets)."""
-    cdef int fd
-    cdef Py_ssize_t n = 0, want
+    than ``most`` bytes (the caller then reads it itself, and meets what it meets). A file whose
+    size says it holds more is not read at all (an active segment's index is preallocated to
+    10 MiB); the buffer is sized by it, one byte more for the read that says it ends. The GIL is
+    released around each call that may wait on the file system (a FUSE mount, NFS)."""
+    cdef int fd, r
+    cdef Py_ssize_t n = 0, want, need
     cdef ssize_t got
     cdef char *grown
-    fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)
+    cdef struct_stat st
+    with nogil:
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)
     if fd < 0:
         return -1
     try:
+        with nogil:
+            r = fstat(fd, &st)
+        if r != 0 or st.st_size > most:
+            return -1
         while True:
-            if n + 1 > room[0]:  # one byte more than the file holds: the read that says it ends
-                grown = <char *>realloc(buf[0], room[0] * 2)
+            need = max(n, <Py_ssize_t>st.st_size) + 1  # one byte more than the file holds: the read that says it ends
+            if need > room[0]:
+                need = max(need, room[0] * 2)
+                grown = <char *>realloc(buf[0], need)
                 if grown == NULL:
                     raise MemoryError()
-                buf[0], room[0] = grown, room[0] * 2
+                buf[0], room[0] = grown, need
             want = room[0] - n
             if _read_cap and want > _read_cap:
                 want = _read_cap
-            got = read(fd, buf[0] + n, want)
+            with nogil:
+                got = read(fd, buf[0] + n, want)
             if got < 0:
                 if errno == EINTR:
                     if PyErr_CheckSignals() < 0:
