@@ -55,7 +55,8 @@ def pytest_sessionstart(session):  # noqa: ANN001, ANN201 - pytest hook
 @pytest.fixture(params=["c-extension", "pure-python"])
 def kernels(request, monkeypatch):  # noqa: ANN001, ANN201 - fixture
     """Run the test once with each implementation of the columnar and verify kernels
-    (``kafkalog.fast.columnar.kernels``): the compiled one, then the plain Python it must match.
+    (``kafkalog.fast.columnar.kernels``) and of the listing of directories: the compiled ones, then
+    the plain Python they must match.
     Commands the test starts follow suit (``KAFKALOG_NO_EXTENSIONS`` set for the pure-Python run)."""
     from kafkalog.fast import columnar
 
@@ -64,6 +65,9 @@ def kernels(request, monkeypatch):  # noqa: ANN001, ANN201 - fixture
         pytest.skip("the compiled core is disabled (KAFKALOG_NO_EXTENSIONS)")
     monkeypatch.setattr(columnar, "kernels", impl)
     if impl is columnar.PURE:
+        from kafkalog.format import files
+
+        monkeypatch.setattr(files, "_dir_lister", None)  # the plain listing of directories too
         monkeypatch.setenv("KAFKALOG_NO_EXTENSIONS", "1")
     else:
         monkeypatch.delenv("KAFKALOG_NO_EXTENSIONS", raising=False)

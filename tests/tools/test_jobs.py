@@ -573,3 +573,24 @@ def test_sigterm_while_workers_run_ends_the_run_as_an_exception_does() -> None:
         list(ordered_map(functools.partial(os.kill, os.getpid()), [signal.SIGTERM, 0], 2, names=lambda i: f"task-{i}"))
     assert e.value.code == 128 + signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def _lists_plainly(_item: int) -> bool:
+    """A task, run by a worker process: whether it lists directories with the plain Python listing."""
+    from kafkalog.format import files
+
+    return files.dir_lister() is None
+
+
+@pytest.mark.skipif(not __import__("kafkalog.fast", fromlist=["compiled"]).compiled("_dirs"),
+                    reason="the compiled listing is not built, or KAFKALOG_NO_EXTENSIONS is set")
+@pytest.mark.parametrize("plain", [False, True], ids=["compiled", "plain"])
+def test_workers_list_directories_as_the_process_that_started_them(plain: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers come from a server that imported the package afresh (the compiled listing plugged in):
+    a process using the plain listing has its workers use it too, as it has them use the plain columnar kernels."""
+    from kafkalog.format import files
+    from kafkalog.tools.jobs import ordered_map
+
+    if plain:
+        monkeypatch.setattr(files, "_dir_lister", None)
+    assert list(ordered_map(_lists_plainly, [0, 1, 2], 2, names=str)) == [plain] * 3

@@ -36,9 +36,10 @@ class WorkerDied(ChildProcessError):
 
 
 class NoWorkers(WorkerDied):
-    """No worker process could be started (too many open files, a refused ``fork``: the system's
-    limits), before any task ran: a caller that can do the work itself does it, as when a worker
-    dies; one that cannot stops as it does then."""
+    """A worker process could not be started (too many open files, a refused ``fork``: the system's
+    limits). Workers started before it may have run tasks already: a caller whose tasks only read
+    (planning's listing and checks) does the work itself, as when a worker dies; one that cannot
+    stops as it does then, leaving what a dead worker leaves."""
 
 
 def default_jobs() -> int:
@@ -85,14 +86,19 @@ def span(names: Sequence[str]) -> str:
 _status: Any = None
 
 
-def _init(status: Any, pure: bool) -> None:
-    """A worker's start: the run's task table, and the parent's kernels (the plain-Python twins when the parent uses them)."""
+def _init(status: Any, pure: bool, plain_listing: bool) -> None:
+    """A worker's start: the run's task table, and the parent's kernels (the plain-Python twins when
+    the parent uses them: the columnar ones, and the listing of directories)."""
     global _status
     _status = status
     if pure:
         from kafkalog.fast import columnar
 
         columnar.kernels = columnar.PURE
+    if plain_listing:
+        from kafkalog.format import files
+
+        files.set_dir_lister(None)
 
 
 def _run(fn: Callable[[T], R], item: T, index: int) -> R:
@@ -134,6 +140,7 @@ def ordered_map(
     from concurrent.futures.process import BrokenProcessPool
 
     from kafkalog.fast import columnar
+    from kafkalog.format import files
 
     ctx = _context(preload)
     try:
@@ -142,7 +149,7 @@ def ordered_map(
             max_workers=min(jobs, len(items)),
             mp_context=ctx,
             initializer=_init,
-            initargs=(status, columnar.kernels is columnar.PURE),
+            initargs=(status, columnar.kernels is columnar.PURE, files.dir_lister() is None),
         )
     except OSError as e:  # its shared memory, pipes and queues are files too
         raise _no_workers(e) from e
