@@ -455,6 +455,22 @@ def test_the_workers_server_starts_while_the_walk_goes_on_once_many_partition_di
     assert seen[0][0] == "server" and seen[0][1].startswith("map ") and seen[0].count("server") == 1, seen
 
 
+def test_the_workers_server_is_not_started_for_partition_dirs_listed_here(many: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """What counts toward starting the server is the partition dirs the workers would list, not the
+    partitions this process finds itself after the first of them (a partition dir given as a path):
+    one such dir, then many given one by one, start none."""
+    from kafkalog.dataset import processes, scan
+
+    started: list[int] = []
+    monkeypatch.setattr(processes, "start_server", lambda preload=(): started.append(1))
+    monkeypatch.setattr(scan, "PARALLEL_PLANNING", 10)
+    _link_copy(many / "many-0", tmp_path / "data" / "many-0")
+    paths = [str(tmp_path / "data"), *(str(many / f"many-{p}") for p in range(1, 31))]
+    kafkalog.scan(paths, plan_jobs=2, allow_gaps=True)
+    assert started == []
+
+
 @pytest.mark.rule("R-LOSS-04")
 def test_data_loss_workers_are_given_each_partitions_log_start_offset(cluster: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The data-loss workers of partitions found by one process are given each one's own checkpoint
@@ -484,4 +500,4 @@ def test_the_start_floor_is_the_log_start_offset(cluster: Path) -> None:
     files = {p.partition: p for p in discover(str(cluster / "broker-1"), wants=lambda t, p: p in (0, 2, NO_LOG_1))}
     assert {k: start_floor(pf) for k, pf in files.items()} == {0: 0, 2: START_AT[2], NO_LOG_1: START_AT[NO_LOG_1]}
     assert {k: start_floor(pf, include_deleted=True) for k, pf in files.items()} == {0: 0, 2: 0, NO_LOG_1: 0}
-    assert {k: plan(pf).start for k, pf in files.items()} == {k: pf.log_start_offset for k, pf in files.items()}  # type: ignore[union-attr]
+    assert {k: plan(pf).start for k, pf in files.items()} == {0: 0, 2: START_AT[2], NO_LOG_1: START_AT[NO_LOG_1]}

@@ -810,12 +810,15 @@ def _apply(events: Iterator[tuple], list_many: Callable[[list[Candidate]], Itera
     directory left for ``list_many`` on once it has been given every such directory."""
     held: list[tuple] = []
     prepare_at = getattr(list_many, "prepare_at", None)
+    candidates = 0  # the directories held for list_many (not the partitions found here after the first)
     try:
         for event in events:
             if held or event[0] is _CANDIDATE:
                 held.append(event)
-                if len(held) == prepare_at:
-                    list_many.prepare()  # type: ignore[union-attr]
+                if event[0] is _CANDIDATE:
+                    candidates += 1
+                    if candidates == prepare_at:
+                        list_many.prepare()  # type: ignore[union-attr]
             else:
                 event[0](*event[1:])
     except Exception as e:
