@@ -85,9 +85,11 @@ def test_packed_units_stay_within_the_split_and_read_every_offset_once_in_order(
     unless no ``.index`` entry lies inside it (one gap between entries wider than the split), each
     input partition within the split plus one slice, and every offset of Kafka's dump read once,
     each partition's rows in offset order within an input partition."""
+    from dataclasses import fields
+
     from helpers import kafka_rows, log_starts
     from kafkalog.format.index import OffsetIndex
-    from kafkalog_spark.planning import SlicePack
+    from kafkalog_spark.planning import SegmentSlice, SlicePack
 
     split = 40_000
     ds = KafkaLogDataSource({"path": str(REAL), "maxbytesperpartition": str(split), "opencostinbytes": "1000", "minpartitions": "1",
@@ -95,6 +97,8 @@ def test_packed_units_stay_within_the_split_and_read_every_offset_once_in_order(
     reader = ds.reader(ds.schema())
     packs = reader.partitions()
     assert all(isinstance(p, SlicePack) for p in packs)
+    # a row is made by position: one field short, the slice made from it would take a default
+    assert {len(row) for p in packs for row in p.rows} == {len(fields(SegmentSlice)) - 1}
     cut = 0
     for p in packs:
         assert len(p.slices) == 1 or sum(s.size + 1000 for s in p.slices[:-1]) <= split

@@ -9,7 +9,8 @@ nothing is compiled at run time. Each has a pure-Python twin beside it, which gi
 results and the same errors: it is used where the extensions were not built (no compiler at
 install) or when ``KAFKALOG_NO_EXTENSIONS`` is set to a non-empty value (as aiokafka's
 ``AIOKAFKA_NO_EXTENSIONS``). :data:`EXTENSIONS` says which path is in use. The Avro kernel's plain
-path is fastavro's, in :mod:`kafkalog.dataset.values`, which the kernel hands a column back to.
+path is fastavro's, in :mod:`kafkalog.dataset.values`, which the kernel hands a column back to. The
+listing's twin is ``_scandir_entries`` in :mod:`kafkalog.log.source`, over ``os.scandir``.
 
 Importing this package is cheap: it imports nothing until asked (no numpy). Each piece has a plain
 path in :mod:`kafkalog.format` it is tested against; this layer imports only from there.
