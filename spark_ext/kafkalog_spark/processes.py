@@ -1,6 +1,6 @@
 """A batch read's planning of many partition dirs on local disk, in worker processes (``planningJobs``).
 
-Planning costs some 140 us of Python a partition dir, all of it per partition: listing the dir,
+Planning costs some 100 us of Python a partition dir, all of it per partition: listing the dir,
 its :class:`~.layout.Replica`, its :class:`~.planning.PartitionLog` (merge, data-loss check),
 offsets, bytes and slices. With :data:`PARALLEL_PLANNING` or more partition dirs, this process
 lists only the directories above them and hands the dirs whose names say their partition to worker
