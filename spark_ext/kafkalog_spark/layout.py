@@ -39,6 +39,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, UrlStore, parse_object_key
+from kafkalog.log.gaps import _SMALL_LISTING
 from kafkalog.log.leftovers import as_loaded, has_leftovers, renamed_name
 from kafkalog.log.source import Entry, LocalStorage, UrlStorage, storage_of
 from kafkalog.log.unified import topic_name_problem
@@ -172,35 +173,16 @@ def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[Entry], name: 
     """The replica a listing describes, or None when the directory holds no segment files.
     ``name`` and ``broker``: the directory's name and its :func:`parse_partition_dir` as a broker's
     dir, when the caller parsed them already (a tiered copy's names are parsed here)."""
-    groups: dict[tuple[int, str | None], dict[str, tuple[str, int]]] = {}
-    snapshots = []
-    files = {e.name: e for e in entries}
-    names = sorted(files)
-    leftovers = has_leftovers(names)
-    # as the broker has them after loading (without a leftover: as listed)
-    loaded = as_loaded(files, lambda e: _open_listed(fs, e.path)) if leftovers else [(n, files[n]) for n in names]
-    # the pre-test of :attr:`Replica.whole`: a listing as loaded (no leftover) naming plain segments, each with its .log
-    plain_bases: set[int] = set()
-    plain_logs: set[int] = set()
-    for fname, e in loaded:
-        m = _SEGMENT_FILE.match(fname)
-        if not m:
-            continue
-        digits, seg_id, suffix = m.groups()
-        base = int(digits)
-        if suffix == "snapshot":
-            snapshots.append((base, e.path))
-            continue
-        groups.setdefault((base, seg_id), {})[suffix] = (e.path, e.size or 0)
-        if seg_id is None:
-            plain_bases.add(base)
-            if suffix == "log":
-                plain_logs.add(base)
-    if not groups and not snapshots:
+    names = tuple([e.name for e in entries])
+    layout = _layout(names) if len(names) <= _SMALL_LISTING else _read_layout(names)
+    if layout is None:  # leftovers of an interrupted operation: as the broker has the files after loading them
+        files = {e.name: e for e in entries}
+        layout = _read_layout(names, as_loaded(files, lambda e: _open_listed(fs, e.path)))
+    segs, snapshot_at, found, tiered, whole, listed = layout  # type: ignore[misc]
+    if not found:
         return None
     if name is None:
         name = _basename(dir_path)
-    tiered = any(seg_id is not None for _, seg_id in groups)
     parsed = broker if broker is not None and not tiered else parse_partition_dir(name, tiered)
     if parsed is None:
         log.info("kafkalog source: skipping %s: %r is not a <topic>-<partition> directory name", dir_path, name)
@@ -208,24 +190,70 @@ def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[Entry], name: 
     topic, partition, topic_id = parsed
     if (problem := _topic_name_problem(topic)) is not None:
         log.warning("kafkalog source: %s: %s; read anyway", dir_path, problem)
-    segments = []
-    for (base, seg_id), found in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
-        if "log" not in found:
-            continue  # indexes without their .log (a segment being deleted): nothing to read
-        path, size = found["log"]
-        index, timeindex, txnindex = found.get("index"), found.get("timeindex"), found.get("txnindex")
-        segments.append(
-            SegmentFiles(
-                base, path, size,
-                index=index[0] if index else None,
-                timeindex=timeindex[0] if timeindex else None,
-                txnindex=txnindex[0] if txnindex else None,
-                segment_id=seg_id,
-            )
-        )
+    segments = tuple([
+        SegmentFiles(base, entries[at].path, entries[at].size or 0,
+                     None if index is None else entries[index].path, None if time is None else entries[time].path,
+                     None if txn is None else entries[txn].path, seg_id)
+        for base, seg_id, at, index, time, txn in segs
+    ])
+    snapshots = tuple([(base, entries[at].path) for base, at in snapshot_at])
+    return Replica(topic, partition, dir_path, segments, snapshots, topic_id, listed, whole)
+
+
+#: Where a listing's files go (:func:`_read_layout`): the segments with a ``.log``, as (base offset,
+#: segment uuid or None, then the places in the listing of its ``.log``, ``.index``, ``.timeindex``
+#: and ``.txnindex``, None where absent) in :class:`Replica`'s order; the producer snapshots as
+#: (offset, place) by offset and path; whether it holds any segment file; whether any segment is a
+#: tiered copy's (its names carry a uuid); :attr:`Replica.whole`; :attr:`Replica.names`.
+_Layout = tuple[tuple[tuple[int, "str | None", int, "int | None", "int | None", "int | None"], ...], tuple[tuple[int, int], ...], bool, bool, bool,
+                tuple[str, ...]]
+_KIND_PLACE = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3}
+
+
+def _read_layout(names: tuple[str, ...], loaded: list[tuple[str, Entry]] | None = None) -> _Layout | None:
+    """:data:`_Layout` of a listing's ``names`` (a name listed twice: its last place), None when it
+    holds leftovers of an interrupted operation; ``loaded``: the files as the broker has them after
+    loading the directory (:func:`kafkalog.log.leftovers.as_loaded`, whose entries are the
+    listing's), when it does."""
+    at = {n: i for i, n in enumerate(names)}
+    listed = tuple(sorted(at))
+    leftovers = loaded is not None
+    if loaded is None:
+        if has_leftovers(listed):
+            return None
+        pairs = [(n, at[n]) for n in listed]  # without a leftover: as listed, by name
+    else:
+        pairs = [(fname, at[e.name]) for fname, e in loaded]
+    groups: dict[tuple[int, str | None], list[int | None]] = {}
+    snapshots: list[tuple[int, str, int]] = []
+    # the pre-test of Replica.whole: a listing as loaded (no leftover) naming plain segments, each with its .log
+    plain_bases: set[int] = set()
+    plain_logs: set[int] = set()
+    for fname, i in pairs:
+        m = _SEGMENT_FILE.match(fname)
+        if not m:
+            continue
+        digits, seg_id, suffix = m.groups()
+        base = int(digits)
+        if suffix == "snapshot":
+            snapshots.append((base, names[i], i))  # by offset, then path (the entries' paths share their directory)
+            continue
+        groups.setdefault((base, seg_id), [None, None, None, None])[_KIND_PLACE[suffix]] = i
+        if seg_id is None:
+            plain_bases.add(base)
+            if suffix == "log":
+                plain_logs.add(base)
+    # indexes without their .log (a segment being deleted): nothing to read
+    segs = tuple([(base, seg_id, *found) for (base, seg_id), found in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
+                  if found[0] is not None])
+    snapshots.sort(key=lambda s: s[:2])
     whole = bool(plain_bases) and len(plain_logs) == len(plain_bases) and not leftovers
-    snapshots.sort()
-    return Replica(topic, partition, dir_path, tuple(segments), tuple(snapshots), topic_id, tuple(names), whole)
+    return (segs, tuple([(base, i) for base, _, i in snapshots]), bool(groups or snapshots),  # type: ignore[return-value]
+            any(seg_id is not None for _, seg_id in groups), whole, listed)
+
+
+#: :func:`_read_layout` of a small listing, kept: the same listings recur in many partition dirs
+_layout = functools.lru_cache(maxsize=1 << 12)(_read_layout)
 
 
 def _expand(fs: AbstractFileSystem, path: str) -> list[str]:

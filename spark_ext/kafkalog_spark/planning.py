@@ -18,7 +18,7 @@ import functools
 import logging
 import math
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, fields
 from operator import itemgetter
 
@@ -164,15 +164,17 @@ def report_data_loss(message: str, file: str | None, fail: bool) -> None:
     log.warning("kafkalog source: %s%s; continuing (failOnDataLoss=false)", f"{file}: " if file else "", message)
 
 
-def group_replicas(replicas: Iterable[Replica], opts: SourceOptions, row_filter: RowFilter | None = None) -> dict[tuple[str, int], list[Replica]]:
-    """The wanted replicas by (topic, partition), after subscription and pushed topic/partition filters."""
+def group_replicas(replicas: Iterable[Replica], opts: SourceOptions, row_filter: RowFilter | None = None,
+                   admitted: Container[tuple[str, int]] = ()) -> dict[tuple[str, int], list[Replica]]:
+    """The wanted replicas by (topic, partition), after subscription and pushed topic/partition
+    filters; ``admitted``: partitions both took already (a planning worker asked them of each
+    directory's name), not asked again."""
     out: dict[tuple[str, int], list[Replica]] = {}
     for r in replicas:
-        if not opts.wants_partition(r.topic, r.partition):
+        key = r.key
+        if key not in admitted and (not opts.wants_partition(*key) or (row_filter is not None and not row_filter.admits_partition(*key))):
             continue
-        if row_filter is not None and not row_filter.admits_partition(r.topic, r.partition):
-            continue
-        out.setdefault(r.key, []).append(r)
+        out.setdefault(key, []).append(r)
     return out
 
 

@@ -4,6 +4,7 @@ tiered-storage-style copy, an in-memory fsspec filesystem, split input partition
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 
 import fsspec
@@ -12,8 +13,9 @@ from pyspark.sql import functions as F
 
 from helpers import GOLDEN, read_jsonl
 from kafkalog.log.gaps import find_gaps
+from kafkalog.log.source import Entry
 from kafkalog_spark import DataLossError, LayoutError
-from kafkalog_spark.layout import discover, parse_partition_dir
+from kafkalog_spark.layout import _child, discover, parse_partition_dir
 
 from ._support import (
     assert_same_rows,
@@ -155,6 +157,31 @@ def test_only_a_listing_find_gaps_clears_is_whole(layouts) -> None:  # noqa: ANN
     assert whole
     for r in whole:
         assert find_gaps(r.dir, fs=fs, files=r.names, tail=False) == []
+
+
+def test_dirs_listed_alike_keep_their_own_files(tmp_path) -> None:  # noqa: ANN001 - fixture
+    """Dirs whose listings name the same files in the same order share where the files go (read once
+    per such listing), each with its own paths and .log sizes; a name listed twice is taken at its
+    last place, as the listing's dict of names took it."""
+    fs = fsspec.filesystem("file")
+    names = ["00000000000000000000.log", "00000000000000000000.index", "00000000000000000007.snapshot", "partition.metadata"]
+    found = []
+    for n, d in enumerate(("a-0", "a-1")):
+        (tmp_path / d).mkdir()
+        for name in names:
+            (tmp_path / d / name).write_bytes(b"x" * (n + 1) * (name.endswith(".log") + 1))
+        entries = [Entry(str(tmp_path / d / name), os.stat(tmp_path / d / name).st_size if name.endswith(".log") else None, False) for name in names]
+        found.append(_child(fs, str(tmp_path / d), entries, None))
+    for (counted, rep), d, size in zip(found, ("a-0", "a-1"), (2, 4), strict=True):
+        assert counted and rep is not None and rep.key == ("a", int(d[-1])) and rep.whole
+        assert [(s.base_offset, s.log, s.size, s.index, s.timeindex) for s in rep.segments] == [
+            (0, str(tmp_path / d / names[0]), size, str(tmp_path / d / names[1]), None)
+        ]
+        assert rep.snapshots == ((7, str(tmp_path / d / names[2])),)
+        assert rep.names == tuple(sorted(names))
+    twice = [Entry("/x/t-0/00000000000000000000.log", 1, False), Entry("/y/t-0/00000000000000000000.log", 2, False)]
+    _, rep = _child(fs, "/x/t-0", twice, None)
+    assert [(s.log, s.size) for s in rep.segments] == [("/y/t-0/00000000000000000000.log", 2)]
 
 
 @pytest.mark.parametrize(
