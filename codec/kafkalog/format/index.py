@@ -111,14 +111,14 @@ def _first_free(arr: np.ndarray, rel_field: int, start: int = 0) -> int | None:
     return None
 
 
-def _read_used(path: str | os.PathLike[str], dtype: np.dtype, rel_field: int) -> tuple[np.ndarray, int]:
-    """The bytes of an index file up to the end of its used entries at least, with the file's
-    length. The file is read straight into one numpy buffer (no ``bytes`` copy), in reads that grow
-    until the end of the entries is in them, so a preallocated 10 MiB index with a few entries costs
-    a 64 KiB read. The length is the one the file had when opened unless the reads end first (a
-    writer trimming it meanwhile): then it is what was read. It is not memory-mapped: a broker or
-    writer trimming the file while it is read would make a mapped read fault (SIGBUS); a read
-    simply sees the shorter file."""
+def _read_used(path: str | os.PathLike[str], dtype: np.dtype, rel_field: int) -> tuple[np.ndarray, int, int | None]:
+    """The bytes of an index file up to the end of its used entries at least, the file's length and
+    that end (:func:`_first_free`). The file is read straight into one numpy buffer (no ``bytes``
+    copy), in reads that grow until the end of the entries is in them, so a preallocated 10 MiB
+    index with a few entries costs a 64 KiB read. The length is the one the file had when opened
+    unless the reads end first (a writer trimming it meanwhile): then it is what was read. It is not
+    memory-mapped: a broker or writer trimming the file while it is read would make a mapped read
+    fault (SIGBUS); a read simply sees the shorter file."""
     import numpy as np
 
     with open(path, "rb", buffering=0) as f:
@@ -127,18 +127,19 @@ def _read_used(path: str | os.PathLike[str], dtype: np.dtype, rel_field: int) ->
         view = memoryview(raw)
         got = searched = 0
         want = min(size, _FIRST_READ)
-        while got < size:
+        while True:
             while got < want:
                 k = f.readinto(view[got:want])
                 if not k:
-                    return raw[:got], got
+                    size = got
+                    break
                 got += k
             slots = np.frombuffer(raw, dtype=dtype, count=got // dtype.itemsize)
-            if _first_free(slots, rel_field, searched) is not None:
-                break
+            free = _first_free(slots, rel_field, searched)
+            if free is not None or got >= size:
+                return raw[:got], size, free
             searched = len(slots)
             want = min(size, 4 * want)
-    return raw[:got], size
 
 
 #: The most bytes of index read without numpy (a few entries, as in a last segment's trimmed index,
@@ -181,13 +182,15 @@ def _used(path: str | os.PathLike[str] | None, data: bytes | None, dtype_name: s
     dtype = _dtype(dtype_name)
     if data is None:
         assert path is not None
-        buf, total = _read_used(path, dtype, rel_field)
+        buf, total, used = _read_used(path, dtype, rel_field)
+        arr = np.frombuffer(buf, dtype=dtype, count=len(buf) // dtype.itemsize)
     else:
-        buf, total = data, len(data)
+        total = len(data)
+        arr = np.frombuffer(data, dtype=dtype, count=total // dtype.itemsize)
+        used = _first_free(arr, rel_field)
+    if used is not None:
+        arr = arr[:used]
     n = total // dtype.itemsize
-    arr = np.frombuffer(buf, dtype=dtype, count=len(buf) // dtype.itemsize)
-    used = _first_free(arr, rel_field)
-    arr = arr[: len(arr) if used is None else used]
     out = [arr[dtype.names[0]].astype(np.int64), arr[dtype.names[1]].astype(np.int64)]
     out[rel_field] += base
     return out[0], out[1], n, total - n * dtype.itemsize
