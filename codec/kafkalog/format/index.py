@@ -3,7 +3,8 @@
 Both are arrays of big-endian fixed-size entries (``schemas.OFFSET_INDEX_ENTRY``, 8 bytes;
 ``schemas.TIME_INDEX_ENTRY``, 12 bytes) with offsets relative to the segment's base offset. An
 active segment's index is preallocated (10 MiB by default) and zero-filled past its entries; a
-closed one is trimmed. Reading is one ``numpy.frombuffer`` plus a conversion to native integers;
+closed one is trimmed. Reading finds the end of the entries on the raw slots (a search whose cost
+follows the entries, not the preallocated size) and converts only the entries to native integers;
 lookups are ``searchsorted`` over those arrays.
 
 The write side, :class:`MutableOffsetIndex` and :class:`MutableTimeIndex`, follows Kafka's
@@ -79,31 +80,66 @@ def base_offset_of(path: str | os.PathLike[str]) -> int:
     return int(stem)
 
 
-def _slots(
-    path: str | os.PathLike[str] | None, data: bytes | None, dtype: np.dtype
-) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Both fields of every slot of an index file (or its bytes) as native int64 arrays, with the
-    slot count and the bytes after the last whole slot. A file is read straight into one numpy
-    buffer (no ``bytes`` copy), so a 10 MiB index opens in a few milliseconds. It is not
+#: The first bytes of an index file read, and the first slots searched for the end of the entries
+#: (each next read or search is larger: 4x, 2x): enough for the entries of most active segments, so
+#: that opening a preallocated index costs what its entries do, not its 10 MiB.
+_FIRST_READ = 65536
+_FIRST_SEARCH = 512
+
+
+def _first_free(arr: np.ndarray, rel_field: int, start: int = 0) -> int | None:
+    """The first slot at or after ``start`` that ends the used entries (see :class:`OffsetIndex`) of
+    a structured view of an index's slots, None if there is none (every slot from ``start`` is an
+    entry). Searched from ``start`` in chunks that double, on the big-endian fields as they are (a
+    zero is a zero in any byte order), so the cost follows the entries, not the preallocated slots."""
+    names = arr.dtype.names
+    rel = arr[names[rel_field]]
+    if start == 0:
+        if not len(rel):
+            return None
+        if rel[0] == 0 and arr[names[1 - rel_field]][0] == 0:
+            return 0
+        start = 1
+    step = _FIRST_SEARCH
+    while start < len(rel):
+        zero = rel[start : start + step] == 0
+        j = int(zero.argmax())
+        if zero[j]:
+            return start + j
+        start += step
+        step *= 2
+    return None
+
+
+def _read_used(path: str | os.PathLike[str], dtype: np.dtype, rel_field: int) -> tuple[np.ndarray, int, int | None]:
+    """The bytes of an index file up to the end of its used entries at least, the file's length and
+    that end (:func:`_first_free`). The file is read straight into one numpy buffer (no ``bytes``
+    copy), in reads that grow until the end of the entries is in them, so a preallocated 10 MiB
+    index with a few entries costs a 64 KiB read. The length is the one the file had when opened
+    unless the reads end first (a writer trimming it meanwhile): then it is what was read. It is not
     memory-mapped: a broker or writer trimming the file while it is read would make a mapped read
     fault (SIGBUS); a read simply sees the shorter file."""
     import numpy as np
 
-    if data is None and path is not None and is_url(path):
-        data = read_bytes(path)
-    if data is None:
-        assert path is not None
-        with open(path, "rb", buffering=0) as f:
-            size = os.fstat(f.fileno()).st_size
-            raw = np.empty(size, dtype=np.uint8)
-            got = f.readinto(memoryview(raw)) if size else 0
-        buf: bytes | np.ndarray = raw[:got]
-    else:
-        buf = data
-    total = len(buf)
-    n = total // dtype.itemsize
-    arr = np.frombuffer(buf, dtype=dtype, count=n)
-    return arr[dtype.names[0]].astype(np.int64), arr[dtype.names[1]].astype(np.int64), n, total - n * dtype.itemsize
+    with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        raw = np.empty(size, dtype=np.uint8)
+        view = memoryview(raw)
+        got = searched = 0
+        want = min(size, _FIRST_READ)
+        while True:
+            while got < want:
+                k = f.readinto(view[got:want])
+                if not k:
+                    size = got
+                    break
+                got += k
+            slots = np.frombuffer(raw, dtype=dtype, count=got // dtype.itemsize)
+            free = _first_free(slots, rel_field, searched)
+            if free is not None or got >= size:
+                return raw[:got], size, free
+            searched = len(slots)
+            want = min(size, 4 * want)
 
 
 #: The most bytes of index read without numpy (a few entries, as in a last segment's trimmed index,
@@ -132,19 +168,32 @@ def _small_used(data: bytes, dtype_name: str, rel_field: int) -> tuple[list[tupl
 def _used(path: str | os.PathLike[str] | None, data: bytes | None, dtype_name: str, base: int, rel_field: int) -> tuple[np.ndarray, np.ndarray, int, int]:
     """The used entries of an index file (or its bytes) as two native int64 arrays, field 0 and
     field 1 (field ``rel_field``, the relative offset, made absolute by adding ``base``), with the
-    slot count and the bytes after the last whole slot: :func:`_slots` cut at :func:`_used_entries`."""
+    slot count and the bytes after the last whole slot. Only the used slots are converted (and, for
+    a file, read: :func:`_read_used`)."""
     import numpy as np
 
+    if data is None and path is not None and is_url(path):
+        data = read_bytes(path)
     if data is not None and len(data) <= _SMALL:
         rows, n = _small_used(data, dtype_name, rel_field)
         cols = [[r[0] for r in rows], [r[1] for r in rows]]
         cols[rel_field] = [r + base for r in cols[rel_field]]
         return np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64), n, len(data) - n * _ENTRY[dtype_name].size
-    a, b, n, trailing = _slots(path, data, _dtype(dtype_name))
-    used = _used_entries((a, b)[rel_field], (a, b)[1 - rel_field])
-    out = [a[:used], b[:used]]
+    dtype = _dtype(dtype_name)
+    if data is None:
+        assert path is not None
+        buf, total, used = _read_used(path, dtype, rel_field)
+        arr = np.frombuffer(buf, dtype=dtype, count=len(buf) // dtype.itemsize)
+    else:
+        total = len(data)
+        arr = np.frombuffer(data, dtype=dtype, count=total // dtype.itemsize)
+        used = _first_free(arr, rel_field)
+    if used is not None:
+        arr = arr[:used]
+    n = total // dtype.itemsize
+    out = [arr[dtype.names[0]].astype(np.int64), arr[dtype.names[1]].astype(np.int64)]
     out[rel_field] += base
-    return out[0], out[1], n, trailing
+    return out[0], out[1], n, total - n * dtype.itemsize
 
 
 @dataclass
@@ -238,16 +287,6 @@ def offsets_and_positions(data: bytes, *, base_offset: int) -> tuple[list[int], 
         return idx.offsets.tolist(), idx.positions.tolist()
     rows, _ = _small_used(data, "OFFSET_INDEX_DTYPE", 0)
     return [r[0] + base_offset for r in rows], [r[1] for r in rows]
-
-
-def _used_entries(rel: np.ndarray, other: np.ndarray) -> int:
-    """The entries before the zero-filled preallocated tail (see :class:`OffsetIndex`) of numpy arrays."""
-    import numpy as np
-
-    if len(rel) == 0 or (rel[0] == 0 and other[0] == 0):
-        return 0
-    zeros = np.flatnonzero(rel[1:] == 0)
-    return int(zeros[0]) + 1 if len(zeros) else len(rel)
 
 
 # ------------------------------------------------------------------------------------ write side
