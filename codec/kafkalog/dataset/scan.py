@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+import operator
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -520,7 +521,7 @@ def plan_all(
     # many partitions' plans, long-lived: no full collection between them
     with gc_paused(), contextlib.closing(found) if found is not None else contextlib.nullcontext():
         # on object storage each partition's index and log-end reads are requests: several partitions' at a time
-        if any(isinstance(pf.storage, UrlStorage) for pf in files):
+        if any(issubclass(kind, UrlStorage) for kind in set(map(type, map(_STORAGE, files)))):  # a kind or two, however many partitions
             results: Iterable = ((pf, r) for (_, pf), r in map_ahead(lambda item: planned(*item), enumerate(files),
                                                                       remote=lambda item: isinstance(item[1].storage, UrlStorage)))
         else:
@@ -543,6 +544,9 @@ def plan_all(
     for g in lost:
         on_gap(g)
     return plans
+
+
+_STORAGE = operator.attrgetter("storage")
 
 
 #: Partition dirs on local disk from which :func:`scan` lists them, and :func:`plan_all` finds their
