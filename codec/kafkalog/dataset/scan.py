@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import logging
+import operator
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -119,11 +121,13 @@ def _slices(pf: PartitionFiles, logs: list[SegmentFiles], start: int, end: int |
     ``.index`` entries: a segment entirely outside the range is not opened. A segment gives offsets
     from its :attr:`~kafkalog.log.source.SegmentFiles.first` to the next one's (or to its ``until``)."""
     out = []
+    count = len(logs)
     for n, seg in enumerate(logs):
-        nxt = seg.until if seg.until is not None else logs[n + 1].first if n + 1 < len(logs) else None
-        if not seg.size or (nxt is not None and nxt <= start) or (end is not None and seg.first >= end):
+        nxt = seg.until if seg.until is not None else logs[n + 1].first if n + 1 < count else None
+        seg_first = seg.first
+        if not seg.size or (nxt is not None and nxt <= start) or (end is not None and seg_first >= end):
             continue
-        lo = max(start, seg.first)
+        lo = start if start > seg_first else seg_first
         first, last = lo > seg.base_offset, end is not None and (nxt is None or end < nxt)
         idx = offset_index(pf, seg) if first or last else None
         pos, stop = 0, None
@@ -163,6 +167,12 @@ def plan(
     ``end_offset`` (exclusive; default: the end), narrowed by times as Kafka's ListOffsets resolves
     them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
     None when nothing can be in range (no record at or after ``start_time``)."""
+    return _plan(files, start_offset, end_offset, start_time, end_time, read_committed, include_deleted)
+
+
+def _plan(files: PartitionFiles, start_offset: int | None, end_offset: int | None, start_time: int | None, end_time: int | None,
+          read_committed: bool, include_deleted: bool) -> PartitionPlan | None:
+    """:func:`plan`, its options by place (:func:`plan_all` calls it for each of many partitions)."""
     floor = start_floor(files, include_deleted=include_deleted)
     logs = files.logs
     start = floor if start_offset is None else max(start_offset, floor)
@@ -503,28 +513,28 @@ def plan_all(
     files = list(files)
     found = _lost_in_processes(files, jobs)
 
-    def planned(item: tuple[int, PartitionFiles]) -> tuple[PartitionPlan | None, list[Gap]]:
-        i, pf = item
-        p = plan(pf, start_offset=_offset_for(start_offset, pf), end_offset=_offset_for(end_offset, pf), start_time=t0, end_time=t1,
-                 read_committed=read_committed, include_deleted=include_deleted)
-        return p, [] if p is None else pf.gaps() if found is None else found(i, pf)
+    def planned(i: int, pf: PartitionFiles) -> tuple[PartitionPlan | None, int | None, list[Gap]]:
+        asked = _offset_for(start_offset, pf)
+        p = _plan(pf, asked, _offset_for(end_offset, pf), t0, t1, read_committed, include_deleted)
+        return p, asked, [] if p is None else pf.gaps() if found is None else found(i, pf)
 
     # many partitions' plans, long-lived: no full collection between them
     with gc_paused(), contextlib.closing(found) if found is not None else contextlib.nullcontext():
         # on object storage each partition's index and log-end reads are requests: several partitions' at a time
-        if any(isinstance(pf.storage, UrlStorage) for pf in files):
-            results: Iterable = map_ahead(planned, enumerate(files), remote=lambda item: isinstance(item[1].storage, UrlStorage))
+        if any(issubclass(kind, UrlStorage) for kind in set(map(type, map(_STORAGE, files)))):  # a kind or two, however many partitions
+            results: Iterable = ((pf, r) for (_, pf), r in map_ahead(lambda item: planned(*item), enumerate(files),
+                                                                      remote=lambda item: isinstance(item[1].storage, UrlStorage)))
         else:
-            results = ((item, planned(item)) for item in enumerate(files))
-        for (_, pf), (p, gaps) in results:
+            results = zip(files, map(planned, itertools.count(), files), strict=True)
+        for pf, (p, asked, gaps) in results:
             if p is None:
                 continue
-            asked = _offset_for(start_offset, pf)
             if asked is not None and not include_deleted and (log_start := pf.log_start_offset) is not None and asked < log_start:
                 on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
                            f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
                            "files still hold of them)")
-            lost.extend(g for g in gaps if g.end > p.start and (p.end is None or g.start < p.end))
+            if gaps:
+                lost.extend(g for g in gaps if g.end > p.start and (p.end is None or g.start < p.end))
             plans.append(p)
     lost.sort(key=lambda g: not isinstance(g, Divergence))  # a divergence first: the error is a ReplicaDivergenceError
     if lost and not allow_gaps:
@@ -534,6 +544,9 @@ def plan_all(
     for g in lost:
         on_gap(g)
     return plans
+
+
+_STORAGE = operator.attrgetter("storage")
 
 
 #: Partition dirs on local disk from which :func:`scan` lists them, and :func:`plan_all` finds their
@@ -587,7 +600,7 @@ def _lost_in_processes(files: list[PartitionFiles], jobs: int | None) -> _LostAh
     """:class:`_LostAhead` for ``files`` when :data:`PARALLEL_PLANNING` or more on local disk have
     their data loss to find and more than one process may be used (None: each partition's loss is
     found as it is planned)."""
-    mine = [i for i, pf in enumerate(files) if type(pf) is PartitionFiles and isinstance(pf.storage, LocalStorage) and pf.found_gaps is None]
+    mine = [i for i, pf in enumerate(files) if pf.found_gaps is None and type(pf) is PartitionFiles and isinstance(pf.storage, LocalStorage)]
     jobs = _planning_jobs(len(mine), jobs)
     return _LostAhead(files, mine, jobs) if jobs > 1 else None
 

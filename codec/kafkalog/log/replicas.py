@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -44,7 +45,7 @@ from kafkalog.format.files import FileKind
 from kafkalog.format.records.stream import LogReader
 from kafkalog.log.gaps import Divergence, Gap, LogDirOffsets, segment_bases, subtract_spans
 from kafkalog.log.plan import BatchHeader, scan_headers
-from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, find_partitions, gc_paused
+from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, UrlStorage, find_copies, gc_paused
 
 if TYPE_CHECKING:
     from kafkalog.log.source import Candidate, Listed
@@ -268,8 +269,8 @@ def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | 
     replicas under each broker's data dir in a backup of a cluster, or two copies given as two
     paths) is read as one log, each offset once from the copies that hold it, whatever order the
     paths come in (:func:`one_view`, SPEC §6.9)."""
-    copies: dict[tuple[str, int], list[PartitionFiles]] = {}
     with gc_paused():
-        for p in find_partitions(paths, wants=wants, list_many=list_many):
-            copies.setdefault((p.topic, p.partition), []).append(p)
-        return [one_view(c) for _, c in sorted(copies.items())]
+        found, copies = find_copies(paths, wants=wants, list_many=list_many)  # sorted by topic and partition: copies of one are together
+        if not copies:  # each partition one copy, which one_view gives as it is
+            return found
+        return [one_view(list(run)) for _, run in itertools.groupby(found, key=lambda p: (p.topic, p.partition))]

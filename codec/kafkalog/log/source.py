@@ -57,6 +57,7 @@ __all__ = [
     "SegmentFiles",
     "Storage",
     "UrlStorage",
+    "find_copies",
     "find_partitions",
     "gc_paused",
     "partition_dirs",
@@ -565,8 +566,10 @@ class PartitionFiles:
     def log_start_offset(self) -> int | None:
         """Where a consumer's "earliest" starts (:func:`kafkalog.log.reads.log_start_offset`): the
         checkpoint's entry when above the first segment's base offset, else that base offset."""
-        logs = self.logs
-        return log_start_offset(self.log_start_checkpoint, logs[0].base_offset if logs else None)
+        for s in self.segments:  # the first of :attr:`logs`, without making the list (asked once per partition planned)
+            if s.log is not None:
+                return log_start_offset(self.log_start_checkpoint, s.base_offset)
+        return log_start_offset(self.log_start_checkpoint, None)
 
     @property
     def name(self) -> str:
@@ -795,14 +798,38 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     ``list_many.prepare()``, when it has one, is called once the walk has met ``list_many.prepare_at`` such directories (and more may come:
     ``scan`` starts its workers' server then)."""
     with gc_paused():
+        return _find_partitions(paths, wants, list_many)[0]
+
+
+def find_copies(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None,
+                list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None = None) -> tuple[list[PartitionFiles], bool]:
+    """:func:`find_partitions`' partitions, and False when no two of them are copies of one
+    topic-partition (True: some may be): known from the walk's own record of what it found, where
+    finding it from the partitions would cost about as much as sorting them."""
+    with gc_paused():
         return _find_partitions(paths, wants, list_many)
 
 
 def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None,
-                     list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> list[PartitionFiles]:
+                     list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> tuple[list[PartitionFiles], bool]:
     found: dict[tuple[str, str], PartitionFiles] = {}
     _apply(_walk(paths, wants, found, list_many), list_many)
-    return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.display()))
+    # found by (<topic>-<partition>, directory): two copies of one partition share the name
+    copies = len(set(map(_FIRST, found))) < len(found)
+    # by topic, partition and directory as the user named it, those alike in all three in the order
+    # found: by partition, then (stable) by topic, two sorts of plain keys, cheaper than one of
+    # tuples; the directory (a name made per partition on object storage) orders only the copies of
+    # one partition, so it is asked for only when there may be some
+    ordered = sorted(found.values(), key=_PARTITION)
+    ordered.sort(key=_TOPIC)
+    if copies:
+        ordered.sort(key=lambda p: (p.topic, p.partition, p.display()))
+    return ordered, copies
+
+
+_FIRST = operator.itemgetter(0)
+_TOPIC = operator.attrgetter("topic")
+_PARTITION = operator.attrgetter("partition")
 
 
 def _apply(events: Iterator[tuple], list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> None:
