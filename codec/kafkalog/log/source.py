@@ -803,8 +803,8 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
 
 def find_copies(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None,
                 list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None = None) -> tuple[list[PartitionFiles], bool]:
-    """:func:`find_partitions`' partitions, and False when no two of them are copies of one
-    topic-partition (True: some may be): known from the walk's own record of what it found, where
+    """:func:`find_partitions`' partitions, and whether two or more of them are copies of one
+    topic-partition (in several directories): known from the walk's own record of what it found, where
     finding it from the partitions would cost about as much as sorting them."""
     with gc_paused():
         return _find_partitions(paths, wants, list_many)
