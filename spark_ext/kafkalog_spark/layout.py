@@ -39,8 +39,9 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, UrlStore, parse_object_key
-from kafkalog.log.gaps import _SMALL_LISTING
-from kafkalog.log.leftovers import as_loaded, has_leftovers, renamed_name
+from kafkalog.log.gaps import PARTITION_DIR, SMALL_LISTING
+from kafkalog.log.layout import read_layout
+from kafkalog.log.leftovers import as_loaded, renamed_name
 from kafkalog.log.source import Entry, LocalStorage, UrlStorage, storage_of
 from kafkalog.log.unified import topic_name_problem
 
@@ -50,14 +51,13 @@ __all__ = ["FileSystemRef", "Replica", "SegmentFiles", "discover", "filesystem_f
 
 log = logging.getLogger(__name__)
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})(?:-([A-Za-z0-9_-]{22}))?\.(log|index|timeindex|txnindex|snapshot)$")
 _SKIPPED_DIR = re.compile(r"-(delete|future|stray)$")
-#: any topic part is read (R-NAME-03: a topic name Kafka would refuse is warned about, not skipped)
-_BROKER_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
+#: a tiered copy's directory names, then a broker's (:data:`kafkalog.log.gaps.PARTITION_DIR`: any topic
+#: part is read, R-NAME-03: a topic name Kafka would refuse is warned about, not skipped)
 _TIERED_DIRS = (
     re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)-(?P<id>[A-Za-z0-9_-]{22})$"),
     re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<id>[A-Za-z0-9_-]{22})-(?P<partition>\d+)$"),
-    _BROKER_DIR,
+    PARTITION_DIR,
 )
 
 
@@ -144,7 +144,7 @@ def parse_partition_dir(name: str, tiered: bool) -> tuple[str, int, str | None] 
     """(topic, partition, topic id or None) from a partition directory's name, or None if it is not one."""
     if _SKIPPED_DIR.search(name):
         return None
-    for pattern in _TIERED_DIRS if tiered else (_BROKER_DIR,):
+    for pattern in _TIERED_DIRS if tiered else (PARTITION_DIR,):
         m = pattern.match(name)
         if m:
             return m["topic"], int(m["partition"]), m["id"] if "id" in pattern.groupindex else None
@@ -174,7 +174,7 @@ def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[Entry], name: 
     ``name`` and ``broker``: the directory's name and its :func:`parse_partition_dir` as a broker's
     dir, when the caller parsed them already (a tiered copy's names are parsed here)."""
     names = tuple([e.name for e in entries])
-    layout = _layout(names) if len(names) <= _SMALL_LISTING else _read_layout(names)
+    layout = _layout(names) if len(names) <= SMALL_LISTING else _read_layout(names)
     if layout is None:  # leftovers of an interrupted operation: as the broker has the files after loading them
         files = {e.name: e for e in entries}
         layout = _read_layout(names, as_loaded(files, lambda e: _open_listed(fs, e.path)))
@@ -200,56 +200,30 @@ def _replica(fs: AbstractFileSystem, dir_path: str, entries: list[Entry], name: 
     return Replica(topic, partition, dir_path, segments, snapshots, topic_id, listed, whole)
 
 
-#: Where a listing's files go (:func:`_read_layout`): the segments with a ``.log``, as (base offset,
-#: segment uuid or None, then the places in the listing of its ``.log``, ``.index``, ``.timeindex``
-#: and ``.txnindex``, None where absent) in :class:`Replica`'s order; the producer snapshots as
-#: (offset, place) by offset and path; whether it holds any segment file; whether any segment is a
-#: tiered copy's (its names carry a uuid); :attr:`Replica.whole`; :attr:`Replica.names`.
+#: A listing as the source reads it (:func:`_read_layout`): the segments with a ``.log``, as
+#: (base offset, segment uuid or None, then the places in the listing of its ``.log``, ``.index``,
+#: ``.timeindex`` and ``.txnindex``, None where absent) in :class:`Replica`'s order; the producer
+#: snapshots as (offset, place) by offset and name; whether it holds any segment file; whether any
+#: segment is a tiered copy's (its names carry a uuid); :attr:`Replica.whole`; :attr:`Replica.names`.
 _Layout = tuple[tuple[tuple[int, "str | None", int, "int | None", "int | None", "int | None"], ...], tuple[tuple[int, int], ...], bool, bool, bool,
                 tuple[str, ...]]
-_KIND_PLACE = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3}
 
 
 def _read_layout(names: tuple[str, ...], loaded: list[tuple[str, Entry]] | None = None) -> _Layout | None:
-    """:data:`_Layout` of a listing's ``names`` (a name listed twice: its last place), None when it
-    holds leftovers of an interrupted operation; ``loaded``: the files as the broker has them after
-    loading the directory (:func:`kafkalog.log.leftovers.as_loaded`, whose entries are the
-    listing's), when it does."""
-    at = {n: i for i, n in enumerate(names)}
-    listed = tuple(sorted(at))
-    leftovers = loaded is not None
-    if loaded is None:
-        if has_leftovers(listed):
-            return None
-        pairs = [(n, at[n]) for n in listed]  # without a leftover: as listed, by name
-    else:
-        pairs = [(fname, at[e.name]) for fname, e in loaded]
-    groups: dict[tuple[int, str | None], list[int | None]] = {}
-    snapshots: list[tuple[int, str, int]] = []
-    # the pre-test of Replica.whole: a listing as loaded (no leftover) naming plain segments, each with its .log
-    plain_bases: set[int] = set()
-    plain_logs: set[int] = set()
-    for fname, i in pairs:
-        m = _SEGMENT_FILE.match(fname)
-        if not m:
-            continue
-        digits, seg_id, suffix = m.groups()
-        base = int(digits)
-        if suffix == "snapshot":
-            snapshots.append((base, names[i], i))  # by offset, then path (the entries' paths share their directory)
-            continue
-        groups.setdefault((base, seg_id), [None, None, None, None])[_KIND_PLACE[suffix]] = i
-        if seg_id is None:
-            plain_bases.add(base)
-            if suffix == "log":
-                plain_logs.add(base)
-    # indexes without their .log (a segment being deleted): nothing to read
-    segs = tuple([(base, seg_id, *found) for (base, seg_id), found in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
-                  if found[0] is not None])
-    snapshots.sort(key=lambda s: s[:2])
-    whole = bool(plain_bases) and len(plain_logs) == len(plain_bases) and not leftovers
-    return (segs, tuple([(base, i) for base, _, i in snapshots]), bool(groups or snapshots),  # type: ignore[return-value]
-            any(seg_id is not None for _, seg_id in groups), whole, listed)
+    """:data:`_Layout` of a listing's ``names``: kafkalog's grouping of them
+    (:func:`kafkalog.log.layout.read_layout`, a tiered copy's ``<offset>-<uuid>`` names read too),
+    with what the source asks of it on top. None when it holds leftovers of an interrupted
+    operation; ``loaded``: the files as the broker has them after loading the directory
+    (:func:`kafkalog.log.leftovers.as_loaded`, whose entries are the listing's), when it does."""
+    found = read_layout(names, loaded, copies=True)
+    if found is None:
+        return None
+    segments, snapshots, _, listed = found
+    # Replica.whole: a listing as loaded (no leftover) naming plain segments, each with its .log
+    plain = [s for s in segments if s[1] is None]
+    whole = bool(plain) and loaded is None and all(s[2] is not None for s in plain)
+    with_log = tuple([s for s in segments if s[2] is not None])  # indexes without their .log (a segment being deleted): nothing to read
+    return with_log, snapshots, bool(segments or snapshots), any(s[1] is not None for s in segments), whole, listed  # type: ignore[return-value]
 
 
 #: :func:`_read_layout` of a small listing, kept: the same listings recur in many partition dirs

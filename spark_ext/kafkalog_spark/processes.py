@@ -40,7 +40,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from kafkalog.format.tiered_aiven import parse_object_key
 from kafkalog.log.gaps import LogDirOffsets
-from kafkalog.log.source import Entry, LocalStorage, _local_entries, gc_paused
+from kafkalog.log.source import Entry, LocalStorage, gc_paused
 
 from .errors import LayoutError
 from .filters import RowFilter
@@ -305,7 +305,7 @@ def _planned_run(task: tuple[_Context, list[tuple[int, str]]]) -> Any:
         for n, d in dirs:
             subdirs: list[str] = []
             try:
-                files = _local_entries(d, subdirs)  # the walk of its root lists it so (LocalStorage.walk)
+                files = LocalStorage.files(d, subdirs)  # the walk of its root lists it so (LocalStorage.walk)
             except (FileNotFoundError, NotADirectoryError):
                 out.dirs[n] = (None, False)  # removed since listed: as the walk of its root skips it
                 continue

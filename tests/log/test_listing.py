@@ -20,7 +20,7 @@ from kafkalog import fast
 from kafkalog.errors import KafkaLogError
 from kafkalog.format import files as format_files
 from kafkalog.log import source
-from kafkalog.log.gaps import _PARTITION_DIR
+from kafkalog.log.gaps import PARTITION_DIR
 
 _dirs = fast.compiled("_dirs")
 pytestmark = pytest.mark.skipif(_dirs is None, reason="the compiled core is not built, or KAFKALOG_NO_EXTENSIONS is set")
@@ -41,7 +41,7 @@ def plain(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
 
 
 def _candidate(d: Path, wanted: bool) -> source.Candidate:
-    m = _PARTITION_DIR.match(d.name)
+    m = PARTITION_DIR.match(d.name)
     topic, partition = (m["topic"], int(m["partition"])) if m else (d.name, -1)
     return (str(d), topic, partition, wanted, None, None)
 

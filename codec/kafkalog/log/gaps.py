@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from fsspec.spec import AbstractFileSystem
 
 __all__ = [
+    "PARTITION_DIR", "SMALL_LISTING",
     "Divergence", "Gap", "LogDirOffsets", "claimed_end", "find_gaps", "gaps_error", "last_next_offset", "raise_on_gaps", "read_local",
     "segment_bases", "segment_file", "subtract_spans",
 ]
@@ -56,8 +57,10 @@ __all__ = [
 #: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged),
 #: and a ``.log`` renamed ``.log.swap`` (an interrupted swap) or ``.log.deleted`` (leaving the log)
 _SEGMENT = re.compile(r"^(\d{20})\.(?:(log|index|timeindex|txnindex|snapshot)|log\.(swap|deleted))$")
-#: ``<topic>-<partition>``: any topic part is read (Kafka's naming rule is the writer's concern)
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
+#: a partition dir's name, ``<topic>-<partition>`` (groups ``topic``, ``partition``), split at its last
+#: ``-`` (SPEC R-NAME-01, R-NAME-02): any topic part is read (Kafka's naming rule is the writer's
+#: concern, R-NAME-03). kafkalog's discovery and the Spark source's read a partition dir's name with it.
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
 #: the kinds :func:`segment_file` gives a plain segment file (not a renamed ``.log``)
 SEGMENT_KINDS = frozenset({"log", "index", "timeindex", "txnindex", "snapshot"})
 #: the kinds of file that make a segment (a producer snapshot is named by an offset, not a segment)
@@ -291,7 +294,7 @@ def _topic_partition(directory: str) -> tuple[str, int] | None:
     topic, _, partition = name.rpartition("-")
     if topic and partition.isascii() and partition.isdigit():  # as the pattern reads the usual name, without it
         return topic, int(partition)
-    m = _PARTITION_DIR.match(name)
+    m = PARTITION_DIR.match(name)
     return (m["topic"], int(m["partition"])) if m else None
 
 
@@ -322,11 +325,14 @@ def _listed(names: frozenset[str]) -> _Listed:
     """:class:`_Listed` of a listing's names. The same small listings recur in many partition dirs
     (a topic's partitions that all hold segment 0 and the same snapshot): their answers are kept
     (:func:`_listed_small`), a large listing's are not (it would be kept in memory whole)."""
-    return _listed_small(names) if len(names) <= _SMALL_LISTING else _read_listed(names)
+    return _listed_small(names) if len(names) <= SMALL_LISTING else _read_listed(names)
 
 
-#: the most names of a listing whose :class:`_Listed` is kept (a few segments and snapshots)
-_SMALL_LISTING = 24
+#: the most names of a listing whose answers are kept (a few segments and snapshots): the same small
+#: listings recur in many partition dirs, and a larger one's answer would be kept in memory whole.
+#: Every cache over listings (:class:`_Listed` here, :func:`kafkalog.log.layout.layout`, the Spark
+#: source's) keeps those of at most this many names.
+SMALL_LISTING = 24
 
 
 def _read_listed(names: frozenset[str]) -> _Listed:

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple, Protocol, TypeVar
 from kafkalog.errors import KafkaLogError, LogNotFoundError
 from kafkalog.format.files import RemoteFile, UrlFile, dir_lister, is_url, url_filesystem
 from kafkalog.log.gaps import (
-    _PARTITION_DIR,
-    _SMALL_LISTING,
+    PARTITION_DIR,
     SEGMENT_KINDS,
+    SMALL_LISTING,
     WHOLE_TAIL,
     Gap,
     LogDirOffsets,
@@ -42,7 +42,8 @@ from kafkalog.log.gaps import (
     read_local,
     segment_file,
 )
-from kafkalog.log.leftovers import as_loaded, has_leftovers, renamed_name
+from kafkalog.log.layout import PARTITION_FILES, layout, read_layout
+from kafkalog.log.leftovers import as_loaded, renamed_name
 from kafkalog.log.reads import log_start_offset
 
 if TYPE_CHECKING:
@@ -69,8 +70,6 @@ T = TypeVar("T")
 
 #: a pending delete, a future replica, a stray: Kafka reads none of them as the partition's log
 _SKIPPED_DIR = re.compile(r"-(delete|future|stray)$")
-#: files that make a directory a partition dir even when it holds no segment (an empty partition)
-_PARTITION_FILES = frozenset({"partition.metadata", "leader-epoch-checkpoint"})
 
 
 #: the files whose size a local listing asks for: a segment's data (or a completed swap's, which stands
@@ -141,6 +140,14 @@ class LocalStorage:
 
     def listdir(self, path: str) -> list[Entry]:
         return _local_entries(path, None)
+
+    @staticmethod
+    def files(path: str, subdirs: list[str]) -> list[Entry]:
+        """A directory's files as :meth:`walk` lists each directory: the paths of the directories
+        under it that a walk enters (not ``-delete``, ``-future`` or ``-stray`` ones) are added to
+        ``subdirs`` instead. For a caller that lists the dirs a walk found one at a time (the Spark
+        source's planning workers) and must see them as the walk would."""
+        return _local_entries(path, subdirs)
 
     def tree(self, path: str) -> dict[str, list[Entry]]:
         return dict(self.walk(path))
@@ -608,69 +615,32 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
     """The partition a directory's files describe, or None when they hold no Kafka partition file.
     ``topic_partition``: what the directory's name says, when the caller has read it already."""
     names = tuple(map(_NAME, files))
-    layout = _layout(names) if len(names) <= _SMALL_LISTING else _read_layout(names)
-    if layout is None:  # leftovers of an interrupted operation: as the broker has the files after loading them
-        layout = _read_layout(names, as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path, e.size)))
-    plan, snapshot_at, partition_file = layout
+    found = layout(names) if len(names) <= SMALL_LISTING else read_layout(names)
+    if found is None:  # leftovers of an interrupted operation: as the broker has the files after loading them
+        found = read_layout(names, as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path, e.size)))
+    plan, snapshot_at, partition_file, _ = found
     if not plan and not snapshot_at and not partition_file:
         return None
     if topic_partition is None:
         name = directory.rstrip("/").rsplit("/", 1)[-1]
         if os.sep != "/":
             name = name.rsplit(os.sep, 1)[-1]
-        m = _PARTITION_DIR.match(name)
+        m = PARTITION_DIR.match(name)
         if m is None:
             raise KafkaLogError("holds Kafka files but its name is not <topic>-<partition>, so its topic and partition are unknown",
                                 file=storage.display(directory))
         topic_partition = m["topic"], int(m["partition"])
     segments = tuple([SegmentFiles(base, None if log is None else files[log].path, 0 if log is None else files[log].size,
                                    None if index is None else files[index].path, None if time is None else files[time].path,
-                                   None if txn is None else files[txn].path) for base, log, index, time, txn in plan])
+                                   None if txn is None else files[txn].path) for base, _, log, index, time, txn in plan])
     snapshots = tuple([(base, files[i].path) for base, i in snapshot_at])
     sizes = tuple(map(_SIZE, files))
-    listing = _listing(names, sizes) if len(names) <= _SMALL_LISTING else tuple(zip(names, sizes, strict=True))
+    listing = _listing(names, sizes) if len(names) <= SMALL_LISTING else tuple(zip(names, sizes, strict=True))
     return PartitionFiles(storage, *topic_partition, directory, segments, snapshots, log_dir, listing)
 
 
 _NAME = operator.itemgetter(3)
 _SIZE = operator.itemgetter(1)
-#: Where a listing's files go (:func:`_read_layout`): each segment as (base offset, then the places
-#: in the listing of its ``.log``, ``.index``, ``.timeindex`` and ``.txnindex``, None where absent), by
-#: base offset; each producer snapshot as (offset, place); whether a file of :data:`_PARTITION_FILES` is there.
-_Layout = tuple[tuple[tuple[int, int | None, int | None, int | None, int | None], ...], tuple[tuple[int, int], ...], bool]
-
-
-def _read_layout(names: tuple[str, ...], loaded: list[tuple[str, Entry]] | None = None) -> _Layout | None:
-    """:data:`_Layout` of a listing's ``names``, None when it holds leftovers of an interrupted
-    operation; ``loaded``: the files as the broker has them after loading the directory
-    (:func:`kafkalog.log.leftovers.as_loaded`, whose entries are the listing's), when it does."""
-    if loaded is None:
-        if has_leftovers(names):
-            return None
-        loaded = sorted({n: i for i, n in enumerate(names)}.items())  # type: ignore[arg-type]  # by name, as as_loaded gives them
-    else:
-        at = {n: i for i, n in enumerate(names)}
-        loaded = [(name, at[e.name]) for name, e in loaded]  # type: ignore[misc]
-    groups: dict[int, list[int | None]] = {}
-    snapshots = []
-    partition_file = False
-    for name, i in loaded:
-        k = segment_file(name)
-        if k is None or k[1] not in SEGMENT_KINDS:
-            partition_file |= name in _PARTITION_FILES
-            continue
-        base, suffix = k
-        if suffix == "snapshot":
-            snapshots.append((base, i))
-        else:
-            groups.setdefault(base, [None, None, None, None])[_KIND_PLACE[suffix]] = i  # type: ignore[index]
-    return (tuple([(base, *found) for base, found in sorted(groups.items())]), tuple(sorted(snapshots)),  # type: ignore[return-value]
-            partition_file)
-
-
-_KIND_PLACE = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3}
-#: :func:`_read_layout` of a small listing, kept: the same listings recur in many partition dirs
-_layout = functools.lru_cache(maxsize=1 << 12)(_read_layout)
 
 
 @functools.lru_cache(maxsize=1 << 12)
@@ -685,9 +655,9 @@ def _listing(names: tuple[str, ...], sizes: tuple[int | None, ...]) -> tuple[tup
 @functools.lru_cache(maxsize=1 << 14)
 def _is_kafka_file(name: str) -> bool:
     """Whether a file makes its directory a partition dir: a segment file, a producer snapshot, or
-    one of :data:`_PARTITION_FILES`. The same names recur in each partition dir: the answers are kept."""
+    one of :data:`PARTITION_FILES`. The same names recur in each partition dir: the answers are kept."""
     k = segment_file(name)
-    return (k is not None and k[1] in SEGMENT_KINDS) or name in _PARTITION_FILES
+    return (k is not None and k[1] in SEGMENT_KINDS) or name in PARTITION_FILES
 
 
 def _log_dir(storage: Storage, directory: str, listed: list[Entry] | None) -> LogDirOffsets:
@@ -928,7 +898,7 @@ class _Walk:
         """The partition directory ``d`` is, as an event of :func:`_walk` (None: none)."""
         name = _name(d)
         is_root = d.rstrip("/") == top
-        m = None if is_root else _PARTITION_DIR.match(name)
+        m = None if is_root else PARTITION_DIR.match(name)
         if (not is_root and m is None) or not any(_is_kafka_file(e.name) for e in files):
             return None
         parent = self.parent(d, is_root)
@@ -978,7 +948,7 @@ class _Walk:
         if self.list_many is not None:
             def leave(sub: str) -> tuple | None:
                 name = _name(sub)
-                m = _PARTITION_DIR.match(name) if sub.rstrip("/") != top else None
+                m = PARTITION_DIR.match(name) if sub.rstrip("/") != top else None
                 return None if m is None else (_CANDIDATE, self, sub, name, m["topic"], int(m["partition"]), top)
         for sub, files in _local_walk(d, leave, root=root):
             if isinstance(files, tuple):
