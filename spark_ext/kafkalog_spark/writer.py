@@ -29,7 +29,6 @@ import fcntl
 import functools
 import logging
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType, T
 from kafkalog.fast.partitioner import DEFAULT_BATCH_SIZE, StickyPartitioner, key_hashes
 from kafkalog.format.compression import Codec
 from kafkalog.format.records.v2 import RecordBatchBuilder
+from kafkalog.log.gaps import PARTITION_DIR
 from kafkalog.log.unified import Log, LogConfig, topic_name_problem
 
 from .errors import LayoutError, SourceOptionError
@@ -121,9 +121,6 @@ def _positive(opts: dict[str, str], name: str, default: int | None) -> int | Non
     return value
 
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
-
-
 def existing_partition_counts(log_dir: str) -> dict[str, int]:
     """Each topic's partition count as seen in ``log_dir``: its highest ``<topic>-<n>`` dir + 1
     (``-delete``, ``-future`` and ``-stray`` dirs do not match)."""
@@ -133,9 +130,9 @@ def existing_partition_counts(log_dir: str) -> dict[str, int]:
     except FileNotFoundError:
         return counts
     for name in names:
-        m = _PARTITION_DIR.match(name)
+        m = PARTITION_DIR.match(name)  # as the readers' discovery reads the name
         if m and os.path.isdir(os.path.join(log_dir, name)):
-            counts[m.group(1)] = max(counts.get(m.group(1), 0), int(m.group(2)) + 1)
+            counts[m["topic"]] = max(counts.get(m["topic"], 0), int(m["partition"]) + 1)
     return counts
 
 
