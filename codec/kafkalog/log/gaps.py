@@ -59,7 +59,8 @@ __all__ = [
 _SEGMENT = re.compile(r"^(\d{20})\.(?:(log|index|timeindex|txnindex|snapshot)|log\.(swap|deleted))$")
 #: a partition dir's name, ``<topic>-<partition>`` (groups ``topic``, ``partition``), split at its last
 #: ``-`` (SPEC R-NAME-01, R-NAME-02): any topic part is read (Kafka's naming rule is the writer's
-#: concern, R-NAME-03). kafkalog's discovery and the Spark source's read a partition dir's name with it.
+#: concern, R-NAME-03). Every module at the log layer and above (kafkalog's discovery, the Spark source) reads a
+#: partition dir's name with it.
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
 #: the kinds :func:`segment_file` gives a plain segment file (not a renamed ``.log``)
 SEGMENT_KINDS = frozenset({"log", "index", "timeindex", "txnindex", "snapshot"})

@@ -28,7 +28,7 @@ from kafkalog.format.files import is_url, url_filesystem
 from kafkalog.format.index import OffsetIndex
 from kafkalog.format.records.stream import Batch, LogReader
 from kafkalog.format.tiered_aiven import Keyring, RemoteSegment, open_store, parse_object_key
-from kafkalog.log.gaps import Gap, gaps_error
+from kafkalog.log.gaps import PARTITION_DIR, Gap, gaps_error
 from kafkalog.log.source import LocalStorage, PartitionFiles, SegmentFiles, partition_dirs
 
 __all__ = ["TieredFiles", "TieredPartition", "TieredSegment", "TieredStorage", "open_tiered", "tiered_files"]
@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 
 _LOCAL_LOG = re.compile(r"^(\d{20})\.log$")
 _LOCAL_SNAPSHOT = re.compile(r"^(\d{20})\.snapshot$")
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$", re.S)
 
 
 @dataclass(frozen=True)
@@ -305,7 +304,7 @@ def _local_segments(roots: Sequence[str]) -> dict[tuple[str, int], list[TieredSe
         if not os.path.isdir(root):
             raise FileNotFoundError(root)
         for pdir in partition_dirs(root):
-            m = _PARTITION_DIR.match(os.path.basename(os.path.abspath(pdir)))
+            m = PARTITION_DIR.match(os.path.basename(os.path.abspath(pdir)))
             if m is None:
                 continue
             bases = sorted(int(mm[1]) for n in os.listdir(pdir) if (mm := _LOCAL_LOG.match(n)))

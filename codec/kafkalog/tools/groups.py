@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -66,7 +65,6 @@ __all__ = [
 
 OFFSETS_TOPIC = "__consumer_offsets"
 SHARE_STATE_TOPIC = "__share_group_state"
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 
 
 @dataclass
@@ -267,6 +265,7 @@ class GroupsResult:
 
 # --------------------------------------------------------------------------- partition dirs
 def _partition_dirs(dirs: Iterable[str | os.PathLike[str]]) -> dict[tuple[str, int], list[str]]:
+    from kafkalog.log.gaps import PARTITION_DIR
     from kafkalog.log.source import partition_dirs
 
     found: dict[tuple[str, int], list[str]] = {}
@@ -275,7 +274,7 @@ def _partition_dirs(dirs: Iterable[str | os.PathLike[str]]) -> dict[tuple[str, i
         if not os.path.isdir(d):
             raise FileNotFoundError(d)
         for pdir in partition_dirs(d):  # kafkalog's one discovery: any depth, -delete/-future/-stray skipped
-            m = _PARTITION_DIR.match(os.path.basename(pdir))
+            m = PARTITION_DIR.match(os.path.basename(pdir))
             if m:
                 found.setdefault((m.group(1), int(m.group(2))), []).append(pdir)
     return found
