@@ -81,17 +81,17 @@ def planning_jobs(opts: SourceOptions) -> int:
     """The processes a batch planning may use: ``planningJobs``, else the CPUs available
     (:func:`kafkalog.dataset.processes.default_jobs`); 1 in a daemonic process (which may start
     none) and, unless ``planningJobs`` is given, in a program whose main module a worker would run
-    again (:func:`kafkalog.dataset.scan._main_runs_again`), but for Spark's own Python workers, whose
+    again (:func:`kafkalog.dataset.scan.main_runs_again`), but for Spark's own Python workers, whose
     modules (``pyspark.daemon``, ``pyspark.worker``) keep their work under ``if __name__ == "__main__":``."""
     if multiprocessing.current_process().daemon:
         return 1
     if opts.planning_jobs is not None:
         return opts.planning_jobs
     from kafkalog.dataset.processes import default_jobs
-    from kafkalog.dataset.scan import _main_runs_again
+    from kafkalog.dataset.scan import main_runs_again
 
     main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None) or ""
-    if _main_runs_again() and not main.startswith("pyspark."):
+    if main_runs_again() and not main.startswith("pyspark."):
         return 1
     return default_jobs()
 

@@ -505,7 +505,7 @@ def plan_all(
     :data:`PARALLEL_PLANNING` or more others on local disk it is done by ``jobs`` worker processes
     (:mod:`kafkalog.dataset.processes`; None: the CPUs available, 1: in this process; None also
     keeps it here when a worker would run the program's script again, see
-    :func:`_main_runs_again`) while this one plans, with the same plans, warnings and errors, in
+    :func:`main_runs_again`) while this one plans, with the same plans, warnings and errors, in
     the same order."""
     t0, t1 = _ms(start_time), _ms(end_time)
     plans = []
@@ -608,8 +608,8 @@ def _lost_in_processes(files: list[PartitionFiles], jobs: int | None) -> _LostAh
 def _planning_jobs(count: int, jobs: int | None) -> int:
     """The processes that plan ``count`` partitions on local disk (1: this one alone): ``jobs``, by
     default the CPUs available, when there are :data:`PARALLEL_PLANNING` or more, unless a worker
-    would run the program's script again (:func:`_main_runs_again`) or this process may start none."""
-    if count < PARALLEL_PLANNING or jobs == 1 or (jobs is None and _main_runs_again()):
+    would run the program's script again (:func:`main_runs_again`) or this process may start none."""
+    if count < PARALLEL_PLANNING or jobs == 1 or (jobs is None and main_runs_again()):
         return 1
     import multiprocessing
 
@@ -676,7 +676,7 @@ def _listed_in_processes(candidates: list[Candidate], jobs: int) -> Iterator[Lis
         results.close()  # type: ignore[attr-defined]
 
 
-def _main_runs_again() -> bool:
+def main_runs_again() -> bool:
     """Whether a worker process would run the program's main module again before its task, as
     multiprocessing's ``spawn`` and ``forkserver`` run a script given by path or a module run with
     ``-m`` (as ``__mp_main__``): a script that calls :func:`scan` unguarded by ``if __name__ ==
