@@ -1,9 +1,10 @@
 """How a partition directory's listing is grouped: its segments, producer snapshots and partition files.
 
 A partition dir holds ``<20-digit base offset>.log`` segments with their ``.index``, ``.timeindex``
-and ``.txnindex`` beside them, ``<offset>.snapshot`` producer snapshots, and files such as
-``partition.metadata`` that make it a partition dir even when it holds no segment (LocalLog,
-LogFileUtils). A tiered-storage copy as Kafka's ``LocalTieredStorage`` writes it
+and ``.txnindex`` beside them, ``<offset>.snapshot`` producer snapshots (LogFileUtils's suffixes), and
+``leader-epoch-checkpoint`` and ``partition.metadata`` (LeaderEpochCheckpointFile,
+PartitionMetadataFile; SPEC R-NAME-11), which make it a partition dir even when it holds no
+segment. A tiered-storage copy as Kafka's ``LocalTieredStorage`` writes it
 (RemoteLogSegmentFileset) names the same files ``<20-digit offset>-<22-char segment uuid>.<kind>``;
 those are read only when asked (``copies``), as the Spark source asks for them.
 
@@ -23,7 +24,7 @@ from typing import Any, NamedTuple
 from kafkalog.log.gaps import SEGMENT_KINDS, segment_file
 from kafkalog.log.leftovers import has_leftovers
 
-__all__ = ["PARTITION_FILES", "Layout", "layout", "read_layout"]
+__all__ = ["PARTITION_FILES", "Layout", "SegmentPlaces", "layout", "read_layout"]
 
 #: files that make a directory a partition dir even when it holds no segment (an empty partition)
 PARTITION_FILES = frozenset({"partition.metadata", "leader-epoch-checkpoint"})
