@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: one xdist worker runs this module's tests, so the import graph (3 CPU s of parsing) is built once a run
+pytestmark = pytest.mark.xdist_group("layers")
 ROOTS = [REPO / "codec", REPO / "spark_ext"]
 
 #: What each layer of kafkalog may import from (besides the package's top-level modules).

@@ -64,12 +64,16 @@ def _wire(sid: int, schema: Any, value: Any) -> bytes:
 def _fastavro_column(reg: Registry, wires: list[bytes | None], reader: Any, typ: pa.DataType) -> pa.Array:
     """What fastavro reads from each value alone (its writer schema by id, ``reader`` as reader schema), as ``typ``."""
     rows = []
+    reader = None if reader is None else fastavro.parse_schema(reader)
+    writers: dict[int, Any] = {}  # each schema id's parsed schema: cp760's topics have a few for 100,000 values
     for w in wires:
         if w is None:
             rows.append(None)
             continue
-        writer = fastavro.parse_schema(json.loads(reg.by_id(int.from_bytes(w[1:5], "big")).text))
-        rows.append(fastavro.schemaless_reader(io.BytesIO(w[5:]), writer, None if reader is None else fastavro.parse_schema(reader)))
+        sid = int.from_bytes(w[1:5], "big")
+        if sid not in writers:
+            writers[sid] = fastavro.parse_schema(json.loads(reg.by_id(sid).text))
+        rows.append(fastavro.schemaless_reader(io.BytesIO(w[5:]), writers[sid], reader))
     return pa.array(_uuid_text(rows), type=typ)
 
 
