@@ -8,10 +8,11 @@ each; in Python that is most of its CPU time.
 :func:`list_dir` gives the entries, in the order and with the errors of its plain twin
 (``_local_entries``, over ``os.scandir``), and, when asked, the whole bytes of the small files of
 the directory's greatest segment that the data-loss check reads next (its indexes, then its
-``.log``), read through the same open directory. Those are a guess made from the names alone: the
-check (:func:`kafkalog.log.gaps.find_gaps`) takes a file from them only where it would read that
-file, and reads any other itself; a file the kernel could not read (gone, unreadable, larger than
-asked, turned into a directory) is left out, so the check meets what it meets today.
+``.log``), read through the same open directory, each as it was when sized (so a ``.log`` is sized
+after the indexes that claim its offsets are read: SPEC R-LIVE-02). Those are a guess made from the
+names alone: the check (:func:`kafkalog.log.gaps.find_gaps`) takes a file from them only where it
+would read that file, and reads any other itself; a file the kernel could not read (gone,
+unreadable, larger than asked, not a regular file) is left out, so the check meets what it meets.
 
 It holds the GIL while it lists, but not while it opens the directory or opens and reads a file:
 planning lists 100,000 small directories, each a few calls of the C library, and releasing the GIL
@@ -22,10 +23,10 @@ POSIX only (setup.py builds it nowhere else): without it the plain twin runs.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.exc cimport PyErr_CheckSignals, PyErr_SetFromErrnoWithFilenameObject
 from libc.errno cimport EINTR, ENOENT, errno
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp, memcpy, strcmp, strlen
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcmp, memcpy, strcmp, strcpy, strlen
 from posix.fcntl cimport AT_SYMLINK_NOFOLLOW, O_CLOEXEC, O_RDONLY, openat
-from posix.stat cimport S_ISDIR, fstat, fstatat, struct_stat
+from posix.stat cimport S_ISDIR, S_ISREG, fstatat, struct_stat
 from posix.unistd cimport close, read
 
 
@@ -85,35 +86,42 @@ cdef object _raise_errno(object filename):
 
 
 cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char **buf, Py_ssize_t *room) except -2:
-    """The bytes of file ``name`` under ``dirfd`` read into ``buf`` (grown as needed) until a read
-    comes back empty: their count, or -1 when the file could not be opened or read or holds more
-    than ``most`` bytes (the caller then reads it itself, and meets what it meets). A file whose
-    size says it holds more is not read at all (an active segment's index is preallocated to
-    10 MiB); the buffer is sized by it, one byte more for the read that says it ends. The GIL is
-    released around each call that may wait on the file system (a FUSE mount, NFS)."""
+    """The bytes of regular file ``name`` under ``dirfd`` read into ``buf`` (grown as needed): their
+    count, or -1 when the file is not a regular file, holds more than ``most`` bytes, or could not
+    be opened or read (the caller then reads it itself, and meets what it meets). The file is
+    sized first (``fstatat``), and read as it was then: exactly that many bytes (read on past a read
+    that comes back short, as a FUSE file system's may; fewer if it shrank meanwhile), with no read
+    to tell its end; one that grew meanwhile is read as it was sized, as a reader that came a moment
+    earlier would have read it. A file sized empty is not opened at all (the usual last segment's
+    trimmed ``.index``); one sized above ``most`` is not opened either (an active segment's index is
+    preallocated to 10 MiB); nor is anything but a regular file (a FIFO would wait for a writer). A
+    pseudo-file that says it is empty and is not (``/proc``) is taken as empty: no Kafka file is one.
+    The GIL is released around each call that may wait on the file system (a FUSE mount, NFS)."""
     cdef int fd, r
-    cdef Py_ssize_t n = 0, want, need
+    cdef Py_ssize_t n = 0, want, size
     cdef ssize_t got
     cdef char *grown
     cdef struct_stat st
+    with nogil:
+        r = fstatat(dirfd, name, &st, 0)
+    if r != 0 or not S_ISREG(st.st_mode) or st.st_size > most:
+        return -1
+    size = <Py_ssize_t>st.st_size
+    if size == 0:
+        return 0
+    if size > room[0]:
+        want = max(size, room[0] * 2, 4096)
+        grown = <char *>realloc(buf[0], want)
+        if grown == NULL:
+            raise MemoryError()
+        buf[0], room[0] = grown, want
     with nogil:
         fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)
     if fd < 0:
         return -1
     try:
-        with nogil:
-            r = fstat(fd, &st)
-        if r != 0 or st.st_size > most:
-            return -1
-        while True:
-            need = max(n, <Py_ssize_t>st.st_size) + 1  # one byte more than the file holds: the read that says it ends
-            if need > room[0]:
-                need = max(need, room[0] * 2)
-                grown = <char *>realloc(buf[0], need)
-                if grown == NULL:
-                    raise MemoryError()
-                buf[0], room[0] = grown, need
-            want = room[0] - n
+        while n < size:
+            want = size - n
             if _read_cap and want > _read_cap:
                 want = _read_cap
             with nogil:
@@ -125,10 +133,9 @@ cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char *
                     continue
                 return -1
             if got == 0:
-                return n
+                break  # it shrank since it was sized
             n += got
-            if n > most:
-                return -1
+        return n
     finally:
         close(fd)
 
@@ -136,7 +143,8 @@ cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char *
 cdef object _tuple_new = tuple.__new__
 
 #: the kinds of segment file the data-loss check reads of the last segment, in its order
-cdef tuple _HELD_KINDS = (b".index", b".timeindex", b".txnindex", b".log")
+cdef const char *_HELD_SUFFIXES[4]
+_HELD_SUFFIXES[:] = [".index", ".timeindex", ".txnindex", ".log"]
 
 
 def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_bytes=0):
@@ -162,14 +170,15 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
     cdef int r, dtype
     cdef bint is_dir, stat_gone, have_st
     cdef char best[20]
+    cdef char fname[32]  # the greatest stem and a suffix of _HELD_SUFFIXES, NUL-ended
     cdef int kinds = 0, k
+    cdef list best_names = None  # the names listed of the greatest stem's kinds, by place
     cdef char *buf = NULL
     cdef Py_ssize_t room = 0
     cdef list out = []
     cdef object name, size
     cdef dict held = None
     cdef str prefix
-    cdef bytes fname
     if <Py_ssize_t>strlen(cpath) != plen:
         raise ValueError("embedded null byte")  # as os.scandir
     prefix = path if (plen == 0 or cpath[plen - 1] == b"/") else path + "/"  # as DirEntry.path joins them
@@ -227,26 +236,25 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
             out.append(_tuple_new(entry, (prefix + name, size, False, name)))
             if held_bytes and nlen > 21 and cname[20] == b"." and _digits20(cname):
                 k = _kind(cname + 20)
-                if k:
+                if k >= 0:
                     r = memcmp(cname, best, 20) if kinds else 1
                     if r > 0:
                         memcpy(best, cname, 20)
-                        kinds = k
-                    elif r == 0:
-                        kinds |= k
+                        kinds = 0
+                        best_names = [None, None, None, None]
+                    if r >= 0:
+                        kinds |= 1 << k
+                        best_names[k] = name  # the held file's key: the listing's own name, not made again
         if held_bytes and kinds:
             held = {}
-            room = 4096
-            buf = <char *>malloc(room)
-            if buf == NULL:
-                raise MemoryError()
             for i in range(4):
                 if not kinds & (1 << i):
                     continue
-                fname = best[:20] + _HELD_KINDS[i]
+                memcpy(fname, best, 20)
+                strcpy(fname + 20, _HELD_SUFFIXES[i])
                 got = _read_whole(fd, fname, held_bytes, &buf, &room)
                 if got >= 0:
-                    held[fname.decode("ascii")] = PyBytes_FromStringAndSize(buf, got)
+                    held[best_names[i]] = PyBytes_FromStringAndSize(buf, got)
     finally:
         free(buf)
         closedir(d)
@@ -262,13 +270,9 @@ cdef inline bint _digits20(const char *p) noexcept:
 
 
 cdef inline int _kind(const char *suffix) noexcept:
-    """The bit of a kind of :data:`_HELD_KINDS` (1 << its place) that ``suffix`` (NUL-ended) names; 0: none."""
-    if strcmp(suffix, ".index") == 0:
-        return 1
-    if strcmp(suffix, ".timeindex") == 0:
-        return 2
-    if strcmp(suffix, ".txnindex") == 0:
-        return 4
-    if strcmp(suffix, ".log") == 0:
-        return 8
-    return 0
+    """The place in :data:`_HELD_SUFFIXES` of the kind that ``suffix`` (NUL-ended) names; -1: none."""
+    cdef int i
+    for i in range(4):
+        if strcmp(suffix, _HELD_SUFFIXES[i]) == 0:
+            return i
+    return -1

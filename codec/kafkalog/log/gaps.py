@@ -368,6 +368,7 @@ def find_gaps(
     open_log: Callable[[str], BinaryIO] | None = None,
     read_file: Callable[[str], bytes] | None = None,
     held: Mapping[str, bytes] | None = None,
+    partition: tuple[str, int] | None = None,
 ) -> list[Gap]:
     """The offset ranges of one partition directory that its files say existed but no ``.log``
     holds, in offset order (empty: nothing is missing).
@@ -381,7 +382,9 @@ def find_gaps(
     (defaults: as any file of the directory). ``held``: files of a local directory read whole
     already, by name (:func:`kafkalog.log.source._local_listing`: the listing read them through the
     directory it held open), each taken where it would be read, and read no more; a ``.log``
-    among them holds at most :data:`WHOLE_TAIL` bytes."""
+    among them holds at most :data:`WHOLE_TAIL` bytes. ``partition``: the directory's (topic,
+    partition) when the caller has parsed its name already (a planner of many partitions), else
+    read from it."""
     shown = os.fspath(directory)
     access = _Files(shown, fs, open_log, read_file, held)
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
@@ -391,7 +394,7 @@ def find_gaps(
     names = frozenset(listed)
     if checkpoints is None:
         checkpoints = LogDirOffsets.read(access.parent(), access.fs)
-    tp = _topic_partition(shown)
+    tp = partition if partition is not None else _topic_partition(shown)
     if tp is None:
         return []
 
