@@ -223,7 +223,7 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
                     subdirs.append(prefix + name)
                 continue
             size = None
-            if name.endswith((".log", ".log.swap")):
+            if _ends(cname, nlen, b".log", 4) or _ends(cname, nlen, b".log.swap", 9):  # the names of _SIZED, as the decoded name ends
                 if stat_gone:
                     continue  # removed while listed
                 if not have_st:
@@ -259,6 +259,12 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
         free(buf)
         closedir(d)
     return out, held
+
+
+cdef inline bint _ends(const char *name, Py_ssize_t nlen, const char *suffix, Py_ssize_t slen) noexcept:
+    """Whether ``name`` (``nlen`` bytes) ends with ``suffix``: an ASCII suffix ends the bytes as it
+    ends the name they decode to (the file system encoding keeps ASCII bytes as they are)."""
+    return nlen >= slen and memcmp(name + nlen - slen, suffix, slen) == 0
 
 
 cdef inline bint _digits20(const char *p) noexcept:
