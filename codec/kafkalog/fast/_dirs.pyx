@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""A local directory listed in C: ``open``/``readdir`` of the directory, ``fstatat`` and ``openat``
+"""A local directory listed in C: ``open`` and ``getdents64`` (``readdir`` but on Linux) of the directory, ``fstatat`` and ``openat``
 relative to it (each file's path is not looked up again from the root, as ``os.scandir``'s
 ``DirEntry.stat()`` and ``open(path)`` look it up), for :func:`kafkalog.log.source._local_entries`.
 Planning lists every partition dir of a backup (100,000 of them) and reads a few small files of
@@ -35,28 +35,77 @@ cdef extern from "Python.h":
     str PyUnicode_DecodeFSDefaultAndSize(const char *, Py_ssize_t)
 
 
-cdef extern from *:
-    """
-    #include <errno.h>
-    static inline void kafkalog_clear_errno(void) { errno = 0; }
-    """
-    void clear_errno "kafkalog_clear_errno" () nogil
-
-
 cdef extern from "<dirent.h>" nogil:
-    ctypedef struct DIR:
-        pass
-    struct dirent:
-        unsigned char d_type
-        char d_name[1]
-    DIR *opendir(const char *path)
-    int dirfd(DIR *dirp)
-    dirent *readdir(DIR *dirp)
-    int closedir(DIR *dirp)
     enum:
         DT_UNKNOWN
         DT_DIR
         DT_LNK
+
+
+cdef extern from *:
+    """
+    /* A directory read entry by entry. On Linux, its file descriptor read with getdents64 into a
+       buffer of the size glibc's readdir reads with (32 KiB): opendir opens the directory as this
+       does, then asks fstat for a block size that sizes its buffer, a system call each directory
+       listed. Elsewhere opendir and readdir. */
+    #include <dirent.h>
+    #include <errno.h>
+    #include <fcntl.h>
+    #include <unistd.h>
+    #if defined(__linux__)
+    #include <sys/syscall.h>
+    #endif
+    #if defined(__linux__) && defined(SYS_getdents64)
+    struct kafkalog_dirent64 { unsigned long long d_ino; long long d_off; unsigned short d_reclen; unsigned char d_type; char d_name[]; };
+    typedef struct { int fd; char *pos, *end; long long buf[4096]; } kafkalog_dir;
+    static int kafkalog_opendir(kafkalog_dir *k, const char *path) {
+        if (!path[0]) { errno = ENOENT; return -1; }  /* as opendir("") */
+        k->fd = open(path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC);
+        k->pos = k->end = (char *)k->buf;
+        return k->fd < 0 ? -1 : 0;
+    }
+    /* 1: the next entry's name and type; 0: the end; -1: an error (errno) */
+    static int kafkalog_readdir(kafkalog_dir *k, const char **name, unsigned char *type) {
+        struct kafkalog_dirent64 *e;
+        if (k->pos >= k->end) {
+            long n = syscall(SYS_getdents64, k->fd, k->buf, sizeof(k->buf));
+            if (n < 0) return -1;
+            if (n == 0) return 0;
+            k->pos = (char *)k->buf;
+            k->end = k->pos + n;
+        }
+        e = (struct kafkalog_dirent64 *)k->pos;
+        k->pos += e->d_reclen;
+        *name = e->d_name;
+        *type = e->d_type;
+        return 1;
+    }
+    static void kafkalog_closedir(kafkalog_dir *k) { close(k->fd); }
+    #else
+    typedef struct { int fd; DIR *d; } kafkalog_dir;
+    static int kafkalog_opendir(kafkalog_dir *k, const char *path) {
+        k->d = opendir(path);
+        if (k->d == NULL) return -1;
+        k->fd = dirfd(k->d);
+        return 0;
+    }
+    static int kafkalog_readdir(kafkalog_dir *k, const char **name, unsigned char *type) {
+        struct dirent *e;
+        errno = 0;  /* readdir tells its end from its failure by errno alone */
+        e = readdir(k->d);
+        if (e == NULL) return errno ? -1 : 0;
+        *name = e->d_name;
+        *type = e->d_type;
+        return 1;
+    }
+    static void kafkalog_closedir(kafkalog_dir *k) { closedir(k->d); }
+    #endif
+    """
+    ctypedef struct kafkalog_dir:
+        int fd
+    int kafkalog_opendir(kafkalog_dir *k, const char *path) nogil
+    int kafkalog_readdir(kafkalog_dir *k, const char **name, unsigned char *type) nogil
+    void kafkalog_closedir(kafkalog_dir *k) nogil
 
 
 #: the most bytes a read asks for at once (None: as many as wanted); set by the tests, which hold
@@ -162,8 +211,8 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
     cdef const char *cpath = PyBytes_AS_STRING(bpath)
     cdef Py_ssize_t plen = PyBytes_GET_SIZE(bpath)
     cdef int fd
-    cdef DIR *d
-    cdef dirent *ent
+    cdef kafkalog_dir d
+    cdef unsigned char etype
     cdef const char *cname
     cdef Py_ssize_t nlen, i, got
     cdef struct_stat st
@@ -183,24 +232,22 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
         raise ValueError("embedded null byte")  # as os.scandir
     prefix = path if (plen == 0 or cpath[plen - 1] == b"/") else path + "/"  # as DirEntry.path joins them
     with nogil:
-        d = opendir(cpath)
-    if d == NULL:
+        r = kafkalog_opendir(&d, cpath)
+    if r != 0:
         _raise_errno(path)
-    fd = dirfd(d)
+    fd = d.fd
     try:
         while True:
-            clear_errno()  # readdir tells its end from its failure by errno alone
-            ent = readdir(d)
-            if ent == NULL:
-                if errno:
+            r = kafkalog_readdir(&d, &cname, &etype)
+            if r <= 0:
+                if r < 0:
                     _raise_errno(path)
                 break
-            cname = ent.d_name
             if cname[0] == b"." and (cname[1] == 0 or (cname[1] == b"." and cname[2] == 0)):
                 continue
             nlen = strlen(cname)
             name = PyUnicode_DecodeFSDefaultAndSize(cname, nlen)
-            dtype = DT_UNKNOWN if _unknown_types else ent.d_type
+            dtype = DT_UNKNOWN if _unknown_types else etype
             have_st = stat_gone = is_dir = False
             if dtype == DT_DIR:
                 is_dir = True
@@ -257,7 +304,7 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
                     held[best_names[i]] = PyBytes_FromStringAndSize(buf, got)
     finally:
         free(buf)
-        closedir(d)
+        kafkalog_closedir(&d)
     return out, held
 
 
