@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -181,14 +182,37 @@ def test_the_greatest_segment_is_read_ahead_whole(tmp_path: Path) -> None:
         assert entries == source._scandir_entries(str(d), [])
     assert _dirs.list_dir(str(d), [], Entry, source._SKIPPED_DIR.search)[1] is None  # type: ignore[union-attr]  # not asked
     (d / "00000000000000000007.log").unlink()
-    (d / "00000000000000000007.log").symlink_to("/proc/self/mem")  # opens, and its first read fails
+    (d / "00000000000000000007.log").mkdir()  # not a regular file: left to the reader
     assert set(_dirs.list_dir(str(d), [], Entry, source._SKIPPED_DIR.search, WHOLE_TAIL)[1]) == {  # type: ignore[union-attr]
         "00000000000000000007.index", "00000000000000000007.timeindex"}
 
 
-def _bytes_read() -> int:
-    """The bytes this process has read with read calls so far (Linux's ``/proc/self/io``)."""
-    return int(dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())["rchar"])
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_is_left_to_the_reader_unopened(tmp_path: Path) -> None:
+    """A FIFO named as the greatest segment's ``.log`` is not a file to read ahead: opening it would
+    wait for a writer, for ever. If the listing waits, the test opens the FIFO's other end, which
+    ends the wait, and fails."""
+    d = tmp_path / "orders-0"
+    d.mkdir()
+    (d / "00000000000000000000.timeindex").write_bytes(b"t" * 12)
+    fifo = d / "00000000000000000000.log"
+    os.mkfifo(fifo)
+    got: list[object] = []
+    lister = threading.Thread(target=lambda: got.append(_dirs.list_dir(str(d), [], Entry, source._SKIPPED_DIR.search, WHOLE_TAIL)))  # type: ignore[union-attr]
+    lister.start()
+    lister.join(5)
+    waited = lister.is_alive()
+    if waited:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the listing's open returns, its read finds the end
+        lister.join()
+    assert not waited, "the listing waited on a FIFO"
+    assert got[0][1] == {"00000000000000000000.timeindex": b"t" * 12}  # type: ignore[index]
+
+
+def _bytes_read(what: str = "rchar") -> int:
+    """The bytes this process has read with read calls so far (Linux's ``/proc/self/io``), or with
+    ``what="syscr"`` the read calls it has made."""
+    return int(dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())[what])
 
 
 @pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
@@ -207,6 +231,28 @@ def test_files_larger_than_asked_are_not_read(tmp_path: Path) -> None:
     read = _bytes_read() - before
     assert held == {"00000000000000000000.timeindex": b"t" * 12}
     assert read < 1024, f"{read} bytes read to hold 12"
+    assert entries == source._scandir_entries(str(d), [])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+def test_files_are_read_in_one_read_each_and_an_empty_one_not_at_all(tmp_path: Path) -> None:
+    """The usual last segment (an empty ``.index``, a ``.timeindex`` of one entry, a short ``.log``):
+    each file read with one read of the size it was found to have, no read to find its end, and
+    the empty one held empty without a read."""
+    d = tmp_path / "orders-0"
+    d.mkdir()
+    (d / "00000000000000000000.index").write_bytes(b"")
+    (d / "00000000000000000000.timeindex").write_bytes(b"t" * 12)
+    (d / "00000000000000000000.log").write_bytes(b"l" * 304)
+    (d / "partition.metadata").write_bytes(b"version: 0\n")
+    _dirs.list_dir(str(d), [], Entry, source._SKIPPED_DIR.search, WHOLE_TAIL)  # type: ignore[union-attr]
+    calls = [_bytes_read("syscr") for _ in range(3)]
+    baseline = calls[2] - calls[1]  # the read calls of asking /proc/self/io itself
+    before = _bytes_read("syscr")
+    entries, held = _dirs.list_dir(str(d), [], Entry, source._SKIPPED_DIR.search, WHOLE_TAIL)  # type: ignore[union-attr]
+    reads = _bytes_read("syscr") - before - baseline
+    assert held == {"00000000000000000000.index": b"", "00000000000000000000.timeindex": b"t" * 12, "00000000000000000000.log": b"l" * 304}
+    assert reads == 2, f"{reads} read calls to hold two files of 12 and 304 bytes and an empty one"
     assert entries == source._scandir_entries(str(d), [])
 
 

@@ -102,3 +102,26 @@ def test_golden_discovery_is_the_same_both_ways(plain: object) -> None:
         _dirs.pretend_unknown_types(False)  # type: ignore[union-attr]
     with plain:  # type: ignore[attr-defined]
         assert found() == compiled
+
+
+def test_the_workers_data_loss_is_the_partitions_own() -> None:
+    """What :func:`list_candidates` finds of each golden and real dir (from the plain values it makes,
+    without the partition) equals what the partition one process makes of the same listing finds:
+    its segments, snapshots, listing and data loss (:meth:`PartitionFiles.gaps`). Of the dirs a walk
+    gives a worker: those named ``<topic>-<partition>``."""
+    dirs = [d for d in DIRS if PARTITION_DIR.match(d.name)]
+    listed = source.list_candidates([_candidate(d, True) for d in dirs])
+    lost = 0
+    for d, got in zip(dirs, listed, strict=True):
+        if not got:
+            continue
+        p = source._partition(source.LocalStorage(), str(d), source._local_entries(str(d), []), source.LogDirOffsets())
+        assert p is not None, d
+        try:
+            gaps = tuple(p.gaps())
+        except (OSError, KafkaLogError):
+            gaps = None  # the worker leaves it to be found again
+        assert got == (tuple((s.base_offset, s.log, s.size, s.index, s.timeindex, s.txnindex) for s in p.segments), p.snapshots, p.listing,
+                       gaps), d
+        lost += bool(gaps)
+    assert lost >= 3  # the golden sets hold dirs that lost data: the check is held to them too

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""A local directory listed in C: ``open``/``readdir`` of the directory, ``fstatat`` and ``openat``
+"""A local directory listed in C: ``open`` and ``getdents64`` (``readdir`` but on Linux) of the directory, ``fstatat`` and ``openat``
 relative to it (each file's path is not looked up again from the root, as ``os.scandir``'s
 ``DirEntry.stat()`` and ``open(path)`` look it up), for :func:`kafkalog.log.source._local_entries`.
 Planning lists every partition dir of a backup (100,000 of them) and reads a few small files of
@@ -8,10 +8,11 @@ each; in Python that is most of its CPU time.
 :func:`list_dir` gives the entries, in the order and with the errors of its plain twin
 (``_local_entries``, over ``os.scandir``), and, when asked, the whole bytes of the small files of
 the directory's greatest segment that the data-loss check reads next (its indexes, then its
-``.log``), read through the same open directory. Those are a guess made from the names alone: the
-check (:func:`kafkalog.log.gaps.find_gaps`) takes a file from them only where it would read that
-file, and reads any other itself; a file the kernel could not read (gone, unreadable, larger than
-asked, turned into a directory) is left out, so the check meets what it meets today.
+``.log``), read through the same open directory, each as it was when sized (so a ``.log`` is sized
+after the indexes that claim its offsets are read: SPEC R-LIVE-02). Those are a guess made from the
+names alone: the check (:func:`kafkalog.log.gaps.find_gaps`) takes a file from them only where it
+would read that file, and reads any other itself; a file the kernel could not read (gone,
+unreadable, larger than asked, not a regular file) is left out, so the check meets what it meets.
 
 It holds the GIL while it lists, but not while it opens the directory or opens and reads a file:
 planning lists 100,000 small directories, each a few calls of the C library, and releasing the GIL
@@ -22,10 +23,10 @@ POSIX only (setup.py builds it nowhere else): without it the plain twin runs.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.exc cimport PyErr_CheckSignals, PyErr_SetFromErrnoWithFilenameObject
 from libc.errno cimport EINTR, ENOENT, errno
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp, memcpy, strcmp, strlen
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcmp, memcpy, strcmp, strcpy, strlen
 from posix.fcntl cimport AT_SYMLINK_NOFOLLOW, O_CLOEXEC, O_RDONLY, openat
-from posix.stat cimport S_ISDIR, fstat, fstatat, struct_stat
+from posix.stat cimport S_ISDIR, S_ISREG, fstatat, struct_stat
 from posix.unistd cimport close, read
 
 
@@ -34,28 +35,77 @@ cdef extern from "Python.h":
     str PyUnicode_DecodeFSDefaultAndSize(const char *, Py_ssize_t)
 
 
-cdef extern from *:
-    """
-    #include <errno.h>
-    static inline void kafkalog_clear_errno(void) { errno = 0; }
-    """
-    void clear_errno "kafkalog_clear_errno" () nogil
-
-
 cdef extern from "<dirent.h>" nogil:
-    ctypedef struct DIR:
-        pass
-    struct dirent:
-        unsigned char d_type
-        char d_name[1]
-    DIR *opendir(const char *path)
-    int dirfd(DIR *dirp)
-    dirent *readdir(DIR *dirp)
-    int closedir(DIR *dirp)
     enum:
         DT_UNKNOWN
         DT_DIR
         DT_LNK
+
+
+cdef extern from *:
+    """
+    /* A directory read entry by entry. On Linux, its file descriptor read with getdents64 into a
+       buffer of the size glibc's readdir reads with (32 KiB): opendir opens the directory as this
+       does, then asks fstat for a block size that sizes its buffer, a system call each directory
+       listed. Elsewhere opendir and readdir. */
+    #include <dirent.h>
+    #include <errno.h>
+    #include <fcntl.h>
+    #include <unistd.h>
+    #if defined(__linux__)
+    #include <sys/syscall.h>
+    #endif
+    #if defined(__linux__) && defined(SYS_getdents64)
+    struct kafkalog_dirent64 { unsigned long long d_ino; long long d_off; unsigned short d_reclen; unsigned char d_type; char d_name[]; };
+    typedef struct { int fd; char *pos, *end; long long buf[4096]; } kafkalog_dir;
+    static int kafkalog_opendir(kafkalog_dir *k, const char *path) {
+        if (!path[0]) { errno = ENOENT; return -1; }  /* as opendir("") */
+        k->fd = open(path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC);
+        k->pos = k->end = (char *)k->buf;
+        return k->fd < 0 ? -1 : 0;
+    }
+    /* 1: the next entry's name and type; 0: the end; -1: an error (errno) */
+    static int kafkalog_readdir(kafkalog_dir *k, const char **name, unsigned char *type) {
+        struct kafkalog_dirent64 *e;
+        if (k->pos >= k->end) {
+            long n = syscall(SYS_getdents64, k->fd, k->buf, sizeof(k->buf));
+            if (n < 0) return -1;
+            if (n == 0) return 0;
+            k->pos = (char *)k->buf;
+            k->end = k->pos + n;
+        }
+        e = (struct kafkalog_dirent64 *)k->pos;
+        k->pos += e->d_reclen;
+        *name = e->d_name;
+        *type = e->d_type;
+        return 1;
+    }
+    static void kafkalog_closedir(kafkalog_dir *k) { close(k->fd); }
+    #else
+    typedef struct { int fd; DIR *d; } kafkalog_dir;
+    static int kafkalog_opendir(kafkalog_dir *k, const char *path) {
+        k->d = opendir(path);
+        if (k->d == NULL) return -1;
+        k->fd = dirfd(k->d);
+        return 0;
+    }
+    static int kafkalog_readdir(kafkalog_dir *k, const char **name, unsigned char *type) {
+        struct dirent *e;
+        errno = 0;  /* readdir tells its end from its failure by errno alone */
+        e = readdir(k->d);
+        if (e == NULL) return errno ? -1 : 0;
+        *name = e->d_name;
+        *type = e->d_type;
+        return 1;
+    }
+    static void kafkalog_closedir(kafkalog_dir *k) { closedir(k->d); }
+    #endif
+    """
+    ctypedef struct kafkalog_dir:
+        int fd
+    int kafkalog_opendir(kafkalog_dir *k, const char *path) nogil
+    int kafkalog_readdir(kafkalog_dir *k, const char **name, unsigned char *type) nogil
+    void kafkalog_closedir(kafkalog_dir *k) nogil
 
 
 #: the most bytes a read asks for at once (None: as many as wanted); set by the tests, which hold
@@ -85,35 +135,42 @@ cdef object _raise_errno(object filename):
 
 
 cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char **buf, Py_ssize_t *room) except -2:
-    """The bytes of file ``name`` under ``dirfd`` read into ``buf`` (grown as needed) until a read
-    comes back empty: their count, or -1 when the file could not be opened or read or holds more
-    than ``most`` bytes (the caller then reads it itself, and meets what it meets). A file whose
-    size says it holds more is not read at all (an active segment's index is preallocated to
-    10 MiB); the buffer is sized by it, one byte more for the read that says it ends. The GIL is
-    released around each call that may wait on the file system (a FUSE mount, NFS)."""
+    """The bytes of regular file ``name`` under ``dirfd`` read into ``buf`` (grown as needed): their
+    count, or -1 when the file is not a regular file, holds more than ``most`` bytes, or could not
+    be opened or read (the caller then reads it itself, and meets what it meets). The file is
+    sized first (``fstatat``), and read as it was then: exactly that many bytes (read on past a read
+    that comes back short, as a FUSE file system's may; fewer if it shrank meanwhile), with no read
+    to tell its end; one that grew meanwhile is read as it was sized, as a reader that came a moment
+    earlier would have read it. A file sized empty is not opened at all (the usual last segment's
+    trimmed ``.index``); one sized above ``most`` is not opened either (an active segment's index is
+    preallocated to 10 MiB); nor is anything but a regular file (a FIFO would wait for a writer). A
+    pseudo-file that says it is empty and is not (``/proc``) is taken as empty: no Kafka file is one.
+    The GIL is released around each call that may wait on the file system (a FUSE mount, NFS)."""
     cdef int fd, r
-    cdef Py_ssize_t n = 0, want, need
+    cdef Py_ssize_t n = 0, want, size
     cdef ssize_t got
     cdef char *grown
     cdef struct_stat st
+    with nogil:
+        r = fstatat(dirfd, name, &st, 0)
+    if r != 0 or not S_ISREG(st.st_mode) or st.st_size > most:
+        return -1
+    size = <Py_ssize_t>st.st_size
+    if size == 0:
+        return 0
+    if size > room[0]:
+        want = max(size, room[0] * 2, 4096)
+        grown = <char *>realloc(buf[0], want)
+        if grown == NULL:
+            raise MemoryError()
+        buf[0], room[0] = grown, want
     with nogil:
         fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)
     if fd < 0:
         return -1
     try:
-        with nogil:
-            r = fstat(fd, &st)
-        if r != 0 or st.st_size > most:
-            return -1
-        while True:
-            need = max(n, <Py_ssize_t>st.st_size) + 1  # one byte more than the file holds: the read that says it ends
-            if need > room[0]:
-                need = max(need, room[0] * 2)
-                grown = <char *>realloc(buf[0], need)
-                if grown == NULL:
-                    raise MemoryError()
-                buf[0], room[0] = grown, need
-            want = room[0] - n
+        while n < size:
+            want = size - n
             if _read_cap and want > _read_cap:
                 want = _read_cap
             with nogil:
@@ -125,10 +182,9 @@ cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char *
                     continue
                 return -1
             if got == 0:
-                return n
+                break  # it shrank since it was sized
             n += got
-            if n > most:
-                return -1
+        return n
     finally:
         close(fd)
 
@@ -136,7 +192,8 @@ cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char *
 cdef object _tuple_new = tuple.__new__
 
 #: the kinds of segment file the data-loss check reads of the last segment, in its order
-cdef tuple _HELD_KINDS = (b".index", b".timeindex", b".txnindex", b".log")
+cdef const char *_HELD_SUFFIXES[4]
+_HELD_SUFFIXES[:] = [".index", ".timeindex", ".txnindex", ".log"]
 
 
 def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_bytes=0):
@@ -154,44 +211,43 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
     cdef const char *cpath = PyBytes_AS_STRING(bpath)
     cdef Py_ssize_t plen = PyBytes_GET_SIZE(bpath)
     cdef int fd
-    cdef DIR *d
-    cdef dirent *ent
+    cdef kafkalog_dir d
+    cdef unsigned char etype
     cdef const char *cname
     cdef Py_ssize_t nlen, i, got
     cdef struct_stat st
     cdef int r, dtype
     cdef bint is_dir, stat_gone, have_st
     cdef char best[20]
+    cdef char fname[32]  # the greatest stem and a suffix of _HELD_SUFFIXES, NUL-ended
     cdef int kinds = 0, k
+    cdef list best_names = None  # the names listed of the greatest stem's kinds, by place
     cdef char *buf = NULL
     cdef Py_ssize_t room = 0
     cdef list out = []
     cdef object name, size
     cdef dict held = None
     cdef str prefix
-    cdef bytes fname
     if <Py_ssize_t>strlen(cpath) != plen:
         raise ValueError("embedded null byte")  # as os.scandir
     prefix = path if (plen == 0 or cpath[plen - 1] == b"/") else path + "/"  # as DirEntry.path joins them
     with nogil:
-        d = opendir(cpath)
-    if d == NULL:
+        r = kafkalog_opendir(&d, cpath)
+    if r != 0:
         _raise_errno(path)
-    fd = dirfd(d)
+    fd = d.fd
     try:
         while True:
-            clear_errno()  # readdir tells its end from its failure by errno alone
-            ent = readdir(d)
-            if ent == NULL:
-                if errno:
+            r = kafkalog_readdir(&d, &cname, &etype)
+            if r <= 0:
+                if r < 0:
                     _raise_errno(path)
                 break
-            cname = ent.d_name
             if cname[0] == b"." and (cname[1] == 0 or (cname[1] == b"." and cname[2] == 0)):
                 continue
             nlen = strlen(cname)
             name = PyUnicode_DecodeFSDefaultAndSize(cname, nlen)
-            dtype = DT_UNKNOWN if _unknown_types else ent.d_type
+            dtype = DT_UNKNOWN if _unknown_types else etype
             have_st = stat_gone = is_dir = False
             if dtype == DT_DIR:
                 is_dir = True
@@ -214,7 +270,7 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
                     subdirs.append(prefix + name)
                 continue
             size = None
-            if name.endswith((".log", ".log.swap")):
+            if _ends(cname, nlen, b".log", 4) or _ends(cname, nlen, b".log.swap", 9):  # the names of _SIZED, as the decoded name ends
                 if stat_gone:
                     continue  # removed while listed
                 if not have_st:
@@ -227,30 +283,35 @@ def list_dir(str path, list subdirs, object entry, object skip, Py_ssize_t held_
             out.append(_tuple_new(entry, (prefix + name, size, False, name)))
             if held_bytes and nlen > 21 and cname[20] == b"." and _digits20(cname):
                 k = _kind(cname + 20)
-                if k:
+                if k >= 0:
                     r = memcmp(cname, best, 20) if kinds else 1
                     if r > 0:
                         memcpy(best, cname, 20)
-                        kinds = k
-                    elif r == 0:
-                        kinds |= k
+                        kinds = 0
+                        best_names = [None, None, None, None]
+                    if r >= 0:
+                        kinds |= 1 << k
+                        best_names[k] = name  # the held file's key: the listing's own name, not made again
         if held_bytes and kinds:
             held = {}
-            room = 4096
-            buf = <char *>malloc(room)
-            if buf == NULL:
-                raise MemoryError()
             for i in range(4):
                 if not kinds & (1 << i):
                     continue
-                fname = best[:20] + _HELD_KINDS[i]
+                memcpy(fname, best, 20)
+                strcpy(fname + 20, _HELD_SUFFIXES[i])
                 got = _read_whole(fd, fname, held_bytes, &buf, &room)
                 if got >= 0:
-                    held[fname.decode("ascii")] = PyBytes_FromStringAndSize(buf, got)
+                    held[best_names[i]] = PyBytes_FromStringAndSize(buf, got)
     finally:
         free(buf)
-        closedir(d)
+        kafkalog_closedir(&d)
     return out, held
+
+
+cdef inline bint _ends(const char *name, Py_ssize_t nlen, const char *suffix, Py_ssize_t slen) noexcept:
+    """Whether ``name`` (``nlen`` bytes) ends with ``suffix``: an ASCII suffix ends the bytes as it
+    ends the name they decode to (the file system encoding keeps ASCII bytes as they are)."""
+    return nlen >= slen and memcmp(name + nlen - slen, suffix, slen) == 0
 
 
 cdef inline bint _digits20(const char *p) noexcept:
@@ -262,13 +323,9 @@ cdef inline bint _digits20(const char *p) noexcept:
 
 
 cdef inline int _kind(const char *suffix) noexcept:
-    """The bit of a kind of :data:`_HELD_KINDS` (1 << its place) that ``suffix`` (NUL-ended) names; 0: none."""
-    if strcmp(suffix, ".index") == 0:
-        return 1
-    if strcmp(suffix, ".timeindex") == 0:
-        return 2
-    if strcmp(suffix, ".txnindex") == 0:
-        return 4
-    if strcmp(suffix, ".log") == 0:
-        return 8
-    return 0
+    """The place in :data:`_HELD_SUFFIXES` of the kind that ``suffix`` (NUL-ended) names; -1: none."""
+    cdef int i
+    for i in range(4):
+        if strcmp(suffix, _HELD_SUFFIXES[i]) == 0:
+            return i
+    return -1

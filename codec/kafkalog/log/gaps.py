@@ -172,6 +172,8 @@ def raise_on_gaps(gaps: list[Gap]) -> None:
 class _Files:
     """Listing and reading of one directory, local or on an fsspec filesystem."""
 
+    __slots__ = ("_prefix", "dir", "fs", "held", "local", "open_log", "read", "shown")
+
     def __init__(self, directory: str, fs: AbstractFileSystem | None, open_log: Callable[[str], BinaryIO] | None = None,
                  read_file: Callable[[str], bytes] | None = None, held: Mapping[str, bytes] | None = None) -> None:
         self.shown = directory
@@ -300,6 +302,9 @@ def _topic_partition(directory: str) -> tuple[str, int] | None:
 
 
 # ---------------------------------------------------------------------------------- detector
+_new_tuple = tuple.__new__
+
+
 class _Claim(NamedTuple):
     end: int  # the log reached at least this offset (the offset after the last one it held)
     words: str  # what claims it ({0}: ``offset``, {1}: ``stem``), written out only when asked: a gap is rare
@@ -375,6 +380,7 @@ def find_gaps(
     open_log: Callable[[str], BinaryIO] | None = None,
     read_file: Callable[[str], bytes] | None = None,
     held: Mapping[str, bytes] | None = None,
+    partition: tuple[str, int] | None = None,
 ) -> list[Gap]:
     """The offset ranges of one partition directory that its files say existed but no ``.log``
     holds, in offset order (empty: nothing is missing).
@@ -388,7 +394,9 @@ def find_gaps(
     (defaults: as any file of the directory). ``held``: files of a local directory read whole
     already, by name (:func:`kafkalog.log.source._local_listing`: the listing read them through the
     directory it held open), each taken where it would be read, and read no more; a ``.log``
-    among them holds at most :data:`WHOLE_TAIL` bytes."""
+    among them holds at most :data:`WHOLE_TAIL` bytes. ``partition``: the directory's (topic,
+    partition) when the caller has parsed its name already (a planner of many partitions), else
+    read from it."""
     shown = os.fspath(directory)
     access = _Files(shown, fs, open_log, read_file, held)
     listed: Mapping[str, int | None] | Iterable[str] = files if files is not None else access.names()
@@ -398,7 +406,7 @@ def find_gaps(
     names = frozenset(listed)
     if checkpoints is None:
         checkpoints = LogDirOffsets.read(access.parent(), access.fs)
-    tp = _topic_partition(shown)
+    tp = partition if partition is not None else _topic_partition(shown)
     if tp is None:
         return []
 
@@ -429,7 +437,7 @@ def find_gaps(
     claim = _furthest_claim(access, tp, checkpoints, seen.snapshots, last, by_base[last] if last is not None else (), indexed,
                             stem=last_stem, sizes=sizes) if weighed else None
     gaps: list[Gap] = []
-    for i, base in enumerate(bases):
+    for i, base in enumerate(bases if seen.orphans else ()):  # listed without an orphan, each segment has its .log
         if "log" in by_base[base]:
             continue
         shown_files = ", ".join(f".{s}" for s in sorted(by_base[base]))
@@ -528,7 +536,7 @@ def _furthest_claim(
             o = max((t.last_offset for t in txns), default=None)
             if o is not None and (best is None or o + 1 > best[0]):
                 best = (o + 1, "{1}.txnindex has an aborted transaction ending at offset {0}", o)
-    return None if best is None else _Claim(*best, stem)
+    return None if best is None else _new_tuple(_Claim, (*best, stem))  # a NamedTuple's own __new__ is a Python call
 
 
 def _read(access: _Files, name: str, sizes: Mapping[str, int | None]) -> bytes:
@@ -553,13 +561,14 @@ def _log_end(access: _Files, base: int, stem: str, positions: list[int] | None, 
     empty or unreadable, so the walk starts at the first byte). ``listed``: the listing named the
     ``.log`` itself (not only its ``.swap``), so it is opened without asking whether it is there
     (a request apiece on object storage); renamed since, it is not found either way."""
+    starts = [0] if not positions else sorted({0, *positions}, reverse=True)  # where the walk may start, last first
+    if access.local and listed and (whole := access.held.get(stem + ".log")) is not None:
+        return _held_log_end(whole, starts, base)
     path = access.join(stem + ".log")
     if not listed and not access.exists(path):
         path += ".swap"
-    starts = [0] if not positions else sorted({0, *positions}, reverse=True)  # where the walk may start, last first
     if access.local:
-        whole = access.held.get(stem + ".log") if listed else None
-        return _local_log_end(path, starts, base) if whole is None else _held_log_end(whole, starts, base)
+        return _local_log_end(path, starts, base)
     try:
         fh = access.open(path)
     except FileNotFoundError:

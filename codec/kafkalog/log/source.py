@@ -614,12 +614,8 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
                topic_partition: tuple[str, int] | None = None) -> PartitionFiles | None:
     """The partition a directory's files describe, or None when they hold no Kafka partition file.
     ``topic_partition``: what the directory's name says, when the caller has read it already."""
-    names = tuple(map(_NAME, files))
-    found = layout(names) if len(names) <= SMALL_LISTING else read_layout(names)
-    if found is None:  # leftovers of an interrupted operation: as the broker has the files after loading them
-        found = read_layout(names, as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path, e.size)))
-    plan, snapshot_at, partition_file, _ = found
-    if not plan and not snapshot_at and not partition_file:
+    parts = _parts(storage, files)
+    if parts is None:
         return None
     if topic_partition is None:
         name = directory.rstrip("/").rsplit("/", 1)[-1]
@@ -630,13 +626,30 @@ def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: Lo
             raise KafkaLogError("holds Kafka files but its name is not <topic>-<partition>, so its topic and partition are unknown",
                                 file=storage.display(directory))
         topic_partition = m["topic"], int(m["partition"])
-    segments = tuple([SegmentFiles(base, None if log is None else files[log].path, 0 if log is None else files[log].size,
-                                   None if index is None else files[index].path, None if time is None else files[time].path,
-                                   None if txn is None else files[txn].path) for base, _, log, index, time, txn in plan])
+    segments, snapshots, listing = parts
+    return PartitionFiles(storage, *topic_partition, directory, tuple([SegmentFiles(*s) for s in segments]), snapshots, log_dir, listing)
+
+
+def _parts(storage: Storage, files: list[Entry]) -> tuple[tuple[tuple, ...], tuple[tuple[int, str], ...], tuple[tuple[str, int | None], ...]] | None:
+    """What a directory's files make of a partition, as plain values (:data:`Listed`'s first three:
+    its segments, each :class:`SegmentFiles`' first six fields, its snapshots and its listing), or
+    None when they hold no Kafka partition file. A worker process gives them as they are (they
+    pickle several times faster than the objects, which are made once, by the process that asked)."""
+    names = tuple(map(_NAME, files))
+    found = layout(names) if len(names) <= SMALL_LISTING else read_layout(names)
+    if found is None:  # leftovers of an interrupted operation: as the broker has the files after loading them
+        if not any(map(_is_kafka_file, names)):
+            return None  # none opened: a directory of leftovers alone is no partition dir
+        found = read_layout(names, as_loaded({e.name: e for e in files}, lambda e: storage.open(e.path, e.size)))
+    plan, snapshot_at, partition_file, _ = found
+    if not plan and not snapshot_at and not partition_file:
+        return None  # no Kafka file: the layout of names that hold one has a segment, snapshot or partition file
+    segments = tuple([(base, None if log is None else files[log].path, 0 if log is None else files[log].size,
+                       None if index is None else files[index].path, None if time is None else files[time].path,
+                       None if txn is None else files[txn].path) for base, _, log, index, time, txn in plan])
     snapshots = tuple([(base, files[i].path) for base, i in snapshot_at])
     sizes = tuple(map(_SIZE, files))
-    listing = _listing(names, sizes) if len(names) <= SMALL_LISTING else tuple(zip(names, sizes, strict=True))
-    return PartitionFiles(storage, *topic_partition, directory, segments, snapshots, log_dir, listing)
+    return segments, snapshots, _listing(names, sizes) if len(names) <= SMALL_LISTING else tuple(zip(names, sizes, strict=True))
 
 
 _NAME = operator.itemgetter(3)
@@ -1027,16 +1040,18 @@ def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, w
         return ()  # removed while walked
     if subdirs:
         return None
-    if not any(_is_kafka_file(e.name) for e in files):
+    parts = _parts(storage, files)  # None without a Kafka file, as the walk's visit finds
+    if parts is None:
         return ()
-    p = _partition(storage, d, files, own_offsets(topic, partition, log_start, log_end), (topic, partition))
-    if p is None:
-        return ()
-    gaps = None
-    if wanted:
-        with contextlib.suppress(Exception):  # found again, and raised, when the partition is planned
-            gaps = tuple(p._gaps(held))
-    return tuple([(s.base_offset, s.log, s.size, s.index, s.timeindex, s.txnindex) for s in p.segments]), p.snapshots, p.listing, gaps
+    segments, snapshots, listing = parts
+    if not wanted:
+        return segments, snapshots, listing, None
+    try:  # PartitionFiles.gaps() of a local partition, found without making the partition (a try costs less than contextlib.suppress)
+        gaps = tuple(find_gaps(d, files=dict(listing), checkpoints=own_offsets(topic, partition, log_start, log_end), held=held,
+                               partition=(topic, partition)))
+    except Exception:  # noqa: BLE001 - found again, and raised, when the partition is planned
+        gaps = None
+    return segments, snapshots, listing, gaps
 
 
 def partition_dirs(root: str) -> list[str]:
