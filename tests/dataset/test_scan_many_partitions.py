@@ -75,17 +75,18 @@ def test_planning_leaves_the_garbage_collector_as_it_found_it(many: Path, enable
         gc.enable() if was else gc.disable()
 
 
-def _planned_by_processes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def _planned_by_processes(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     """Planning of any number of partitions finds their data loss in worker processes; the task
-    counts of each run of the pool are recorded (none: planned in one process)."""
+    counts of each run of the pool are recorded (none: planned in one process; None: a run whose
+    tasks come as the walk makes them)."""
     from kafkalog.dataset import processes, scan
 
     monkeypatch.setattr(scan, "PARALLEL_PLANNING", 1)
-    runs: list[int] = []
+    runs: list[int | None] = []
     real = processes.ordered_map
 
     def recording(fn, items, jobs, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - ordered_map's stand-in
-        runs.append(len(items))
+        runs.append(len(items) if isinstance(items, list) else None)
         return real(fn, items, jobs, **kw)
 
     monkeypatch.setattr(processes, "ordered_map", recording)
@@ -186,15 +187,16 @@ def _outcome(run: object) -> tuple:
         return ("error", type(e), str(e), getattr(e, "file", None), getattr(e, "offset", None), getattr(e, "gaps", None))
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, plan: object) -> tuple[tuple, tuple]:
+def _both(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, plan: object, *, start_at: int = 1) -> tuple[tuple, tuple]:
     """``plan(plan_jobs)`` in one process and with two worker processes listing every data dir's
-    partition dirs (the threshold lowered to 1), each with the warnings logged; the second asserts
+    partition dirs (the threshold lowered to ``start_at``: from the first one met, or from a later
+    one, the walk going on beside their listing), each with the warnings logged; the second asserts
     that the workers listed them."""
     import logging
 
     from kafkalog.dataset import processes, scan
 
-    monkeypatch.setattr(scan, "PARALLEL_PLANNING", 1)
+    monkeypatch.setattr(scan, "PARALLEL_PLANNING", start_at)
     used: list[str] = []
     real = processes.ordered_map
 
@@ -335,12 +337,16 @@ def _dies_listing_many_20(candidates: list) -> list:  # noqa: ANN001 - list_cand
     return list_candidates(candidates)
 
 
+@pytest.mark.parametrize("start_at", [1, 8])
 def test_a_worker_killed_mid_run_leaves_the_rest_to_the_planning_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                         caplog: pytest.LogCaptureFixture) -> None:
+                                                                         caplog: pytest.LogCaptureFixture, start_at: int) -> None:
+    """A worker dies while the walk goes on (the workers given partition dirs from the first one met,
+    or from the eighth): those of its run and after are listed by the planning process, with one
+    process's plans."""
     from kafkalog.dataset import scan
 
     root = many_partitions(tmp_path / "data", 40, no_log=35, lost_tail=5)
-    serial, _ = _both(monkeypatch, caplog, _scan_plans(monkeypatch, [str(root)], allow_gaps=True))
+    serial, _ = _both(monkeypatch, caplog, _scan_plans(monkeypatch, [str(root)], allow_gaps=True), start_at=start_at)
     monkeypatch.setattr(scan, "list_candidates", _dies_listing_many_20)
     got = _outcome(lambda: _scan_plans(monkeypatch, [str(root)], died=True, allow_gaps=True)(2))  # type: ignore[operator]
     assert got == serial[0]
@@ -421,54 +427,106 @@ def test_a_pool_that_cannot_start_leaves_finding_the_data_loss_to_the_planning_p
     assert runs and tried and warned[2] == warned[1] and len(warned[1]) == 2
 
 
-def test_the_workers_server_starts_while_the_walk_goes_on_once_many_partition_dirs_are_met(many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The server the listing workers are forked from is started once the walk has met as many
-    partition dirs as make the listing go to workers (its start-up then runs beside the walk of the
-    rest), before the first task is sent; below that number, none is started."""
-    from kafkalog.dataset import processes, scan
+def _listing_timeline(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the planning process does, in order: ``met`` for each partition dir the walk meets (and
+    leaves for the workers), ``sent`` for each run of them sent to the listing workers (not the
+    data-loss workers of partitions found here)."""
+    from kafkalog.dataset import processes
+    from kafkalog.log import source
 
     events: list[str] = []
-    real_start, real_map = processes.start_server, processes.ordered_map
+    real_candidate, real_map = source._Walk.candidate, processes.ordered_map
 
-    def start(preload=()):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202 - start_server's stand-in
-        events.append("server")
-        real_start(preload)
+    def candidate(self, d, topic, partition):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202 - _Walk.candidate's stand-in
+        events.append("met")
+        return real_candidate(self, d, topic, partition)
 
     def mapped(fn, items, jobs, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - ordered_map's stand-in
-        events.append(f"map {len(items)}")
-        return real_map(fn, items, jobs, **kw)
+        def sent():  # type: ignore[no-untyped-def]  # noqa: ANN202
+            for item in items:
+                events.append("sent")
+                yield item
+        return real_map(fn, sent() if fn is source.list_candidates else items, jobs, **kw)
 
-    monkeypatch.setattr(processes, "start_server", start)
+    monkeypatch.setattr(source._Walk, "candidate", candidate)
     monkeypatch.setattr(processes, "ordered_map", mapped)
-    kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)  # 600 dirs: fewer than PARALLEL_PLANNING
-    assert events == []
-    monkeypatch.setattr(scan, "PARALLEL_PLANNING", COUNT // 2)
-    seen = []
-    real_apply = scan.plan_all
-
-    def planned(files, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202, ANN003 - plan_all's stand-in
-        seen.append(list(events))
-        return real_apply(files, **kw)
-
-    monkeypatch.setattr(scan, "plan_all", planned)
-    kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)
-    assert seen[0][0] == "server" and seen[0][1].startswith("map ") and seen[0].count("server") == 1, seen
+    return events
 
 
-def test_the_workers_server_is_not_started_for_partition_dirs_listed_here(many: Path, tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """What counts toward starting the server is the partition dirs the workers would list, not the
-    partitions this process finds itself after the first of them (a partition dir given as a path):
-    one such dir, then many given one by one, start none."""
+def test_listing_workers_are_given_partition_dirs_while_the_walk_goes_on(many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the walk has met as many partition dirs as make the listing go to workers, the workers'
+    server is started, and runs of them are sent to the workers while the walk goes on (not once it
+    has ended), two per worker first; below that number, none is sent: this process lists them."""
     from kafkalog.dataset import processes, scan
 
-    started: list[int] = []
-    monkeypatch.setattr(processes, "start_server", lambda preload=(): started.append(1))
+    events = _listing_timeline(monkeypatch)
+    real_start = processes.start_server
+    monkeypatch.setattr(processes, "start_server", lambda preload=(): (events.append("server"), real_start(preload)))
+    kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)  # 600 dirs: fewer than PARALLEL_PLANNING
+    assert "sent" not in events and "server" not in events and events.count("met") == COUNT
+    events.clear()
+    monkeypatch.setattr(scan, "PARALLEL_PLANNING", COUNT // 8)
+    kafkalog.scan(str(many), plan_jobs=2, allow_gaps=True)
+    first = events.index("sent")
+    assert events.index("server") == COUNT // 8 and set(events[:first]) == {"met", "server"} and events.count("met") == COUNT, events
+    last = len(events) - 1 - events[::-1].index("sent")
+    assert events[first : first + 4] == ["sent"] * 4 and "met" in events[first:last], events  # the walk went on between the runs sent
+
+
+def test_the_walk_takes_partition_dirs_given_as_paths_as_its_own(many: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What counts toward the workers' listing is the partition dirs they would list, not the
+    partitions this process finds itself after the first of them (a partition dir given as a path):
+    one such dir, then many given one by one, send none."""
+    from kafkalog.dataset import scan
+
+    events = _listing_timeline(monkeypatch)
     monkeypatch.setattr(scan, "PARALLEL_PLANNING", 10)
     _link_copy(many / "many-0", tmp_path / "data" / "many-0")
     paths = [str(tmp_path / "data"), *(str(many / f"many-{p}") for p in range(1, 31))]
     kafkalog.scan(paths, plan_jobs=2, allow_gaps=True)
-    assert started == []
+    assert events == ["met"]
+
+
+@pytest.mark.parametrize("start_at", [1, 8])
+def test_an_error_of_the_walk_after_the_workers_started_is_raised_in_its_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                               caplog: pytest.LogCaptureFixture, start_at: int) -> None:
+    """The walk fails (a path that is no directory) after the workers were given the partition dirs of
+    the one before it: one process's error, raised after those of the directories met before it (a
+    partition dir that cannot be walked), as one process raises it."""
+    import os
+
+    from kafkalog.errors import LogNotFoundError
+
+    root = many_partitions(tmp_path / "data", 30)
+    paths = [str(root), str(tmp_path / "nowhere")]
+    serial, parallel = _both(monkeypatch, caplog, _scan_plans(monkeypatch, paths, allow_gaps=True), start_at=start_at)
+    assert parallel == serial and serial[0][1] is LogNotFoundError and "nowhere" in serial[0][3], serial
+    os.symlink("loop", root / "many-21" / "loop")
+    serial, parallel = _both(monkeypatch, caplog, _scan_plans(monkeypatch, paths, allow_gaps=True), start_at=start_at)
+    assert parallel == serial and issubclass(serial[0][1], OSError) and "many-21" in serial[0][2], serial
+
+
+def test_an_error_asking_wants_of_a_dir_the_workers_list_is_raised_in_its_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``wants`` fails for one partition dir while the walk goes on beside the listing workers: the
+    walk ends there, and its error, or that of a dir met before it (one that cannot be walked), is
+    raised as one process raises it."""
+    import os
+
+    from kafkalog.dataset import scan
+    from kafkalog.log.source import find_partitions
+
+    def wants(topic: str, partition: int) -> bool:
+        if partition == 20:
+            raise ValueError("wants failed for many-20")
+        return True
+
+    root = many_partitions(tmp_path / "data", 40)
+    monkeypatch.setattr(scan, "PARALLEL_PLANNING", 8)
+    for loop in (False, True):
+        if loop:
+            os.symlink("loop", root / "many-12" / "loop")
+        outcomes = [_outcome(lambda: find_partitions(str(root), wants=wants, list_many=lister)) for lister in (None, scan._lister(2))]  # noqa: B023
+        assert outcomes[1] == outcomes[0] and outcomes[0][0] == "error", outcomes
 
 
 @pytest.mark.rule("R-LOSS-04")

@@ -185,6 +185,48 @@ def test_a_worker_killed_between_results_stops_the_run_as_a_killed_worker() -> N
     assert "worker process died" in str(e.value) and "task-1" in str(e.value)
 
 
+def _killed_at_9(i: int) -> int:
+    """A task, run by a worker process: the ninth is killed, after a moment (its neighbours run meanwhile)."""
+    if i == 9:
+        import time
+
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return i
+
+
+def test_items_that_come_one_by_one_are_taken_as_tasks_are_sent() -> None:
+    """An iterator of items (a walk's): each is taken when its task is sent, at most two per worker
+    ahead of the result given; the results come in item order; what taking an item raises is raised
+    in its turn, after the results of the items before it."""
+    from kafkalog.tools.jobs import ordered_map
+
+    taken: list[int] = []
+
+    def items() -> object:
+        for i in range(8):
+            taken.append(i)
+            yield -i
+        raise ValueError("the walk failed")
+
+    results = ordered_map(abs, items(), 2, names=lambda i: f"task-{i}")
+    assert next(results) == 0 and taken == [0, 1, 2, 3]
+    got = [0]
+    with pytest.raises(ValueError, match="the walk failed"):
+        got.extend(results)
+    assert got == list(range(8))
+
+
+def test_a_killed_worker_is_named_with_its_pid_however_many_tasks_came_before() -> None:
+    """The table of tasks under way holds one slot per task that may be under way, reused: a worker
+    killed at the tenth task of an iterator's is named, with its pid, in :attr:`WorkerDied.running`."""
+    from kafkalog.tools.jobs import WorkerDied, ordered_map
+
+    with pytest.raises(WorkerDied) as e:
+        list(ordered_map(_killed_at_9, iter(range(12)), 2, names=lambda i: f"task-{i}"))
+    assert "task-9" in str(e.value) and e.value.running.get(9, 0) > 0 and set(e.value.running) <= {9, 10, 11}, e.value.running
+
+
 def test_a_pool_that_cannot_start_raises_no_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """No worker process can be started (too many open files): :class:`NoWorkers`, a WorkerDied,
     which the CLI reports as a worker's death (exit 3, one line), at the first result asked for."""

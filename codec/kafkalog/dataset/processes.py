@@ -14,11 +14,12 @@ so the design holds under every start method. Workers read with the kernels the 
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any, TypeVar
 
-__all__ = ["RUNS_PER_JOB", "NoWorkers", "WorkerDied", "default_jobs", "ordered_map", "runs", "share", "span", "start_server"]
+__all__ = ["RUNS_PER_JOB", "NoWorkers", "WorkerDied", "default_jobs", "cut", "ordered_map", "runs", "share", "span", "start_server"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,16 +66,27 @@ def runs(items: Sequence[T], weights: Sequence[int], jobs: int, target: int | No
     """``items`` cut, in order, into runs of about ``target`` weight each (default: :func:`share`;
     an item heavier than that is a run of its own): the tasks of a run spread over ``jobs``
     processes, so that thousands of small partitions cost a few dozen round trips, not thousands."""
-    target = share(weights, jobs) if target is None else target
-    out: list[list[T]] = []
+    return list(cut(zip(items, weights, strict=True), share(weights, jobs) if target is None else target))
+
+
+def cut(weighted: Iterable[tuple[T, int]], target: int) -> Iterator[list[T]]:
+    """:func:`runs` of ``(item, weight)`` pairs, each run given as soon as it is whole: the tasks of
+    :func:`ordered_map` from items that come one by one (their number not known ahead)."""
+    run: list[T] = []
     weight = 0
-    for item, w in zip(items, weights, strict=True):
-        if not out or weight >= target or (w >= target and weight > 0):
-            out.append([])
+    for item, w in weighted:
+        if weight > 0 and w >= target:  # an item heavier than a run: a run of its own
+            yield run
+            run = []
             weight = 0
-        out[-1].append(item)
+        run.append(item)
         weight += w
-    return out
+        if weight >= target:
+            yield run
+            run = []
+            weight = 0
+    if run:
+        yield run
 
 
 def span(names: Sequence[str]) -> str:
@@ -82,7 +94,8 @@ def span(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"one of the {len(names)} from {names[0]} to {names[-1]}"
 
 
-#: in a worker process: per task, the pid of the worker running it (-1 once done); see ordered_map
+#: in a worker process: per task under way (task k in slot k % its length), the pid of the worker
+#: running it (-1 once done); see ordered_map
 _status: Any = None
 
 
@@ -101,10 +114,10 @@ def _init(status: Any, pure: bool, plain_listing: bool) -> None:
         files.set_dir_lister(None)
 
 
-def _run(fn: Callable[[T], R], item: T, index: int) -> R:
-    """Run one task in a worker, its index marked as in progress by this process until it is done."""
+def _run(fn: Callable[[T], R], item: T, slot: int) -> R:
+    """Run one task in a worker, its slot of the task table marked as in progress by this process until it is done."""
     status = _status
-    status[index] = os.getpid()
+    status[slot] = os.getpid()
     try:
         result = fn(item)
     except BaseException as e:
@@ -116,16 +129,19 @@ def _run(fn: Callable[[T], R], item: T, index: int) -> R:
             raise RuntimeError(f"{type(e).__name__}: {e}") from None
         raise
     finally:
-        status[index] = -1
+        status[slot] = -1
     return result
 
 
 def ordered_map(
-    fn: Callable[[T], R], items: Sequence[T], jobs: int, *, names: Callable[[int], str], preload: Sequence[str] = ()
+    fn: Callable[[T], R], items: Iterable[T], jobs: int, *, names: Callable[[int], str], preload: Sequence[str] = ()
 ) -> Iterator[R]:
     """``fn(item)`` for each item, in item order, computed by up to ``jobs`` worker processes
     (``jobs`` 1, or a single item: in this process, nothing started). ``fn`` must be a module-level
-    function and the items picklable.
+    function and the items picklable. ``items`` may be an iterator whose items come as it is
+    advanced (a walk's directories): each is taken when it is sent to a worker, at most ``2 * jobs``
+    ahead of the result being given, so its making goes on beside the workers' tasks; an exception
+    taking one is raised in its turn, as a failing task's is.
 
     The first task to fail stops the run: no task is started after it, those under way finish (so
     that each writes its file whole or removes it), and its exception is raised once the results
@@ -133,9 +149,12 @@ def ordered_map(
     :class:`WorkerDied` naming ``names(index)`` of the tasks it may have been running; a pool whose
     processes cannot be started raises :class:`NoWorkers` (one) at the first result asked for.
     ``preload``: modules the worker processes import once, before they are forked."""
-    if jobs <= 1 or len(items) <= 1:
-        yield from map(fn, items)
+    todo = iter(items)
+    first = list(itertools.islice(todo, 2))
+    if jobs <= 1 or len(first) <= 1:
+        yield from map(fn, itertools.chain(first, todo))
         return
+    todo = itertools.chain(first, todo)
     from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -143,10 +162,12 @@ def ordered_map(
     from kafkalog.format import files
 
     ctx = _context(preload)
+    ahead = 2 * jobs  # tasks queued at most: a failure stops the run before many more start
     try:
-        status = ctx.Array("q", [0] * len(items), lock=False)  # per task: the pid running it, -1 once done
+        # per task under way, task k in slot k % ahead (no more are under way): the pid running it, -1 once done
+        status = ctx.Array("q", [0] * ahead, lock=False)
         pool = ProcessPoolExecutor(
-            max_workers=min(jobs, len(items)),
+            max_workers=min(jobs, len(items)) if isinstance(items, Sized) else jobs,
             mp_context=ctx,
             initializer=_init,
             initargs=(status, columnar.kernels is columnar.PURE, files.dir_lister() is None),
@@ -154,21 +175,34 @@ def ordered_map(
     except OSError as e:  # its shared memory, pipes and queues are files too
         raise _no_workers(e) from e
     pending: dict[int, Future[R]] = {}
-    ahead = 2 * jobs  # tasks queued at most: a failure stops the run before many more start
     submitted = 0
+    failed: Exception | None = None  # what taking item `submitted` raised (None: none, or not taken yet)
+    taken = False  # every item taken
     terminate = _exit_on_sigterm()
     try:
-        for i in range(len(items)):
+        for i in itertools.count():
             try:
-                while submitted < len(items) and submitted < i + ahead:
+                while not taken and submitted < i + ahead:
                     try:
-                        pending[submitted] = pool.submit(_run, fn, items[submitted], submitted)
+                        item = next(todo)
+                    except StopIteration:
+                        taken = True
+                        break
+                    except Exception as e:  # noqa: BLE001 - raised in its turn, after the results before it
+                        taken, failed = True, e
+                        break
+                    try:
+                        pending[submitted] = pool.submit(_run, fn, item, submitted % ahead)
                     except OSError as e:  # the pool starts its processes as the first tasks are submitted
                         raise _no_workers(e) from e
                     submitted += 1
+                if i == submitted:
+                    if failed is not None:
+                        raise failed
+                    return
                 yield pending.pop(i).result()
             except BrokenProcessPool:  # raised by submit too, once a worker died
-                running = {k: status[k] for k in range(len(items)) if status[k] > 0}
+                running = {k: status[k % ahead] for k in range(i, submitted) if status[k % ahead] > 0}
                 raise WorkerDied(
                     "a worker process died (killed by a signal, or out of memory) while reading "
                     f"{' or '.join(names(k) for k in running or [i])}",

@@ -12,6 +12,7 @@ Planning needs no pyarrow (the ``arrow`` extra): it is imported when Arrow batch
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -626,9 +627,8 @@ def _lister(jobs: int | None) -> _Lister | None:
     """:func:`~kafkalog.log.source.find_partitions`'s ``list_many`` for planning with ``jobs``
     processes (see :func:`plan_all`); None when no worker may be started: the walk lists each
     directory as it meets it."""
-    if _planning_jobs(PARALLEL_PLANNING, jobs) <= 1:
-        return None
-    return _Lister(jobs)
+    jobs = _planning_jobs(PARALLEL_PLANNING, jobs)
+    return _Lister(jobs) if jobs > 1 else None
 
 
 #: the modules the planning workers' server imports before it forks them
@@ -636,42 +636,57 @@ _LISTING_PRELOAD = ["kafkalog.log.source"]
 
 
 class _Lister:
-    """:func:`~kafkalog.log.source.find_partitions`'s ``list_many``: many partition dirs are listed,
-    made partitions of and have their data loss found by worker processes
-    (:func:`~kafkalog.log.source.list_candidates`). Its ``prepare`` starts their server once the
-    walk has met :data:`PARALLEL_PLANNING` of them (``prepare_at``), while it meets the rest."""
+    """:func:`~kafkalog.log.source.find_partitions`'s ``list_many``: once the walk has met
+    :data:`PARALLEL_PLANNING` partition dirs (``start_at``), they, and then each as the walk meets
+    it, are listed, made partitions of and have their data loss found by ``jobs`` worker processes
+    (:func:`~kafkalog.log.source.list_candidates`) while the walk goes on.
 
-    def __init__(self, jobs: int | None) -> None:
+    The workers' server is started then, and the walk goes on over :data:`_SERVER_LEAD` times as
+    many before the first run is sent: the server's start (a fresh interpreter's imports, about
+    0.3 s, for which sending a task waits) runs beside that much of the walk (about 0.2 s at some
+    12 us a dir) instead of keeping this process waiting."""
+
+    def __init__(self, jobs: int) -> None:
         self.jobs = jobs
-        self.prepare_at = PARALLEL_PLANNING
+        self.start_at = PARALLEL_PLANNING
 
-    def __call__(self, candidates: list[Candidate]) -> Iterator[Listed | None] | None:
-        n = _planning_jobs(len(candidates), self.jobs)
-        return _listed_in_processes(candidates, n) if n > 1 else None
-
-    def prepare(self) -> None:
+    def __call__(self, candidates: Iterator[Candidate]) -> Iterator[Listed | None]:
         from kafkalog.dataset.processes import start_server
 
         start_server(_LISTING_PRELOAD)
+        met = list(itertools.islice(candidates, _SERVER_LEAD * self.start_at))
+        return _listed_in_processes(itertools.chain(met, candidates), self.jobs, max(1, self.start_at // (2 * self.jobs)))
 
 
-def _listed_in_processes(candidates: list[Candidate], jobs: int) -> Iterator[Listed | None]:
-    """:func:`~kafkalog.log.source.list_candidates` of ``candidates``, in runs spread over ``jobs``
-    worker processes, one result per candidate in order; from a worker's death on, None for each
-    (this process lists them, and meets what one process meets)."""
-    from kafkalog.dataset.processes import WorkerDied, ordered_map, runs, span
+#: the walk's lead over the listing workers (see :class:`_Lister`), in :data:`PARALLEL_PLANNING`s
+_SERVER_LEAD = 4
 
-    tasks = runs(candidates, [1] * len(candidates), jobs)
-    results = ordered_map(list_candidates, tasks, jobs, names=lambda k: span([c[0] for c in tasks[k]]), preload=_LISTING_PRELOAD)
+
+def _listed_in_processes(candidates: Iterator[Candidate], jobs: int, size: int) -> Iterator[Listed | None]:
+    """:func:`~kafkalog.log.source.list_candidates` of ``candidates``, taken as they come, in runs
+    of ``size`` spread over ``jobs`` worker processes (the candidates met when the listing starts
+    make two runs per process), one result per candidate in order; from a worker's death on, None
+    for each (this process lists them, and meets what one process meets)."""
+    from kafkalog.dataset.processes import WorkerDied, cut, ordered_map, span
+
+    sent: collections.deque[list[Candidate]] = collections.deque()  # the runs sent whose results are not in, first to last
+    given = 0  # the runs whose results are in
+
+    def tasks() -> Iterator[list[Candidate]]:
+        for run in cut(zip(candidates, itertools.repeat(1)), size):
+            sent.append(run)
+            yield run
+
+    cuts = tasks()
+    results = ordered_map(list_candidates, cuts, jobs, names=lambda k: span([c[0] for c in sent[k - given]]), preload=_LISTING_PRELOAD)
     try:
-        for k in range(len(tasks)):
-            try:
-                listed = next(results)
-            except WorkerDied:
-                for rest in tasks[k:]:
-                    yield from [None] * len(rest)
-                return
+        for listed in results:
+            sent.popleft()
+            given += 1
             yield from listed
+    except WorkerDied:
+        for run in itertools.chain(list(sent), cuts):  # those taken, then the rest as the walk meets them
+            yield from [None] * len(run)
     finally:
         results.close()  # type: ignore[attr-defined]
 

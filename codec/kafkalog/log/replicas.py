@@ -263,7 +263,7 @@ def one_view(copies: list[PartitionFiles]) -> PartitionFiles:
 
 
 def discover(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None,
-             list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None = None) -> list[PartitionFiles]:
+             list_many: Callable[[Iterator[Candidate]], Iterator[Listed | None] | None] | None = None) -> list[PartitionFiles]:
     """Every topic-partition under ``paths`` (see :func:`find_partitions`, and its ``list_many``),
     sorted by topic and partition, each as one view: a partition found in several directories (its
     replicas under each broker's data dir in a backup of a cluster, or two copies given as two

@@ -17,6 +17,7 @@ Reading never writes: files are opened read-only and nothing is created.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import gc
@@ -758,7 +759,7 @@ Listed = tuple
 
 
 def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None,
-                    list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None = None) -> list[PartitionFiles]:
+                    list_many: Callable[[Iterator[Candidate]], Iterator[Listed | None] | None] | None = None) -> list[PartitionFiles]:
     """Every partition directory under ``paths`` (each a folder searched at any depth, a partition
     dir or a glob of them, local or a URL), each copy on its own, sorted by topic, partition and
     directory; ``wants(topic, partition)`` false skips one. This is the one discovery of kafkalog:
@@ -772,20 +773,21 @@ def find_partitions(paths: str | Iterable[str], *, wants: Callable[[str, int], b
     its partitions once. A path holding no partition raises :class:`~kafkalog.errors.LogNotFoundError`.
 
     ``list_many``: a caller that lists many directories at once (worker processes: see
-    :func:`kafkalog.dataset.scan.plan_all`) is given every directory named ``<topic>-<partition>``
-    below a root on local disk (:data:`Candidate`, in the order the walk meets them) before any is
-    listed, and returns None (list them here) or what :func:`list_candidates` gives of each, in
-    that order, None where this process is to list it. The partitions, and the errors, are those
-    one process finds, in the same order; ``wants`` is then asked of each such directory before
-    it is listed, and the data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`).
-    ``list_many.prepare()``, when it has one, is called once the walk has met ``list_many.prepare_at`` such directories (and more may come:
-    ``scan`` starts its workers' server then)."""
+    :func:`kafkalog.dataset.scan.plan_all`) is called once the walk has met ``list_many.start_at``
+    (default 1) directories named ``<topic>-<partition>`` below a root on local disk, and given them
+    (:data:`Candidate`, in the order the walk meets them) as an iterator that takes the walk on as
+    it is advanced: its listing runs beside the rest of the walk. It returns None (list them here)
+    or what :func:`list_candidates` gives of each, in that order, None where this process is to
+    list it; a walk that meets fewer lists them here. The partitions, and the errors, are those one
+    process finds, in the same order (an error of the walk is raised after those of the directories
+    met before it); ``wants`` is then asked of each such directory before it is listed, and the
+    data loss of those wanted comes found (:attr:`PartitionFiles.found_gaps`)."""
     with gc_paused():
         return _find_partitions(paths, wants, list_many)[0]
 
 
 def find_copies(paths: str | Iterable[str], *, wants: Callable[[str, int], bool] | None = None,
-                list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None = None) -> tuple[list[PartitionFiles], bool]:
+                list_many: Callable[[Iterator[Candidate]], Iterator[Listed | None] | None] | None = None) -> tuple[list[PartitionFiles], bool]:
     """:func:`find_partitions`' partitions, and whether two or more of them are copies of one
     topic-partition (in several directories): known from the walk's own record of what it found, where
     finding it from the partitions would cost about as much as sorting them."""
@@ -794,7 +796,7 @@ def find_copies(paths: str | Iterable[str], *, wants: Callable[[str, int], bool]
 
 
 def _find_partitions(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None,
-                     list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> tuple[list[PartitionFiles], bool]:
+                     list_many: Callable[[Iterator[Candidate]], Iterator[Listed | None] | None] | None) -> tuple[list[PartitionFiles], bool]:
     found: dict[tuple[str, str], PartitionFiles] = {}
     _apply(_walk(paths, wants, found, list_many), list_many)
     # found by (<topic>-<partition>, directory): two copies of one partition share the name
@@ -815,28 +817,100 @@ _TOPIC = operator.attrgetter("topic")
 _PARTITION = operator.attrgetter("partition")
 
 
-def _apply(events: Iterator[tuple], list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> None:
+def _apply(events: Iterator[tuple], list_many: Callable[[Iterator[Candidate]], Iterator[Listed | None] | None] | None) -> None:
     """Make the calls that ``events`` (:func:`_walk`'s) are, in order: those from the first
-    directory left for ``list_many`` on once it has been given every such directory."""
-    held: list[tuple] = []
-    prepare_at = getattr(list_many, "prepare_at", None)
-    candidates = 0  # the directories held for list_many (not the partitions found here after the first)
-    try:
-        for event in events:
-            if held or event[0] is _CANDIDATE:
-                held.append(event)
-                if event[0] is _CANDIDATE:
-                    candidates += 1
-                    if candidates == prepare_at:
-                        list_many.prepare()  # type: ignore[union-attr]
-            else:
-                event[0](*event[1:])
-    except Exception as e:
-        if not held:
-            raise
-        held.append((_raise, e))  # raised in its turn, after the errors of the directories met before it
-    if held:
-        _listed_many(held, list_many)  # type: ignore[arg-type]
+    directory left for ``list_many`` on are held (:class:`_Held`); once the walk has met
+    ``list_many.start_at`` such directories (default 1), ``list_many`` is given them, and then
+    each as the walk meets it, while their listings are taken in, in order; a walk that ends short
+    of that lists them here."""
+    for event in events:
+        if event[0] is _CANDIDATE:
+            break
+        event[0](*event[1:])
+    else:
+        return
+    held = _Held(events, event)
+    start_at = getattr(list_many, "start_at", 1)
+    while held.met < start_at and held.more():
+        pass
+    held.make(list_many(held.candidates()) if held.met >= start_at else None)  # type: ignore[misc]
+
+
+class _Held:
+    """The events of a walk (:func:`_walk`'s) from its first directory left for ``list_many`` on:
+    taken from the walk as they are asked for (:meth:`more`), held until they are made, in order
+    (:meth:`make`). What ``list_many`` is told of each such directory (:meth:`_Walk.candidate`,
+    which asks ``wants``) is found as the walk meets it, and given to it by :meth:`candidates`,
+    ahead of the directory's turn. An exception of the walk ends it: it is held in its turn, and
+    raised after the errors of the directories met before it, as one process raises it."""
+
+    def __init__(self, events: Iterator[tuple], first: tuple) -> None:
+        self.events: Iterator[tuple] | None = events  # None once the walk has ended
+        self.held: collections.deque[tuple] = collections.deque()  # the events not made yet
+        self.made: collections.deque[tuple[Candidate, str]] = collections.deque()  # each held directory's Candidate and parent
+        self.todo: collections.deque[Candidate] = collections.deque()  # those not yet given to list_many
+        self.met = 0  # the directories left for list_many met
+        self.listing = True  # list_many is (to be) given them
+        self.more(first)
+
+    def more(self, event: tuple | None = None) -> bool:
+        """One more event of the walk (``event``, else the walk's next) held; False once the walk has
+        ended. The hot path of a walk of 100,000 directories: a few operations a directory."""
+        events = self.events
+        if events is None:
+            return False
+        try:
+            if event is None:
+                event = next(events)
+            if event[0] is _CANDIDATE:
+                c, parent = event[1].candidate(event[2], event[4], event[5])
+                self.made.append((c, parent))
+                if self.listing:
+                    self.todo.append(c)
+                self.met += 1
+        except StopIteration:
+            self.events = None
+            return False
+        except Exception as e:  # noqa: BLE001 - raised in its turn, after the errors of the directories met before it
+            event = (_raise, e)
+            self.events = None
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        self.held.append(event)
+        return True
+
+    def candidates(self) -> Iterator[Candidate]:
+        """``list_many``'s directories: those met, then each as the walk, taken on, meets it."""
+        todo, more = self.todo, self.more
+        while True:
+            if todo:
+                yield todo.popleft()
+            elif not more():
+                return
+
+    def make(self, results: Iterator[Listed | None] | None) -> None:
+        """Every event made in its turn, the walk taken on as they are: a directory left for
+        ``list_many`` made a partition of from its listing in ``results`` (None: listed here, as
+        where a listing is None)."""
+        self.listing = results is not None
+        held, made, more = self.held, self.made, self.more
+        try:
+            while held or more():
+                event = held.popleft()
+                if event[0] is not _CANDIDATE:
+                    event[0](*event[1:])
+                    continue
+                c, parent = made.popleft()
+                listed = None if results is None else next(results)  # type: ignore[call-overload]
+                if listed is None:
+                    event[1].subtree(event[2], event[6])
+                else:
+                    event[1].listed(c, parent, event[3], listed)
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
 
 
 #: an event of :func:`_walk`: a directory left for ``list_many``
@@ -848,7 +922,7 @@ def _raise(e: Exception) -> None:
 
 
 def _walk(paths: str | Iterable[str], wants: Callable[[str, int], bool] | None, found: dict[tuple[str, str], PartitionFiles],
-          list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> Iterator[tuple]:
+          list_many: Callable[[Iterator[Candidate]], Iterator[Listed | None] | None] | None) -> Iterator[tuple]:
     """What the walk of ``paths`` meets, in order, each a call to make (its function, then its
     arguments): a partition found, a path's end (whose check raises when it held none); with
     ``list_many``, a directory named ``<topic>-<partition>`` below a root on local disk is not
@@ -881,7 +955,7 @@ class _Walk:
     directories have in common (its storage, the data dirs' checkpoints, read once each)."""
 
     def __init__(self, storage: Storage, wants: Callable[[str, int], bool] | None, found: dict[tuple[str, str], PartitionFiles],
-                 list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None] | None) -> None:
+                 list_many: Callable[[Iterator[Candidate]], Iterator[Listed | None] | None] | None) -> None:
         self.storage = storage
         self.list_many = list_many
         self.wants = wants
@@ -974,30 +1048,6 @@ class _Walk:
         named ``<topic>-<partition>`` given to ``list_many`` in turn: a data dir under a broker's
         folder named ``broker-1``)."""
         _apply(self.walk_local(d, top, root=False), self.list_many)
-
-
-def _listed_many(held: list[tuple], list_many: Callable[[list[Candidate]], Iterator[Listed | None] | None]) -> None:
-    """The events :func:`_walk` met from the first directory left for ``list_many``, in order, those
-    directories listed by ``list_many`` (or here, where it gives None)."""
-    candidates = [(e, *e[1].candidate(e[2], e[4], e[5])) for e in held if e[0] is _CANDIDATE]
-    results = list_many([c for _e, c, _parent in candidates])
-    it = iter(candidates)
-    try:
-        for event in held:
-            if event[0] is not _CANDIDATE:
-                event[0](*event[1:])
-                continue
-            _e, c, parent = next(it)
-            walk, d, name, top = event[1], event[2], event[3], event[6]
-            listed = next(results) if results is not None else None  # type: ignore[call-overload]
-            if listed is None:
-                walk.subtree(d, top)
-            else:
-                walk.listed(c, parent, name, listed)
-    finally:
-        close = getattr(results, "close", None)
-        if close is not None:
-            close()
 
 
 def list_candidates(candidates: list[Candidate]) -> list[Listed | None]:
