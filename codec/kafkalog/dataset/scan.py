@@ -40,6 +40,7 @@ from kafkalog.log.source import (
     PartitionFiles,
     SegmentFiles,
     UrlStorage,
+    _maker,
     gc_paused,
     list_candidates,
     own_offsets,
@@ -100,6 +101,12 @@ class PartitionPlan:
         return self.files.partition
 
 
+#: :class:`Slice` and :class:`PartitionPlan` of all their fields, made as :func:`~kafkalog.log.source._maker` makes
+#: them: :func:`plan_all` makes one of each for each partition
+_new_slice = _maker(Slice, "segment", "start", "end")
+_new_plan = _maker(PartitionPlan, "files", "start", "end", "slices", "aborted", "last_stable_offset")
+
+
 def _ms(t: Time) -> int | None:
     """Milliseconds since the epoch (an int is taken as such; a naive datetime as UTC)."""
     if t is None or isinstance(t, int):
@@ -111,10 +118,12 @@ def _ms(t: Time) -> int | None:
     return int(t.timestamp() * 1000)
 
 
-def _offset_for(spec: Offsets, pf: PartitionFiles) -> int | None:
+def _offsets_for(spec: Offsets, files: list[PartitionFiles]) -> Iterable[int | None]:
+    """Each of ``files``' offset of ``spec`` (:func:`scan`'s ``start_offset`` or ``end_offset``):
+    one offset for all (as most scans give it, none) is repeated, not asked of each of 100,000 partitions."""
     if spec is None or isinstance(spec, int):
-        return spec
-    return spec.get((pf.topic, pf.partition))
+        return itertools.repeat(spec, len(files))
+    return [spec.get((pf.topic, pf.partition)) for pf in files]
 
 
 def _slices(pf: PartitionFiles, logs: list[SegmentFiles], start: int, end: int | None) -> list[Slice]:
@@ -130,7 +139,10 @@ def _slices(pf: PartitionFiles, logs: list[SegmentFiles], start: int, end: int |
             continue
         lo = start if start > seg_first else seg_first
         first, last = lo > seg.base_offset, end is not None and (nxt is None or end < nxt)
-        idx = offset_index(pf, seg) if first or last else None
+        if not first and not last:  # the whole segment (most are): no index is read
+            out.append(_new_slice(seg, 0, None))
+            continue
+        idx = offset_index(pf, seg)
         pos, stop = 0, None
         if idx is not None and len(idx):
             if first:
@@ -140,7 +152,7 @@ def _slices(pf: PartitionFiles, logs: list[SegmentFiles], start: int, end: int |
                 k = int(idx.offsets.searchsorted(end, side="left"))
                 if k + 1 < len(idx):
                     stop = int(idx.positions[k + 1])
-        out.append(Slice(seg, pos, stop))
+        out.append(_new_slice(seg, pos, stop))
     return out
 
 
@@ -148,9 +160,12 @@ def start_floor(files: PartitionFiles, *, include_deleted: bool = False) -> int:
     """The lowest offset a read of ``files`` returns (SPEC R-VAL-10): the log start offset, or with
     ``include_deleted`` the first segment's base offset (the deleted records the files still hold);
     0 when no ``.log`` is there."""
-    if include_deleted and (logs := files.logs):
-        return logs[0].base_offset
-    return files.log_start_offset or 0
+    return _floor(files.logs, files.log_start_offset, include_deleted)
+
+
+def _floor(logs: list[SegmentFiles], log_start: int | None, include_deleted: bool) -> int:
+    """:func:`start_floor` of a partition whose :attr:`~PartitionFiles.logs` and log start offset are known."""
+    return logs[0].base_offset if include_deleted and logs else log_start or 0
 
 
 def plan(
@@ -168,18 +183,19 @@ def plan(
     ``end_offset`` (exclusive; default: the end), narrowed by times as Kafka's ListOffsets resolves
     them: from the first record at or after ``start_time`` to the first at or after ``end_time``.
     None when nothing can be in range (no record at or after ``start_time``)."""
-    return _plan(files, start_offset, end_offset, start_time, end_time, read_committed, include_deleted)
+    return _plan(files, files.log_start_offset, start_offset, end_offset, start_time, end_time, read_committed, include_deleted)
 
 
-def _plan(files: PartitionFiles, start_offset: int | None, end_offset: int | None, start_time: int | None, end_time: int | None,
-          read_committed: bool, include_deleted: bool) -> PartitionPlan | None:
-    """:func:`plan`, its options by place (:func:`plan_all` calls it for each of many partitions)."""
-    floor = start_floor(files, include_deleted=include_deleted)
+def _plan(files: PartitionFiles, log_start: int | None, start_offset: int | None, end_offset: int | None, start_time: int | None,
+          end_time: int | None, read_committed: bool, include_deleted: bool) -> PartitionPlan | None:
+    """:func:`plan`, its options by place, given the partition's log start offset (:func:`plan_all`
+    calls it for each of many partitions, and asks for the log start offset once)."""
     logs = files.logs
-    start = floor if start_offset is None else max(start_offset, floor)
+    floor = _floor(logs, log_start, include_deleted)
+    start = floor if start_offset is None or start_offset < floor else start_offset
     end = end_offset
     if not logs:
-        return PartitionPlan(files, start, end, ())
+        return _new_plan(files, start, end, (), (), None)
     if start_time is not None:
         t = offset_for_timestamp(files, start_time)
         if t is None:
@@ -196,8 +212,8 @@ def _plan(files: PartitionFiles, start_offset: int | None, end_offset: int | Non
         end = lso if end is None or lso is None else min(end, lso)
         aborted = tuple(aborted_transactions(files, start, end))
     if end is not None and end <= start:
-        return PartitionPlan(files, start, end, (), aborted, lso)
-    return PartitionPlan(files, start, end, tuple(_slices(files, logs, start, end)), aborted, lso)
+        return _new_plan(files, start, end, (), aborted, lso)
+    return _new_plan(files, start, end, tuple(_slices(files, logs, start, end)), aborted, lso)
 
 
 def _as_set(v: object, kind: type) -> set | None:
@@ -514,23 +530,24 @@ def plan_all(
     files = list(files)
     found = _lost_in_processes(files, jobs)
 
-    def planned(i: int, pf: PartitionFiles) -> tuple[PartitionPlan | None, int | None, list[Gap]]:
-        asked = _offset_for(start_offset, pf)
-        p = _plan(pf, asked, _offset_for(end_offset, pf), t0, t1, read_committed, include_deleted)
-        return p, asked, [] if p is None else pf.gaps() if found is None else found(i, pf)
+    def planned(i: int, pf: PartitionFiles, asked: int | None, end: int | None) -> tuple[PartitionPlan | None, int | None, int | None, list[Gap]]:
+        log_start = pf.log_start_offset
+        p = _plan(pf, log_start, asked, end, t0, t1, read_committed, include_deleted)
+        return p, asked, log_start, [] if p is None else pf.gaps() if found is None else found(i, pf)
 
     # many partitions' plans, long-lived: no full collection between them
     with gc_paused(), contextlib.closing(found) if found is not None else contextlib.nullcontext():
         # on object storage each partition's index and log-end reads are requests: several partitions' at a time
+        items = zip(itertools.count(), files, _offsets_for(start_offset, files), _offsets_for(end_offset, files))
         if any(issubclass(kind, UrlStorage) for kind in set(map(type, map(_STORAGE, files)))):  # a kind or two, however many partitions
-            results: Iterable = ((pf, r) for (_, pf), r in map_ahead(lambda item: planned(*item), enumerate(files),
-                                                                      remote=lambda item: isinstance(item[1].storage, UrlStorage)))
+            results: Iterable = ((item[1], r) for item, r in map_ahead(lambda item: planned(*item), items,
+                                                                        remote=lambda item: isinstance(item[1].storage, UrlStorage)))
         else:
-            results = zip(files, map(planned, itertools.count(), files), strict=True)
-        for pf, (p, asked, gaps) in results:
+            results = zip(files, itertools.starmap(planned, items), strict=True)
+        for pf, (p, asked, log_start, gaps) in results:
             if p is None:
                 continue
-            if asked is not None and not include_deleted and (log_start := pf.log_start_offset) is not None and asked < log_start:
+            if asked is not None and not include_deleted and log_start is not None and asked < log_start:
                 on_deleted(f"{pf.display()}: offsets {asked} to {log_start - 1} are below the log start offset {log_start} (deleted "
                            f"records): reading from {log_start} (include_deleted=True, --include-deleted in the CLI, reads what the "
                            "files still hold of them)")

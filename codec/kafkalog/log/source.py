@@ -22,12 +22,13 @@ import contextlib
 import functools
 import gc
 import glob
+import itertools
 import operator
 import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, Protocol, TypeVar
 
 from kafkalog.errors import KafkaLogError, LogNotFoundError
@@ -518,6 +519,30 @@ def storage_for(path: str) -> tuple[Storage, str]:
     return LocalStorage(), path
 
 
+def _maker(cls: type[T], *names: str) -> Callable[..., T]:
+    """A function making a ``cls`` (a frozen dataclass with slots and no ``__post_init__``) from the
+    values of its fields ``names``, in that order, the others at their defaults: the object
+    ``cls(...)`` makes (equal, as frozen), in about half the time. The dataclass's ``__init__`` sets
+    each field through ``object.__setattr__``, looked up again for each; this one through the
+    field's slot. For the objects planning makes for each of many partitions (four apiece, over
+    100,000 partition dirs: :meth:`_Walk.listed`, :func:`kafkalog.dataset.scan.plan_all`), written
+    out field by field as ``dataclasses`` writes ``__init__``."""
+    known = fields(cls)  # type: ignore[arg-type]
+    if hasattr(cls, "__post_init__") or not set(names) <= {f.name for f in known}:
+        raise TypeError(f"{cls.__name__} is not made by setting its fields {names}")
+    env: dict[str, object] = {"new": object.__new__, "cls": cls}
+    lines = []
+    for f in known:
+        env[f"set_{f.name}"] = cls.__dict__[f.name].__set__
+        if f.name not in names:
+            if f.default is MISSING:
+                raise TypeError(f"{cls.__name__}.{f.name} has no plain default: give it")
+            env[f"default_{f.name}"] = f.default
+        lines.append(f"    set_{f.name}(o, {f.name if f.name in names else f'default_{f.name}'})\n")
+    exec(f"def make({', '.join(names)}):\n    o = new(cls)\n{''.join(lines)}    return o\n", env)
+    return env["make"]  # type: ignore[return-value]
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentFiles:
     """One segment: its base offset, its ``.log`` (None when only its indexes are there) and the
@@ -609,6 +634,12 @@ class PartitionFiles:
             found = find_gaps(self.dir, files=dict(self.listing), checkpoints=self.log_dir, held=held)
         shown = self.display()
         return [Gap(shown, g.start, g.end, g.evidence) for g in found] if shown != self.dir else found
+
+
+#: :class:`SegmentFiles` of its first six fields (as a worker sends them: :data:`Listed`), and
+#: :class:`PartitionFiles` of all its fields, made as :func:`_maker` makes them
+_new_segment = _maker(SegmentFiles, "base_offset", "log", "size", "index", "timeindex", "txnindex")
+_new_partition = _maker(PartitionFiles, *(f.name for f in fields(PartitionFiles)))
 
 
 def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: LogDirOffsets,
@@ -950,6 +981,11 @@ def _name(d: str) -> str:
     return d.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1]
 
 
+#: what :meth:`_Walk.candidate` finds once of a data dir: its checkpoints, the start of the paths
+#: joined under it, and the lookups of a partition's log start and log end in its checkpoints
+_Under = tuple[LogDirOffsets, str, Callable[[tuple[str, int]], int | None], Callable[[tuple[str, int]], int | None]]
+
+
 class _Walk:
     """The partitions under one path given to :func:`find_partitions`, found in ``found``: what its
     directories have in common (its storage, the data dirs' checkpoints, read once each)."""
@@ -963,7 +999,7 @@ class _Walk:
         self.local = isinstance(storage, LocalStorage)
         self.log_dirs: dict[str, LogDirOffsets] = {}
         self.parents: dict[str, str] = {}  # a directory's parent as listed -> as _parent gives it (found once per data dir)
-        self.prefix: dict[str, str] = {}  # a data dir -> the start of the paths joined under it
+        self.under: dict[str, _Under] = {}  # a candidate's parent as listed -> what is asked of it for each (found once per data dir)
         self.count = 0
 
     def parent(self, d: str, is_root: bool) -> str:
@@ -1009,25 +1045,29 @@ class _Walk:
         if not roots:
             raise LogNotFoundError("the glob matches no directory", file=storage.display(path))
 
-    def candidate(self, d: str, topic: str, partition: int) -> tuple[Candidate, str]:
-        """What ``list_many`` is told of directory ``d``, and its parent."""
-        parent = self.parent(d, False)
-        log_dir = self.log_dir(parent, "", None)
+    def candidate(self, d: str, topic: str, partition: int) -> tuple[Candidate, _Under]:
+        """What ``list_many`` is told of directory ``d`` (on local disk), and what :meth:`listed`
+        needs of its data dir: its parts that are the same for each of its partitions are found once
+        (a data dir may hold 100,000 of them)."""
+        listed = d.rsplit(os.sep, 1)[0]
+        under = self.under.get(listed)
+        if under is None:
+            parent = self.parent(d, False)
+            log_dir = self.log_dir(parent, "", None)
+            under = self.under[listed] = (log_dir, os.path.join(parent, ""), log_dir.log_start.get, log_dir.log_end_at_shutdown.get)
         tp = (topic, partition)
-        wanted = self.wants is None or self.wants(topic, partition)
-        if parent not in self.prefix:
-            self.prefix[parent] = os.path.join(parent, "")
-        return (d, topic, partition, wanted, log_dir.log_start.get(tp), log_dir.log_end_at_shutdown.get(tp)), parent
+        return (d, topic, partition, self.wants is None or self.wants(topic, partition), under[2](tp), under[3](tp)), under
 
-    def listed(self, c: Candidate, parent: str, name: str, listed: Listed) -> None:
-        """A directory another process listed (:func:`list_candidates`): the partition it is."""
+    def listed(self, c: Candidate, under: _Under, name: str, listed: Listed) -> None:
+        """A directory another process listed (:func:`list_candidates`): the partition it is
+        (``under``: :meth:`candidate`'s)."""
         if not listed:
             return
-        d, topic, partition, wanted = c[:4]
+        d, topic, partition, wanted, _, _ = c
         segments, snapshots, listing, gaps = listed
-        p = PartitionFiles(self.storage, topic, partition, d, tuple([SegmentFiles(*s) for s in segments]), snapshots, self.log_dirs[parent],
+        p = _new_partition(self.storage, topic, partition, d, tuple(itertools.starmap(_new_segment, segments)), snapshots, under[0],
                            listing, gaps)
-        self.add(p, self.prefix[parent] + name, wanted)  # os.path.join(parent, name)
+        self.add(p, under[1] + name, wanted)  # os.path.join(parent, name)
 
     def walk_local(self, d: str, top: str, *, root: bool = True) -> Iterator[tuple]:
         """:func:`_walk`'s events of local directory ``d`` and those under it (``root``: ``d`` is a root)."""
