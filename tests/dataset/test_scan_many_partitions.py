@@ -239,8 +239,9 @@ def _scan_plans(monkeypatch: pytest.MonkeyPatch, paths: list[str], *, died: bool
         if no_workers:
             # (nested-0, alone under many-3, is listed by ordered_map's one-item run in this process)
             assert len(here) == len(plain) - 1 and "nested-0" not in here, here
-        elif died:  # a worker died: those of its run and after were listed here
-            assert 0 < len(here) < len(plain), here
+        elif died:  # a worker died: those of its run and after were listed here (all of them when it died
+            # before any result came in: the walk's order, the directory's, may give it many-20 first)
+            assert 0 < len(here) <= len(plain), here
         else:
             assert here <= {"many-3", "nested-0"} if jobs > 1 else all(f.found_gaps is None for f in plain), here
         return planned[-1]

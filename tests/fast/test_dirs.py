@@ -188,9 +188,9 @@ def test_the_greatest_segment_is_read_ahead_whole(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_a_fifo_is_left_to_the_reader_unopened(tmp_path: Path) -> None:
-    """A FIFO named as the greatest segment's ``.log`` is not a file to read ahead: opening it would
-    wait for a writer, for ever. If the listing waits, the test opens the FIFO's other end, which
+def test_a_fifo_is_left_to_the_reader_without_waiting(tmp_path: Path) -> None:
+    """A FIFO named as the greatest segment's ``.log`` is not a file to read ahead: a plain open of it
+    would wait for a writer, for ever. If the listing waits, the test opens the FIFO's other end, which
     ends the wait, and fails."""
     d = tmp_path / "orders-0"
     d.mkdir()
@@ -210,12 +210,13 @@ def test_a_fifo_is_left_to_the_reader_unopened(tmp_path: Path) -> None:
 
 
 def _bytes_read(what: str = "rchar") -> int:
-    """The bytes this process has read with read calls so far (Linux's ``/proc/self/io``), or with
+    """The bytes this thread has read with read calls so far (Linux's ``/proc/thread-self/io``: a
+    process's count would take in the reads of pytest-xdist's channel thread), or with
     ``what="syscr"`` the read calls it has made."""
-    return int(dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())[what])
+    return int(dict(line.split(": ") for line in Path("/proc/thread-self/io").read_text().splitlines())[what])
 
 
-@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+@pytest.mark.skipif(not Path("/proc/thread-self/io").exists(), reason="needs Linux's /proc/thread-self/io")
 def test_files_larger_than_asked_are_not_read(tmp_path: Path) -> None:
     """An active segment's index preallocated to Kafka's 10 MiB, and a ``.log`` over the read-ahead's
     size, are left to the reader without being read (they were read to twice the size first)."""
@@ -234,7 +235,7 @@ def test_files_larger_than_asked_are_not_read(tmp_path: Path) -> None:
     assert entries == source._scandir_entries(str(d), [])
 
 
-@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+@pytest.mark.skipif(not Path("/proc/thread-self/io").exists(), reason="needs Linux's /proc/thread-self/io")
 def test_files_are_read_in_one_read_each_and_an_empty_one_not_at_all(tmp_path: Path) -> None:
     """The usual last segment (an empty ``.index``, a ``.timeindex`` of one entry, a short ``.log``):
     each file read with one read of the size it was found to have, no read to find its end, and
@@ -254,6 +255,24 @@ def test_files_are_read_in_one_read_each_and_an_empty_one_not_at_all(tmp_path: P
     assert held == {"00000000000000000000.index": b"", "00000000000000000000.timeindex": b"t" * 12, "00000000000000000000.log": b"l" * 304}
     assert reads == 2, f"{reads} read calls to hold two files of 12 and 304 bytes and an empty one"
     assert entries == source._scandir_entries(str(d), [])
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="the superuser opens a file of mode 000")
+def test_an_empty_file_that_cannot_be_opened_is_left_to_the_reader(tmp_path: Path) -> None:
+    """An empty ``.log`` this process may not open is not held as empty: the check opens it itself
+    and fails as one process fails (it was held empty, unopened, and a worker's check then found
+    no loss where one process raised)."""
+    d = tmp_path / "orders-0"
+    d.mkdir()
+    (d / "00000000000000000000.timeindex").write_bytes(b"t" * 12)
+    log = d / "00000000000000000000.log"
+    log.write_bytes(b"")
+    log.chmod(0)
+    try:
+        held = _dirs.list_dir(str(d), [], Entry, source._SKIPPED_DIR.search, WHOLE_TAIL)[1]  # type: ignore[union-attr]
+    finally:
+        log.chmod(0o644)
+    assert held == {"00000000000000000000.timeindex": b"t" * 12}
 
 
 def test_the_package_plugs_the_kernel_in_and_the_switch_takes_it_out(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,3 +80,19 @@ def test_a_class_the_maker_cannot_make_as_its_constructor_does_is_refused() -> N
     with pytest.raises(TypeError):
         source._maker(Later, "a", "c")
     assert source._maker(Later, "a", "b")(1, [2]) == Later(1, [2])
+
+
+def test_fields_named_as_the_makers_own_names_are_set_to_their_values() -> None:
+    """The made function's own names cannot be a field's: fields named ``o``, ``cls``, ``new`` and
+    ``make`` get the values given (a field ``o`` was set to the object itself, one named ``cls``
+    refused the call)."""
+
+    @dataclass(frozen=True, slots=True)
+    class Named:
+        o: int
+        cls: str
+        new: float = 0.5
+        make: tuple = ()
+
+    made = source._maker(Named, "o", "cls", "make")(1, "c", (2,))
+    assert made == Named(1, "c", make=(2,)) and (made.o, made.cls, made.new, made.make) == (1, "c", 0.5, (2,))

@@ -217,6 +217,22 @@ def test_items_that_come_one_by_one_are_taken_as_tasks_are_sent() -> None:
     assert got == list(range(8))
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_item_that_fails_to_come_second_is_raised_after_the_first_result(jobs: int) -> None:
+    """The first two items are taken to know whether workers are worth starting: the second's
+    error, too, comes after the first item's result, with one worker as with two."""
+    from kafkalog.tools.jobs import ordered_map
+
+    def items() -> object:
+        yield -5
+        raise ValueError("the walk failed")
+
+    results = ordered_map(abs, items(), jobs, names=lambda i: f"task-{i}")
+    assert next(results) == 5
+    with pytest.raises(ValueError, match="the walk failed"):
+        next(results)
+
+
 def test_a_killed_worker_is_named_with_its_pid_however_many_tasks_came_before() -> None:
     """The table of tasks under way holds one slot per task that may be under way, reused: a worker
     killed at the tenth task of an iterator's is named, with its pid, in :attr:`WorkerDied.running`."""

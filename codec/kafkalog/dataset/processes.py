@@ -150,7 +150,12 @@ def ordered_map(
     processes cannot be started raises :class:`NoWorkers` (one) at the first result asked for.
     ``preload``: modules the worker processes import once, before they are forked."""
     todo = iter(items)
-    first = list(itertools.islice(todo, 2))
+    first: list[T] = []  # the items taken to know whether there are two
+    try:
+        first.extend(itertools.islice(todo, 2 if jobs > 1 else 0))
+    except Exception:
+        yield from map(fn, first)  # the results before the item that failed to come, then its error
+        raise
     if jobs <= 1 or len(first) <= 1:
         yield from map(fn, itertools.chain(first, todo))
         return

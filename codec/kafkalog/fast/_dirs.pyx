@@ -25,8 +25,8 @@ from cpython.exc cimport PyErr_CheckSignals, PyErr_SetFromErrnoWithFilenameObjec
 from libc.errno cimport EINTR, ENOENT, errno
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, strcmp, strcpy, strlen
-from posix.fcntl cimport AT_SYMLINK_NOFOLLOW, O_CLOEXEC, O_RDONLY, openat
-from posix.stat cimport S_ISDIR, S_ISREG, fstatat, struct_stat
+from posix.fcntl cimport AT_SYMLINK_NOFOLLOW, O_CLOEXEC, O_NONBLOCK, O_RDONLY, openat
+from posix.stat cimport S_ISDIR, S_ISREG, fstat, fstatat, struct_stat
 from posix.unistd cimport close, read
 
 
@@ -138,37 +138,38 @@ cdef Py_ssize_t _read_whole(int dirfd, const char *name, Py_ssize_t most, char *
     """The bytes of regular file ``name`` under ``dirfd`` read into ``buf`` (grown as needed): their
     count, or -1 when the file is not a regular file, holds more than ``most`` bytes, or could not
     be opened or read (the caller then reads it itself, and meets what it meets). The file is
-    sized first (``fstatat``), and read as it was then: exactly that many bytes (read on past a read
-    that comes back short, as a FUSE file system's may; fewer if it shrank meanwhile), with no read
-    to tell its end; one that grew meanwhile is read as it was sized, as a reader that came a moment
-    earlier would have read it. A file sized empty is not opened at all (the usual last segment's
-    trimmed ``.index``); one sized above ``most`` is not opened either (an active segment's index is
-    preallocated to 10 MiB); nor is anything but a regular file (a FIFO would wait for a writer). A
-    pseudo-file that says it is empty and is not (``/proc``) is taken as empty: no Kafka file is one.
-    The GIL is released around each call that may wait on the file system (a FUSE mount, NFS)."""
+    opened (without waiting: a FIFO's open would wait for a writer), then sized through that open
+    file (``fstat``: the size is the bytes' own file's, even if another is renamed over the name
+    meanwhile), and read as it was then: exactly that many bytes (read on past a read that comes
+    back short, as a FUSE file system's may; fewer if it shrank meanwhile), with no read to tell its
+    end; one that grew meanwhile is read as it was sized, as a reader that came a moment earlier
+    would have read it. A file sized empty is not read (the usual last segment's trimmed
+    ``.index``), one sized above ``most`` is not read either (an active segment's index is
+    preallocated to 10 MiB), nor is anything but a regular file. One that cannot be opened is left
+    to the caller, as an empty one too: it meets what one process meets. A pseudo-file that says it
+    is empty and is not (``/proc``) is taken as empty: no Kafka file is one. The GIL is released
+    around each call that may wait on the file system (a FUSE mount, NFS)."""
     cdef int fd, r
     cdef Py_ssize_t n = 0, want, size
     cdef ssize_t got
     cdef char *grown
     cdef struct_stat st
     with nogil:
-        r = fstatat(dirfd, name, &st, 0)
-    if r != 0 or not S_ISREG(st.st_mode) or st.st_size > most:
-        return -1
-    size = <Py_ssize_t>st.st_size
-    if size == 0:
-        return 0
-    if size > room[0]:
-        want = max(size, room[0] * 2, 4096)
-        grown = <char *>realloc(buf[0], want)
-        if grown == NULL:
-            raise MemoryError()
-        buf[0], room[0] = grown, want
-    with nogil:
-        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)
+        fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     if fd < 0:
         return -1
     try:
+        with nogil:
+            r = fstat(fd, &st)
+        if r != 0 or not S_ISREG(st.st_mode) or st.st_size > most:
+            return -1
+        size = <Py_ssize_t>st.st_size
+        if size > room[0]:
+            want = max(size, room[0] * 2, 4096)
+            grown = <char *>realloc(buf[0], want)
+            if grown == NULL:
+                raise MemoryError()
+            buf[0], room[0] = grown, want
         while n < size:
             want = size - n
             if _read_cap and want > _read_cap:

@@ -528,19 +528,20 @@ def _maker(cls: type[T], *names: str) -> Callable[..., T]:
     100,000 partition dirs: :meth:`_Walk.listed`, :func:`kafkalog.dataset.scan.plan_all`), written
     out field by field as ``dataclasses`` writes ``__init__``."""
     known = fields(cls)  # type: ignore[arg-type]
-    if hasattr(cls, "__post_init__") or not set(names) <= {f.name for f in known}:
+    if hasattr(cls, "__post_init__") or not set(names) <= {f.name for f in known} or any(f.name.startswith("_m_") for f in known):
         raise TypeError(f"{cls.__name__} is not made by setting its fields {names}")
-    env: dict[str, object] = {"new": object.__new__, "cls": cls}
+    # the function's own names start with "_m_", which no field's may (refused above)
+    env: dict[str, object] = {"_m_new": object.__new__, "_m_cls": cls}
     lines = []
     for f in known:
-        env[f"set_{f.name}"] = cls.__dict__[f.name].__set__
+        env[f"_m_set_{f.name}"] = cls.__dict__[f.name].__set__
         if f.name not in names:
             if f.default is MISSING:
                 raise TypeError(f"{cls.__name__}.{f.name} has no plain default: give it")
-            env[f"default_{f.name}"] = f.default
-        lines.append(f"    set_{f.name}(o, {f.name if f.name in names else f'default_{f.name}'})\n")
-    exec(f"def make({', '.join(names)}):\n    o = new(cls)\n{''.join(lines)}    return o\n", env)
-    return env["make"]  # type: ignore[return-value]
+            env[f"_m_default_{f.name}"] = f.default
+        lines.append(f"    _m_set_{f.name}(_m_o, {f.name if f.name in names else f'_m_default_{f.name}'})\n")
+    exec(f"def _m_make({', '.join(names)}):\n    _m_o = _m_new(_m_cls)\n{''.join(lines)}    return _m_o\n", env)
+    return env["_m_make"]  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -622,16 +623,12 @@ class PartitionFiles:
         """Offsets the partition's own files say existed but no ``.log`` holds (data loss: :func:`kafkalog.log.gaps.find_gaps`)."""
         if self.found_gaps is not None:
             return list(self.found_gaps)
-        return self._gaps(None)
-
-    def _gaps(self, held: dict[str, bytes] | None) -> list[Gap]:
-        """:meth:`gaps` found afresh; ``held``: the whole files the listing read (:func:`_local_listing`)."""
         if isinstance(self.storage, UrlStorage):  # its reads: what is read twice is fetched once
             remote = self.storage
             found = find_gaps(self.dir, fs=remote.fs, files=dict(self.listing), checkpoints=self.log_dir, open_log=remote.open_tail,
                               read_file=remote.read)
         else:
-            found = find_gaps(self.dir, files=dict(self.listing), checkpoints=self.log_dir, held=held)
+            found = _local_gaps(self.dir, self.listing, self.log_dir)
         shown = self.display()
         return [Gap(shown, g.start, g.end, g.evidence) for g in found] if shown != self.dir else found
 
@@ -640,6 +637,14 @@ class PartitionFiles:
 #: :class:`PartitionFiles` of all its fields, made as :func:`_maker` makes them
 _new_segment = _maker(SegmentFiles, "base_offset", "log", "size", "index", "timeindex", "txnindex")
 _new_partition = _maker(PartitionFiles, *(f.name for f in fields(PartitionFiles)))
+
+
+def _local_gaps(directory: str, listing: tuple[tuple[str, int | None], ...], log_dir: LogDirOffsets,
+                held: dict[str, bytes] | None = None, partition: tuple[str, int] | None = None) -> list[Gap]:
+    """:meth:`PartitionFiles.gaps` of a partition dir on local disk, found afresh from its listing;
+    ``held``: the whole files the listing read (:func:`_local_listing`), ``partition``: its topic
+    and partition when its name has been read already (a worker's, :func:`_list_candidate`)."""
+    return find_gaps(directory, files=dict(listing), checkpoints=log_dir, held=held, partition=partition)
 
 
 def _partition(storage: Storage, directory: str, files: list[Entry], log_dir: LogDirOffsets,
@@ -878,7 +883,7 @@ class _Held:
     def __init__(self, events: Iterator[tuple], first: tuple) -> None:
         self.events: Iterator[tuple] | None = events  # None once the walk has ended
         self.held: collections.deque[tuple] = collections.deque()  # the events not made yet
-        self.made: collections.deque[tuple[Candidate, str]] = collections.deque()  # each held directory's Candidate and parent
+        self.made: collections.deque[tuple[Candidate, _Under]] = collections.deque()  # each held directory's Candidate and data dir (_Walk.candidate's)
         self.todo: collections.deque[Candidate] = collections.deque()  # those not yet given to list_many
         self.met = 0  # the directories left for list_many met
         self.listing = True  # list_many is (to be) given them
@@ -932,12 +937,12 @@ class _Held:
                 if event[0] is not _CANDIDATE:
                     event[0](*event[1:])
                     continue
-                c, parent = made.popleft()
+                c, under = made.popleft()
                 listed = None if results is None else next(results)  # type: ignore[call-overload]
                 if listed is None:
                     event[1].subtree(event[2], event[6])
                 else:
-                    event[1].listed(c, parent, event[3], listed)
+                    event[1].listed(c, under, event[3], listed)
         finally:
             close = getattr(results, "close", None)
             if close is not None:
@@ -1137,8 +1142,7 @@ def _list_candidate(storage: LocalStorage, d: str, topic: str, partition: int, w
     if not wanted:
         return segments, snapshots, listing, None
     try:  # PartitionFiles.gaps() of a local partition, found without making the partition (a try costs less than contextlib.suppress)
-        gaps = tuple(find_gaps(d, files=dict(listing), checkpoints=own_offsets(topic, partition, log_start, log_end), held=held,
-                               partition=(topic, partition)))
+        gaps = tuple(_local_gaps(d, listing, own_offsets(topic, partition, log_start, log_end), held, (topic, partition)))
     except Exception:  # noqa: BLE001 - found again, and raised, when the partition is planned
         gaps = None
     return segments, snapshots, listing, gaps
