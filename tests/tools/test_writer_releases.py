@@ -140,35 +140,22 @@ def test_another_release_fails_exactly_the_cases_that_show_the_change(tmp_path: 
     assert all(d.split(":")[0].endswith((".index", ".timeindex")) for ds in failing.values() for d in ds), failing
 
 
+def _write_case(*args: str) -> subprocess.CompletedProcess[str]:
+    """``kafkalog write-case ARGS`` run as a user runs it."""
+    return subprocess.run([PY, "-m", "kafkalog", "write-case", *args], capture_output=True, text=True, check=False, cwd=REPO)
+
+
 def test_kafka_version_usage(tmp_path: Path) -> None:
     """An unknown release is a usage error; no --kafka-version writes as the newest; the oldest release's name
     writes the oldest release's files (its cleaner keeps the emptied batch, which 4.4 drops: KAFKA-20452)."""
     case = _writer("4.4.0") / "roll-by-size"
-    bad = subprocess.run(
-        [PY, "-m", "kafkalog", "write-case", "--kafka-version", "3.9", str(case), str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=REPO,
-    )
+    bad = _write_case("--kafka-version", "3.9", str(case), str(tmp_path / "o"))
     assert bad.returncode == 2 and "unknown Kafka release '3.9'" in bad.stderr
-    ok = subprocess.run(
-        [PY, "-m", "kafkalog", "write-case", str(case), str(tmp_path / "o")],  # default: the newest
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=REPO,
-    )
+    ok = _write_case(str(case), str(tmp_path / "o"))  # default: the newest
     assert ok.returncode == 0, ok.stderr
     assert compare_dirs(tmp_path / "o", case / "expected") == []
     oldest = _writer(RELEASES[0]) / "cleaner-empty-batch"
     assert compare_dirs(oldest / "expected", _writer(RELEASES[-1]) / "cleaner-empty-batch" / "expected") != []
-    old = subprocess.run(
-        [PY, "-m", "kafkalog", "write-case", "--kafka-version", RELEASES[0], str(oldest), str(tmp_path / "old")],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=REPO,
-    )
+    old = _write_case("--kafka-version", RELEASES[0], str(oldest), str(tmp_path / "old"))
     assert old.returncode == 0, old.stderr
     assert compare_dirs(tmp_path / "old", oldest / "expected") == []
