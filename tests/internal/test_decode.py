@@ -550,3 +550,15 @@ def test_mutated_records_never_crash() -> None:
             assert f"f.log, position 0, offset {m.offset}" in str(e) or e.file is None
             reported += 1
     assert reported > 0
+
+
+def test_a_partition_dirs_topic_is_read_as_discovery_reads_it() -> None:
+    """The internal topics' decoders read a partition dir's name with discovery's rule (SPEC
+    R-NAME-01, R-NAME-02): a partition number of ASCII digits only (another script's digits made
+    ``__consumer_offsets-٣`` a partition dir of its own looser copy), and any topic part, a newline too."""
+    from kafkalog.internal import decoder_for_path, topic_of_path
+
+    assert topic_of_path("/data/__consumer_offsets-\u0663/00000000000000000000.log") is None
+    assert decoder_for_path("/data/__consumer_offsets-\u0663/00000000000000000000.log") is None
+    assert topic_of_path("/data/odd\ntopic-7/00000000000000000000.log") == "odd\ntopic"
+    assert decoder_for_path("/data/__transaction_state-49/00000000000000000000.log") == "transaction-log"

@@ -22,9 +22,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = [
-    "FileKind", "UrlFile", "atomic_write", "dir_lister", "exists", "fsync_dir", "is_dir", "is_url", "kind_of", "open_read", "open_url",
+    "PARTITION_DIR", "FileKind", "UrlFile", "atomic_write", "dir_lister", "exists", "fsync_dir", "is_dir", "is_url", "kind_of", "open_read", "open_url",
     "read_bytes", "segment_file_name", "set_dir_lister", "url_filesystem", "walk",
 ]
+
+#: a partition dir's name, ``<topic>-<partition>`` (groups ``topic``, ``partition``), split at its last
+#: ``-`` (SPEC R-NAME-01, R-NAME-02): any topic part is read (Kafka's naming rule is the writer's
+#: concern, R-NAME-03). Every module that reads a partition dir's name reads it with this
+#: (kafkalog's discovery, the internal topics' decoders, the Spark source).
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
 
 #: what :func:`set_dir_lister` was given, and what it gave (``False``: not asked yet)
 _dir_lister_loader: Callable[[], Callable | None] | None = None

@@ -32,12 +32,12 @@ data file (:mod:`kafkalog.internal.messages`), generated with that release's jar
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kafkalog.errors import KafkaLogError
+from kafkalog.format.files import PARTITION_DIR
 from kafkalog.format.primitives import JAVA_UTF8
 from kafkalog.format.records.record import Record
 from kafkalog.format.records.stream import Batch, LogReader
@@ -101,16 +101,13 @@ TOPIC_DECODERS: dict[str, str] = {
     "__remote_log_metadata": "remote-log-metadata",
 }
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
-
-
 def topic_of_path(path: str | os.PathLike[str]) -> str | None:
     """The topic of a partition directory, or of a file inside one (``.../__consumer_offsets-7/x.log``)."""
     p = os.path.normpath(os.fspath(path))
     for name in (os.path.basename(p), os.path.basename(os.path.dirname(p))):
-        m = _PARTITION_DIR.match(name)
+        m = PARTITION_DIR.match(name)
         if m:
-            return m.group(1)
+            return m["topic"]
     return None
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from kafkalog.errors import DataLossError, KafkaLogError, ReplicaDivergenceError
 from kafkalog.format.checkpoints import read_offset_checkpoint
-from kafkalog.format.files import is_url, open_url, url_filesystem
+from kafkalog.format.files import PARTITION_DIR, is_url, open_url, url_filesystem
 from kafkalog.format.index import last_offset, offsets_and_positions
 from kafkalog.format.records.stream import LogReader, next_offset_of
 from kafkalog.format.txnindex import read_txn_index
@@ -57,11 +57,6 @@ __all__ = [
 #: plain segment file names (tiered-storage copies, ``<offset>-<uuid>.log``, may overlap and are not judged),
 #: and a ``.log`` renamed ``.log.swap`` (an interrupted swap) or ``.log.deleted`` (leaving the log)
 _SEGMENT = re.compile(r"^(\d{20})\.(?:(log|index|timeindex|txnindex|snapshot)|log\.(swap|deleted))$")
-#: a partition dir's name, ``<topic>-<partition>`` (groups ``topic``, ``partition``), split at its last
-#: ``-`` (SPEC R-NAME-01, R-NAME-02): any topic part is read (Kafka's naming rule is the writer's
-#: concern, R-NAME-03). Every module at the log layer and above (kafkalog's discovery, the Spark source) reads a
-#: partition dir's name with it.
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$", re.S)
 #: the kinds :func:`segment_file` gives a plain segment file (not a renamed ``.log``)
 SEGMENT_KINDS = frozenset({"log", "index", "timeindex", "txnindex", "snapshot"})
 #: the kinds of file that make a segment (a producer snapshot is named by an offset, not a segment)
