@@ -1,5 +1,5 @@
 """The objects planning makes for each of many partitions without their dataclass's ``__init__``
-(:func:`kafkalog.log.source._maker`: :class:`SegmentFiles` and :class:`PartitionFiles` from a worker's
+(:func:`kafkalog.log.source.slots_maker`: :class:`SegmentFiles` and :class:`PartitionFiles` from a worker's
 listing, :class:`Slice` and :class:`PartitionPlan` in ``plan_all``) are the objects the constructors
 make: equal, of the same type, repr and hash, as frozen, pickled alike, every field (those left out
 of equality too) the same."""
@@ -74,12 +74,12 @@ def test_a_class_the_maker_cannot_make_as_its_constructor_does_is_refused() -> N
             raise AssertionError
 
     with pytest.raises(TypeError, match="no plain default"):
-        source._maker(Later, "a")
+        source.slots_maker(Later, "a")
     with pytest.raises(TypeError):
-        source._maker(Checked, "a")
+        source.slots_maker(Checked, "a")
     with pytest.raises(TypeError):
-        source._maker(Later, "a", "c")
-    assert source._maker(Later, "a", "b")(1, [2]) == Later(1, [2])
+        source.slots_maker(Later, "a", "c")
+    assert source.slots_maker(Later, "a", "b")(1, [2]) == Later(1, [2])
 
 
 def test_fields_named_as_the_makers_own_names_are_set_to_their_values() -> None:
@@ -94,5 +94,5 @@ def test_fields_named_as_the_makers_own_names_are_set_to_their_values() -> None:
         new: float = 0.5
         make: tuple = ()
 
-    made = source._maker(Named, "o", "cls", "make")(1, "c", (2,))
+    made = source.slots_maker(Named, "o", "cls", "make")(1, "c", (2,))
     assert made == Named(1, "c", make=(2,)) and (made.o, made.cls, made.new, made.make) == (1, "c", 0.5, (2,))

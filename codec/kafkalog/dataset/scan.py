@@ -40,10 +40,10 @@ from kafkalog.log.source import (
     PartitionFiles,
     SegmentFiles,
     UrlStorage,
-    _maker,
     gc_paused,
     list_candidates,
     own_offsets,
+    slots_maker,
 )
 
 if TYPE_CHECKING:
@@ -101,10 +101,10 @@ class PartitionPlan:
         return self.files.partition
 
 
-#: :class:`Slice` and :class:`PartitionPlan` of all their fields, made as :func:`~kafkalog.log.source._maker` makes
+#: :class:`Slice` and :class:`PartitionPlan` of all their fields, made as :func:`~kafkalog.log.source.slots_maker` makes
 #: them: :func:`plan_all` makes one of each for each partition
-_new_slice = _maker(Slice, "segment", "start", "end")
-_new_plan = _maker(PartitionPlan, "files", "start", "end", "slices", "aborted", "last_stable_offset")
+_new_slice = slots_maker(Slice, "segment", "start", "end")
+_new_plan = slots_maker(PartitionPlan, "files", "start", "end", "slices", "aborted", "last_stable_offset")
 
 
 def _ms(t: Time) -> int | None:

@@ -64,6 +64,7 @@ __all__ = [
     "find_partitions",
     "gc_paused",
     "partition_dirs",
+    "slots_maker",
     "storage_for",
     "storage_of",
 ]
@@ -519,7 +520,7 @@ def storage_for(path: str) -> tuple[Storage, str]:
     return LocalStorage(), path
 
 
-def _maker(cls: type[T], *names: str) -> Callable[..., T]:
+def slots_maker(cls: type[T], *names: str) -> Callable[..., T]:
     """A function making a ``cls`` (a frozen dataclass with slots and no ``__post_init__``) from the
     values of its fields ``names``, in that order, the others at their defaults: the object
     ``cls(...)`` makes (equal, as frozen), in about half the time. The dataclass's ``__init__`` sets
@@ -634,9 +635,9 @@ class PartitionFiles:
 
 
 #: :class:`SegmentFiles` of its first six fields (as a worker sends them: :data:`Listed`), and
-#: :class:`PartitionFiles` of all its fields, made as :func:`_maker` makes them
-_new_segment = _maker(SegmentFiles, "base_offset", "log", "size", "index", "timeindex", "txnindex")
-_new_partition = _maker(PartitionFiles, *(f.name for f in fields(PartitionFiles)))
+#: :class:`PartitionFiles` of all its fields, made as :func:`slots_maker` makes them
+_new_segment = slots_maker(SegmentFiles, "base_offset", "log", "size", "index", "timeindex", "txnindex")
+_new_partition = slots_maker(PartitionFiles, *(f.name for f in fields(PartitionFiles)))
 
 
 def _local_gaps(directory: str, listing: tuple[tuple[str, int | None], ...], log_dir: LogDirOffsets,
